@@ -1,0 +1,31 @@
+"""irkernel: a JIT-accelerated array-IR optimizer.
+
+Graph Functions are struct-of-arrays dataflow graphs; passes are Numba sweeps
+over their columns; loop kernels (TIR PrimFuncs) lower to LLVM. This package
+holds the IR and the pass infrastructure and never imports ``passes`` or
+``runtime`` at module level.
+"""
+
+from __future__ import annotations
+
+from . import ops
+from .builder import GraphBuilder
+from .errors import IRError, ParseError, TypeInferenceError
+from .graph import Function
+from .ids import DTYPE_NAMES, NONE
+from .module import IRModule
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DTYPE_NAMES",
+    "NONE",
+    "Function",
+    "GraphBuilder",
+    "IRError",
+    "IRModule",
+    "ParseError",
+    "TypeInferenceError",
+    "__version__",
+    "ops",
+]

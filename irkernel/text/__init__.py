@@ -1,0 +1,1 @@
+"""Text format of irkernel modules: printer and parser (round trip)."""
