@@ -13,7 +13,18 @@ from .builder import GraphBuilder
 from .errors import IRError, ParseError, TypeInferenceError
 from .graph import Function
 from .ids import DTYPE_NAMES, NONE
+from .interp import interpret
 from .module import IRModule
+from .structural import structural_equal, structural_hash
+from .verify import verify
+
+
+def parse(text: str) -> IRModule:
+    """Parse the text format (``mod.script()``) back into an IRModule; ParseError on bad text."""
+    from .text.parser import parse as _parse
+
+    return _parse(text)
+
 
 __version__ = "0.1.0"
 
@@ -27,5 +38,10 @@ __all__ = [
     "ParseError",
     "TypeInferenceError",
     "__version__",
+    "interpret",
     "ops",
+    "parse",
+    "structural_equal",
+    "structural_hash",
+    "verify",
 ]

@@ -1,0 +1,15 @@
+"""Suite-wide settings: hypothesis profiles sized for a 2-core CI machine."""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci", max_examples=60, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile(
+    "thorough", max_examples=1000, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile(os.environ.get("IRKERNEL_HYPOTHESIS_PROFILE", "ci"))
