@@ -168,7 +168,7 @@ class GraphBuilder:
                 not np.all(np.isfinite(arr)) or np.any(arr != np.trunc(arr))):
             raise ValueError(f"const: value {value!r} is not exactly representable as "
                              f"{DTYPE_NAMES[code]}")
-        arr = np.ascontiguousarray(arr, dtype=DTYPE_NAMES[code])
+        arr = np.array(arr, dtype=DTYPE_NAMES[code], order="C")  # keeps 0-d as 0-d
         sid = self.intern_shape(arr.shape)
         cid = self._consts.add(arr, sid)
         return self._append(ops.OP_CONST, cid, NONE, code, sid, 0)

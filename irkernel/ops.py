@@ -321,9 +321,28 @@ def _divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.true_divide(x, y) if x.dtype.kind == "f" else np.floor_divide(x, y)
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    one = x.dtype.type(1)
-    return one / (one + np.exp(-x))
+def _float_math(opcode_name: str):
+    """exp/log/tanh/sigmoid/power through the compiled scalar semantics (see _scalar_ops)."""
+    def ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+        from ._scalar_ops import float_math_kernel
+
+        arrays = np.broadcast_arrays(*xs)
+        dt = arrays[0].dtype
+        flat = [np.ascontiguousarray(a, np.float64).ravel() for a in arrays]
+        out = float_math_kernel(globals()[opcode_name], flat[0], flat[-1], dt == np.float32)
+        return out.astype(dt).reshape(arrays[0].shape)
+    return ref
+
+
+def _nan_max(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """NaN if either is NaN, else ``x if x > y else y`` (pins the signed-zero result)."""
+    out = np.where(x > y, x, y)
+    return np.where(np.isnan(x), x, out) if x.dtype.kind == "f" else out
+
+
+def _nan_min(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    out = np.where(x < y, x, y)
+    return np.where(np.isnan(x), x, out) if x.dtype.kind == "f" else out
 
 
 def astype_reference(x: np.ndarray, code: int) -> np.ndarray:
@@ -387,12 +406,13 @@ def _binary(name: str, fn: Callable[..., Any], allowed: frozenset[int] = _NUM,
                  BROADCAST, commutative=commutative, doc=doc)
 
 
-def _unary(name: str, fn: Callable[..., Any], allowed: frozenset[int], doc: str) -> OpDef:
-    return OpDef(name, ENC_UNARY, 1, _elementwise_rule(allowed), _ufunc(fn), ELEMWISE, doc=doc)
+def _unary(name: str, fn: Callable[..., Any] | None, allowed: frozenset[int], doc: str) -> OpDef:
+    ref = _float_math("OP_" + name.upper()) if fn is None else _ufunc(fn)
+    return OpDef(name, ENC_UNARY, 1, _elementwise_rule(allowed), ref, ELEMWISE, doc=doc)
 
 
 def _relu(x: np.ndarray) -> np.ndarray:
-    return np.maximum(x, x.dtype.type(0))
+    return _nan_max(x, np.zeros((), x.dtype))
 
 
 BUILTIN_OPS: tuple[OpDef, ...] = (
@@ -402,15 +422,16 @@ BUILTIN_OPS: tuple[OpDef, ...] = (
     _binary("subtract", np.subtract, doc="x - y; ints wrap"),
     _binary("multiply", np.multiply, commutative=True, doc="x * y; ints wrap"),
     _binary("divide", _divide, doc="x / y for floats; floor division (x // 0 == 0) for ints"),
-    _binary("maximum", np.maximum, commutative=True, doc="elementwise max, NaN propagates"),
-    _binary("minimum", np.minimum, commutative=True, doc="elementwise min, NaN propagates"),
-    _binary("power", np.power, _FLOAT, doc="x ** y (floats)"),
+    _binary("maximum", _nan_max, commutative=True, doc="elementwise max, NaN propagates"),
+    _binary("minimum", _nan_min, commutative=True, doc="elementwise min, NaN propagates"),
+    OpDef("power", ENC_BINARY, 2, _elementwise_rule(_FLOAT), _float_math("OP_POWER"), BROADCAST,
+          doc="x ** y (floats; libm pow)"),
     _unary("negative", np.negative, _NUM, "-x; ints wrap"),
-    _unary("exp", np.exp, _FLOAT, "e ** x"),
-    _unary("log", np.log, _FLOAT, "natural log; log(0) = -inf, log(x < 0) = NaN"),
+    _unary("exp", None, _FLOAT, "e ** x (libm)"),
+    _unary("log", None, _FLOAT, "natural log (libm); log(0) = -inf, log(x < 0) = NaN"),
     _unary("sqrt", np.sqrt, _FLOAT, "square root; NaN below 0"),
-    _unary("tanh", np.tanh, _FLOAT, "hyperbolic tangent"),
-    _unary("sigmoid", _sigmoid, _FLOAT, "1 / (1 + exp(-x)) in the input dtype"),
+    _unary("tanh", None, _FLOAT, "hyperbolic tangent (libm)"),
+    _unary("sigmoid", None, _FLOAT, "1 / (1 + exp(-x)) in the input dtype"),
     _unary("relu", _relu, _NUM, "maximum(x, 0); NaN propagates"),
     _unary("abs", np.abs, _NUM, "|x|; abs(INT_MIN) wraps"),
     OpDef("where", ENC_VARIADIC, 3, _where_rule, _ufunc(np.where), BROADCAST,

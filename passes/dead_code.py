@@ -1,0 +1,83 @@
+"""DeadCodeElimination: unused nodes inside functions, unreachable functions in the module.
+
+Per function: one reverse sweep marks what the outputs (and pinned nodes:
+params, impure ops) depend on, then ``irkernel.rebuild`` compacts. Per
+module: functions not reachable from the entries through call_func/call_tir
+edges are removed (entries default to functions with ``global_symbol``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from irkernel import ops
+from irkernel._jit import kernel
+from irkernel.graph import Function
+from irkernel.ids import ENC_BINARY, ENC_UNARY, ENC_VARIADIC
+from irkernel.module import IRModule
+from irkernel.rebuild import rebuild
+
+from ._common import op_pinned
+
+
+@kernel
+def mark_live_kernel(kind, a0, a1, extra, op_encoding, op_pinned, outputs):
+    """Reverse sweep marking every node an output or pinned node depends on.
+
+    Arrays: kind int16[n]; a0, a1 int32[n]; extra int32[m]; op_encoding int8[n_ops];
+    op_pinned bool[n_ops]; outputs int32[r]. Returns (live bool[n], n_live).
+    Relies on topological order (operands < node id).
+    """
+    n = kind.shape[0]
+    live = np.zeros(n, np.bool_)
+    for j in range(outputs.shape[0]):
+        live[outputs[j]] = True
+    n_live = 0
+    for i in range(n - 1, -1, -1):
+        k = kind[i]
+        if not live[i]:
+            if not op_pinned[k]:
+                continue
+            live[i] = True
+        n_live += 1
+        enc = op_encoding[k]
+        if enc == ENC_BINARY:
+            live[a0[i]] = True
+            live[a1[i]] = True
+        elif enc == ENC_UNARY:
+            live[a0[i]] = True
+        elif enc == ENC_VARIADIC:
+            for j in range(a0[i], a0[i] + a1[i]):
+                live[extra[j]] = True
+    return live, n_live
+
+
+def eliminate_dead_nodes(func: Function) -> Function:
+    """The function without nodes that nothing live reads; ``func`` itself if none."""
+    live, n_live = mark_live_kernel(func.kind, func.a0, func.a1, func.extra,
+                                    ops.op_arrays().encoding, op_pinned(), func.outputs)
+    if n_live == func.num_nodes:
+        return func
+    return rebuild(func, keep=live, pass_name="DeadCodeElimination")
+
+
+def callees(func: object) -> set[str]:
+    """Names a function calls through call_func / call_tir (one lookup per attribute set)."""
+    if not isinstance(func, Function):
+        return set(getattr(func, "callees", lambda: ())())
+    is_call = (func.kind == ops.OP_CALL_FUNC) | (func.kind == ops.OP_CALL_TIR)
+    return {func.attr_table.as_dict(int(a))["callee"] for a in np.unique(func.attr_id[is_call])}
+
+
+def reachable_functions(mod: IRModule, entries: Sequence[str]) -> set[str]:
+    seen: set[str] = set()
+    stack = [e for e in entries if e in mod.functions]
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        stack.extend(c for c in callees(mod.functions[name]) if c in mod.functions)
+    return seen

@@ -1,0 +1,288 @@
+"""FoldConstant: evaluate every pure node whose operands are all constants.
+
+Design. One resumable forward sweep (``fold_sweep_kernel``) carries each
+node's value when it is known: one-element values as (float64, int64) pairs
+evaluated by ``irkernel._scalar_ops`` (the very code the interpreter uses for
+the transcendental ops, so results are bit-identical to ``ik.interpret``);
+float32 stays float32. A node whose operands are known but which involves a
+larger tensor stops the sweep; Python evaluates it once with the op table's
+NumPy reference (the interpreter's own code) and the sweep resumes. Results
+larger than ``FoldConstant.max_elements`` are not materialized (TVM's guard
+against folding ``ones(shape)`` into huge constants). Folded rows are
+rewritten in place into CONST rows (operands stay earlier, so topological
+order holds); the operands they no longer need are left for
+DeadCodeElimination. New scalar constants are interned by an open-addressing
+kernel against the existing pool (equal bytes share one pool entry).
+
+Alternatives considered: level-synchronous NumPy evaluation (one Python step
+per dependency level: a 1e6-long constant chain costs 1e6 steps) and
+compiling ops as TVM does (seconds per op).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from irkernel import ops
+from irkernel._jit import kernel
+from irkernel._scalar_ops import scalar_eval_kernel
+from irkernel.ops import (
+    OP_BROADCAST_TO,
+    OP_CALL_FUNC,
+    OP_CALL_TIR,
+    OP_CONCAT,
+    OP_MATMUL,
+    OP_MAX,
+    OP_MEAN,
+    OP_MULTIPLY,
+    OP_PERMUTE_DIMS,
+    OP_RESHAPE,
+    OP_SUM,
+)
+from irkernel.graph import Function
+from irkernel.ids import (
+    ENC_BINARY,
+    ENC_CONST,
+    ENC_PARAM,
+    ENC_VARIADIC,
+    FLOAT32,
+    FLOAT64,
+    NONE,
+    NUMPY_DTYPES,
+)
+from irkernel.pools import ConstPool, ConstPoolBuilder
+from irkernel.rebuild import rebuild
+
+UNKNOWN, SCALAR, TENSOR = 0, 1, 2
+SWEEP_DONE, SWEEP_NEEDS_PYTHON = 0, 1
+
+
+@kernel
+def fold_sweep_kernel(kind, a0, a1, extra, dtype, shape_id, shape_size, op_encoding, op_pure, const_dtype, const_shape_id, const_fval, const_ival, max_elements,
+                      state, fval, ival, start):
+    """Propagate constant values forward from ``start``; stops where Python must evaluate.
+
+    Arrays: kind int16[n]; a0, a1, shape_id int32[n]; dtype int8[n]; extra int32[m];
+    shape_size int64[s]; op_encoding int8[n_ops]; op_pure bool[n_ops];
+    const_* [k] (pool columns; fval/ival are the two views of sval).
+    Scratch written: state int8[n] (UNKNOWN/SCALAR/TENSOR), fval float64[n],
+    ival int64[n] (the value of SCALAR nodes). Returns (node, status).
+    """
+    n = kind.shape[0]
+    for i in range(start, n):
+        k = kind[i]
+        enc = op_encoding[k]
+        if enc == ENC_PARAM:
+            continue
+        if enc == ENC_CONST:
+            c = a0[i]
+            if shape_size[const_shape_id[c]] == 1:
+                state[i] = SCALAR
+                fval[i] = const_fval[c]
+                ival[i] = const_ival[c]
+            else:
+                state[i] = TENSOR
+            continue
+        if not op_pure[k] or k == OP_CALL_FUNC or k == OP_CALL_TIR:  # calls are not folded
+            continue
+        if enc == ENC_VARIADIC:
+            first, count = a0[i], a1[i]
+        else:
+            first, count = 0, 2 if enc == ENC_BINARY else 1
+        all_known = True
+        all_scalar = True
+        for j in range(count):
+            if enc == ENC_VARIADIC:
+                v = extra[first + j]
+            else:
+                v = a0[i] if j == 0 else a1[i]
+            if state[v] == UNKNOWN:
+                all_known = False
+                break
+            if state[v] == TENSOR:
+                all_scalar = False
+        if not all_known:
+            continue
+        size = shape_size[shape_id[i]]
+        if size > max_elements:
+            continue
+        if not all_scalar or size != 1:
+            return i, SWEEP_NEEDS_PYTHON
+        x = a0[i] if enc != ENC_VARIADIC else extra[first]
+        if (k == OP_SUM or k == OP_MAX or k == OP_MEAN or k == OP_RESHAPE
+                or k == OP_PERMUTE_DIMS or k == OP_BROADCAST_TO or k == OP_CONCAT):
+            # one element in, one element out: the value passes through unchanged
+            state[i] = SCALAR
+            fval[i] = fval[x]
+            ival[i] = ival[x]
+            continue
+        if enc == ENC_VARIADIC:  # where(cond, x, y)
+            y, z = extra[first + 1], extra[first + 2]
+        elif enc == ENC_BINARY:
+            y, z = a1[i], a1[i]
+        else:
+            y, z = x, x
+        odt = dtype[x] if enc != ENC_VARIADIC else dtype[y]
+        op = OP_MULTIPLY if k == OP_MATMUL else k  # a one-element matmul is one product
+        f, iv, ok = scalar_eval_kernel(op, dtype[i], odt, fval[x], ival[x], fval[y], ival[y],
+                                       fval[z], ival[z])
+        if not ok:
+            return i, SWEEP_NEEDS_PYTHON
+        state[i] = SCALAR
+        fval[i] = f
+        ival[i] = iv
+    return n, SWEEP_DONE
+
+
+@kernel
+def intern_scalars_kernel(pool_dtype, pool_shape_id, pool_sval, pool_is_scalar, node_dtype,
+                          node_shape_id, node_bits):
+    """Const ids for new one-element values, reusing equal pool entries.
+
+    Arrays: pool_* [k] (pool_is_scalar bool marks one-element entries);
+    node_* [m] the values to intern (bits: float64 bits for floats, int64 else).
+    Returns (const_id int32[m], new_index int32[m'] into node_*: the entries appended,
+    in order, at ids k, k+1, ...).
+    """
+    k = pool_dtype.shape[0]
+    m = node_dtype.shape[0]
+    cap = 1
+    while cap < 2 * (k + m) + 2:
+        cap *= 2
+    slots = np.full(cap, -1, np.int64)  # >= 0: pool id; < -1: -(2 + node index)
+    mask = cap - 1
+    const_id = np.empty(m, np.int32)
+    new_index = np.empty(m, np.int32)
+    n_new = 0
+    for t in range(k + m):
+        if t < k:
+            if not pool_is_scalar[t]:
+                continue
+            d, s, b = pool_dtype[t], pool_shape_id[t], pool_sval[t]
+        else:
+            d, s, b = node_dtype[t - k], node_shape_id[t - k], node_bits[t - k]
+        h = (np.uint64(b) * np.uint64(0x9E3779B97F4A7C15)) ^ (np.uint64(d) << np.uint64(40)) \
+            ^ np.uint64(s)
+        slot = np.int64((h ^ (h >> np.uint64(29))) & np.uint64(mask))
+        found = -1
+        while slots[slot] != -1:
+            e = slots[slot]
+            if e >= 0:
+                ed, es, eb = pool_dtype[e], pool_shape_id[e], pool_sval[e]
+                cid = e
+            else:
+                j = -(e + 2)
+                ed, es, eb = node_dtype[j], node_shape_id[j], node_bits[j]
+                cid = const_id[j]
+            if ed == d and es == s and eb == b:
+                found = cid
+                break
+            slot = (slot + 1) & mask
+        if t < k:
+            if found == -1:
+                slots[slot] = t
+            continue
+        if found == -1:
+            found = k + n_new
+            new_index[n_new] = t - k
+            n_new += 1
+            slots[slot] = -(2 + (t - k))
+        const_id[t - k] = found
+    return const_id, new_index[:n_new]
+
+
+def _operand_value(func: Function, v: int, state: np.ndarray, fval: np.ndarray,
+                   ival: np.ndarray, tensors: dict[int, np.ndarray]) -> np.ndarray:
+    dt = NUMPY_DTYPES[int(func.dtype[v])]
+    shape = func.shapes[int(func.shape_id[v])]
+    if state[v] == SCALAR:
+        raw = fval[v] if dt.kind == "f" else ival[v]
+        return np.asarray(raw).astype(dt).reshape(shape)
+    if int(func.kind[v]) == ops.OP_CONST:
+        return func.consts.value(int(func.a0[v]), func.shapes)
+    return tensors[v]
+
+
+def _evaluate_in_python(func: Function, i: int, state: np.ndarray, fval: np.ndarray,
+                        ival: np.ndarray, tensors: dict[int, np.ndarray]) -> None:
+    """Fold one node with the NumPy reference (tensor operands or results)."""
+    opdef = ops.get_op(int(func.kind[i]))
+    operands = func.operands(i)
+    args = [_operand_value(func, v, state, fval, ival, tensors) for v in operands]
+    assert opdef.reference is not None
+    out = np.asarray(opdef.reference(args, func.node_attrs(i)))
+    out = out.astype(NUMPY_DTYPES[int(func.dtype[i])], copy=False)
+    if out.size == 1:
+        state[i] = SCALAR
+        if out.dtype.kind == "f":
+            fval[i] = float(out.reshape(()))
+        else:
+            ival[i] = int(out.reshape(()))
+    else:
+        state[i] = TENSOR
+        tensors[i] = np.ascontiguousarray(out)
+
+
+def fold_function(func: Function, max_elements: int) -> tuple[Function, int]:
+    """Fold ``func``; returns (new function or ``func`` itself, number of nodes folded)."""
+    n = func.num_nodes
+    table = ops.op_arrays()
+    state = np.zeros(n, np.int8)
+    fval = np.zeros(n, np.float64)
+    ival = np.zeros(n, np.int64)
+    tensors: dict[int, np.ndarray] = {}
+    pool = func.consts
+    i = 0
+    while True:
+        i, status = fold_sweep_kernel(
+            func.kind, func.a0, func.a1, func.extra, func.dtype, func.shape_id, func.shapes.size,
+            table.encoding, table.pure, pool.dtype, pool.shape_id, pool.sval_f,
+            pool.sval_i, max_elements, state, fval, ival, i)
+        if status == SWEEP_DONE:
+            break
+        _evaluate_in_python(func, i, state, fval, ival, tensors)
+        i += 1
+    folded = (state != UNKNOWN) & (func.kind != ops.OP_CONST)
+    folded_ids = np.nonzero(folded)[0].astype(np.int32)
+    if not len(folded_ids):
+        return func, 0
+    return _rewrite(func, folded_ids, state, fval, ival, tensors), len(folded_ids)
+
+
+def _rewrite(func: Function, folded_ids: np.ndarray, state: np.ndarray, fval: np.ndarray,
+             ival: np.ndarray, tensors: dict[int, np.ndarray]) -> Function:
+    """Turn folded rows into CONST rows pointing at (interned) pool entries."""
+    pool = func.consts
+    scalar_ids = folded_ids[state[folded_ids] == SCALAR]
+    tensor_ids = folded_ids[state[folded_ids] == TENSOR]
+    node_dtype = func.dtype[scalar_ids]
+    is_float = (node_dtype == FLOAT32) | (node_dtype == FLOAT64)
+    bits = np.where(is_float, fval[scalar_ids].view(np.int64), ival[scalar_ids])
+    pool_is_scalar = func.shapes.size[pool.shape_id] == 1
+    const_id, new_index = intern_scalars_kernel(
+        pool.dtype, pool.shape_id, pool.sval, pool_is_scalar, node_dtype,
+        func.shape_id[scalar_ids], bits)
+    k = len(pool)
+    m = len(new_index)
+    new_pool = ConstPool(
+        np.concatenate([pool.dtype, node_dtype[new_index]]),
+        np.concatenate([pool.shape_id, func.shape_id[scalar_ids][new_index]]),
+        np.concatenate([pool.sval, bits[new_index]]),
+        np.concatenate([pool.offset, np.full(m, pool.offset[-1], np.int64)]),
+        pool.data) if m else pool
+    a0 = func.a0.copy()
+    a0[scalar_ids] = const_id
+    if len(tensor_ids):  # rare: one pool entry per distinct folded tensor
+        builder = ConstPoolBuilder(new_pool, func.shapes)
+        for v in tensor_ids.tolist():
+            a0[v] = builder.add(tensors[v], int(func.shape_id[v]))
+        new_pool = builder.freeze()
+    kind = func.kind.copy()
+    kind[folded_ids] = ops.OP_CONST
+    a1 = func.a1.copy()
+    a1[folded_ids] = NONE
+    attr_id = func.attr_id.copy()
+    attr_id[folded_ids] = 0
+    return rebuild(func, kind=kind, a0=a0, a1=a1, attr_id=attr_id, consts=new_pool,
+                   pass_name="FoldConstant")
+
