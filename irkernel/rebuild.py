@@ -42,34 +42,36 @@ def rebuild_kernel(kind, a0, a1, extra, dtype, shape_id, attr_id, outputs, keep,
     Arrays: kind int16[n]; a0, a1, shape_id, attr_id int32[n]; dtype int8[n];
     extra int32[m]; outputs int32[r]; keep bool[n]; rep int32[n] (NONE or < i);
     op_encoding int8[n_ops]. Returns the new (kind, a0, a1, dtype, shape_id,
-    attr_id, extra, outputs, old2new) and (status, bad_node); on a non-zero
+    attr_id, extra, outputs, new_id) and (status, bad_node); on a non-zero
     status the arrays are empty and ``bad_node`` names the culprit.
     """
     n = kind.shape[0]
-    final = np.empty(n, np.int32)
+    # new_id[i]: the new id of the node whose value i has after replacement
+    # (-1 when that node is dropped); one array does both chain resolution and
+    # renumbering because rep[i] < i makes new_id[rep[i]] final when i is visited.
+    new_id = np.full(n, -1, np.int32)
     alive = np.empty(n, np.bool_)
-    old2new = np.full(n, -1, np.int32)
     count = 0
     m_new = 0
     for i in range(n):
         r = rep[i]
+        enc = op_encoding[kind[i]]
         if r != -1:
             if r < 0 or r >= i:
                 return _empty_result(n), REBUILD_BAD_REP, i
-            if op_encoding[kind[i]] == ENC_PARAM:
+            if enc == ENC_PARAM:
                 return _empty_result(n), REBUILD_PARAM, i
-            final[i] = final[r]
+            new_id[i] = new_id[r]
             alive[i] = False
         else:
-            final[i] = i
             alive[i] = keep[i]
-            if not keep[i] and op_encoding[kind[i]] == ENC_PARAM:
+            if not keep[i] and enc == ENC_PARAM:
                 return _empty_result(n), REBUILD_PARAM, i
-        if alive[i]:
-            old2new[i] = count
-            count += 1
-            if op_encoding[kind[i]] == ENC_VARIADIC:
-                m_new += a1[i]
+            if alive[i]:
+                new_id[i] = count
+                count += 1
+                if enc == ENC_VARIADIC:
+                    m_new += a1[i]
     new_kind = np.empty(count, np.int16)
     new_a0 = np.empty(count, np.int32)
     new_a1 = np.empty(count, np.int32)
@@ -81,7 +83,7 @@ def rebuild_kernel(kind, a0, a1, extra, dtype, shape_id, attr_id, outputs, keep,
     for i in range(n):
         if not alive[i]:
             continue
-        j = old2new[i]
+        j = new_id[i]
         k = kind[i]
         enc = op_encoding[k]
         new_kind[j] = k
@@ -93,30 +95,30 @@ def rebuild_kernel(kind, a0, a1, extra, dtype, shape_id, attr_id, outputs, keep,
             new_a0[j] = e
             new_a1[j] = y
             for t in range(x, x + y):
-                v = old2new[final[extra[t]]]
+                v = new_id[extra[t]]
                 if v < 0:
                     return _empty_result(n), REBUILD_DANGLING, i
                 new_extra[e] = v
                 e += 1
             continue
         if enc == ENC_UNARY or enc == ENC_BINARY:
-            x = old2new[final[x]]
+            x = new_id[x]
             if x < 0:
                 return _empty_result(n), REBUILD_DANGLING, i
         if enc == ENC_BINARY:
-            y = old2new[final[y]]
+            y = new_id[y]
             if y < 0:
                 return _empty_result(n), REBUILD_DANGLING, i
         new_a0[j] = x
         new_a1[j] = y
     new_outputs = np.empty(outputs.shape[0], np.int32)
     for t in range(outputs.shape[0]):
-        v = old2new[final[outputs[t]]]
+        v = new_id[outputs[t]]
         if v < 0:
             return _empty_result(n), REBUILD_DANGLING, outputs[t]
         new_outputs[t] = v
     return (new_kind, new_a0, new_a1, new_dtype, new_shape, new_attr, new_extra, new_outputs,
-            old2new), REBUILD_OK, -1
+            new_id), REBUILD_OK, -1
 
 
 @kernel
@@ -177,8 +179,8 @@ def rebuild(func: Function, *, keep: np.ndarray | None = None, rep: np.ndarray |
                 REBUILD_DANGLING: "reads a node that was removed",
                 REBUILD_PARAM: "is a param, which may not be removed or replaced"}[status]
         raise IRError(f"{pass_name}: node {bad}: {what} (rule: rebuild protocol)")
-    kind, a0, a1, dtype, shape_id, attr_id, extra, outputs, old2new = arrays
-    params = old2new[func.params]
+    kind, a0, a1, dtype, shape_id, attr_id, extra, outputs, new_id = arrays
+    params = new_id[func.params]
     for arr in (kind, a0, a1, dtype, shape_id, attr_id, extra, outputs, params):
         arr.setflags(write=False)
     return dc_replace(func, kind=kind, a0=a0, a1=a1, dtype=dtype, shape_id=shape_id,

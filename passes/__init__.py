@@ -1,5 +1,31 @@
 """Transformations over irkernel IR. Imports irkernel only (never runtime).
 
 Importing this package registers every built-in pass with
-``irkernel.transform.register_pass``.
+``irkernel.transform.register_pass`` (and so fills the named pipelines
+``O1``..``O3``).
 """
+
+from __future__ import annotations
+
+from irkernel import transform
+
+from .cse import EliminateCommonSubexpr
+from .dead_code import DeadCodeElimination
+from .fold_constant import FoldConstant
+from .simplify_arith import SimplifyArith
+
+
+def O2() -> transform.Pass:
+    """FoldConstant, SimplifyArith, EliminateCommonSubexpr, DeadCodeElimination."""
+    return transform.get_pass("O2")
+
+
+def fixpoint(*passes: transform.Pass) -> transform.Pass:
+    """Repeat ``passes`` (default: O2's passes) until none changes the module."""
+    if not passes:
+        passes = tuple(transform.get_pass(n) for n in transform.PIPELINES["O2"])
+    return transform.FixedPoint(list(passes))
+
+
+__all__ = ["DeadCodeElimination", "EliminateCommonSubexpr", "FoldConstant", "O2",
+           "SimplifyArith", "fixpoint"]

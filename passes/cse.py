@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from irkernel import ops
+from irkernel import ops, transform
 from irkernel._jit import kernel, prefetch
 from irkernel.graph import Function
 from irkernel.ids import ENC_BINARY, ENC_CONST, ENC_PARAM, ENC_UNARY, ENC_VARIADIC
@@ -139,3 +139,25 @@ def eliminate_common_subexpr(func: Function) -> tuple[Function, int]:
     if n_merged == 0:
         return func, 0
     return rebuild(func, rep=rep, pass_name="EliminateCommonSubexpr"), int(n_merged)
+
+
+def EliminateCommonSubexpr() -> transform.FunctionPass:
+    """Merge pure nodes that compute the same value (opt level 1).
+
+    Returns
+    -------
+    FunctionPass
+        Reports the statistic ``nodes_merged``; leaves no dead code (the
+        duplicates are dropped by the rebuild).
+    """
+
+    def eliminate(func: Function, mod: object, ctx: transform.PassContext) -> Function:
+        out, n_merged = eliminate_common_subexpr(func)
+        if n_merged:
+            ctx.stat("nodes_merged", n_merged)
+        return out
+
+    return transform.function_pass(eliminate, opt_level=1, name="EliminateCommonSubexpr")
+
+
+transform.register_pass("EliminateCommonSubexpr", EliminateCommonSubexpr)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from irkernel import ops
+from irkernel import ops, transform
 from irkernel._jit import kernel
 from irkernel.graph import Function
 from irkernel.ids import ENC_BINARY, ENC_UNARY, ENC_VARIADIC
@@ -81,3 +81,64 @@ def reachable_functions(mod: IRModule, entries: Sequence[str]) -> set[str]:
         seen.add(name)
         stack.extend(c for c in callees(mod.functions[name]) if c in mod.functions)
     return seen
+
+
+def _dce_module(mod: IRModule, ctx: transform.PassContext,
+                entries: tuple[str, ...] | None) -> IRModule:
+    changed: dict[str, object] = {}
+    removed_nodes = 0
+    for name, func in mod.functions.items():
+        if isinstance(func, Function) and not func.attrs.get("SkipOptimization", False):
+            out = eliminate_dead_nodes(func)
+            if out is not func:
+                changed[name] = out
+                removed_nodes += func.num_nodes - out.num_nodes
+    mod = mod.with_functions(changed)
+    if entries is None:
+        roots = [name for name, f in mod.functions.items()
+                 if getattr(f, "attrs", {}).get("global_symbol") is not None]
+    else:
+        missing = [e for e in entries if e not in mod.functions]
+        if missing:
+            raise ValueError(f"DeadCodeElimination: entry functions {missing} are not in the "
+                             f"module (functions: {', '.join(mod.functions)})")
+        roots = list(entries)
+    unreachable = [name for name in mod.functions if name not in reachable_functions(mod, roots)]
+    if removed_nodes:
+        ctx.stat("nodes_removed", removed_nodes)
+    if unreachable:
+        ctx.stat("functions_removed", len(unreachable))
+    return mod.without(*unreachable)
+
+
+def DeadCodeElimination(entry_functions: Sequence[str] | None = None) -> transform.ModulePass:
+    """Remove unused nodes and functions unreachable from the entries (opt level 1).
+
+    Parameters
+    ----------
+    entry_functions : sequence of str, optional
+        Roots of the call graph. Default: every function with a
+        ``global_symbol`` attribute. Parameters are never removed.
+
+    Returns
+    -------
+    ModulePass
+        Reports ``nodes_removed`` and ``functions_removed``.
+    """
+    if entry_functions is not None:
+        if isinstance(entry_functions, str) or not all(
+                isinstance(e, str) for e in entry_functions):
+            raise TypeError("DeadCodeElimination: entry_functions must be a sequence of "
+                            f"function names, got {entry_functions!r}")
+        entries: tuple[str, ...] | None = tuple(entry_functions)
+    else:
+        entries = None
+
+    def dead_code_elimination(mod: IRModule, ctx: transform.PassContext) -> IRModule:
+        return _dce_module(mod, ctx, entries)
+
+    return transform.module_pass(dead_code_elimination, opt_level=1,
+                                 name="DeadCodeElimination")
+
+
+transform.register_pass("DeadCodeElimination", DeadCodeElimination)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from irkernel import ops
+from irkernel import ops, transform
 from irkernel._jit import kernel
 from irkernel._scalar_ops import scalar_eval_kernel
 from irkernel.ops import (
@@ -286,3 +286,49 @@ def _rewrite(func: Function, folded_ids: np.ndarray, state: np.ndarray, fval: np
     return rebuild(func, kind=kind, a0=a0, a1=a1, attr_id=attr_id, consts=new_pool,
                    pass_name="FoldConstant")
 
+
+
+# ---------------------------------------------------------------------------
+# pass wrapper
+# ---------------------------------------------------------------------------
+
+MAX_ELEMENTS_KEY = "FoldConstant.max_elements"
+transform.register_pass_config(
+    MAX_ELEMENTS_KEY, int, 1 << 16,
+    description="largest folded tensor (elements) FoldConstant materializes",
+    check=lambda v: None if v >= 1 else "must be >= 1")
+
+
+def FoldConstant(max_elements: int | None = None) -> transform.FunctionPass:
+    """Fold every pure node whose operands are all constants (opt level 0).
+
+    Parameters
+    ----------
+    max_elements : int, optional
+        Results with more elements are left unfolded; default: the config
+        ``FoldConstant.max_elements`` of the current PassContext (1 << 16).
+
+    Returns
+    -------
+    FunctionPass
+        Requires nothing; leaves folded operands for DeadCodeElimination.
+        Reports the statistic ``nodes_folded``.
+
+    Examples
+    --------
+    >>> mod = passes.FoldConstant()(mod)            # doctest: +SKIP
+    """
+    if max_elements is not None and (not isinstance(max_elements, int) or max_elements < 1):
+        raise ValueError(f"FoldConstant: max_elements must be an int >= 1, got {max_elements!r}")
+
+    def fold_constant(func: Function, mod: object, ctx: transform.PassContext) -> Function:
+        limit = ctx.get_config(MAX_ELEMENTS_KEY) if max_elements is None else max_elements
+        out, n_folded = fold_function(func, limit)
+        if n_folded:
+            ctx.stat("nodes_folded", n_folded)
+        return out
+
+    return transform.function_pass(fold_constant, opt_level=0, name="FoldConstant")
+
+
+transform.register_pass("FoldConstant", FoldConstant)

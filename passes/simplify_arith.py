@@ -1,0 +1,287 @@
+"""SimplifyArith: algebraic identities that hold exactly for the dtype.
+
+Rules (``x`` any value, ``c0``/``c1`` constants whose every element is 0/1):
+
+=====================  ==============================  =====================
+pattern                becomes                         dtypes
+=====================  ==============================  =====================
+x + c0, c0 + x         x                               ints; floats only for
+                                                       c0 = -0.0 (x + 0.0 maps
+                                                       -0.0 to +0.0)
+x - c0                 x                               ints; floats c0 = +0.0
+x * c1, c1 * x         x                               all
+x / c1                 x                               all
+x * c0, c0 * x         c0                              ints (floats: NaN, inf)
+x - x                  zeros                           ints (floats: NaN, inf)
+negative(negative(x))  x                               all
+astype(x, dtype(x))    x                               all
+reshape(reshape(x))    reshape(x)                      all
+reshape/broadcast_to   x                               same shape as x
+permute_dims(...)      x / inner operand               identity permutation /
+                                                       two that cancel
+=====================  ==============================  =====================
+
+Every rewrite keeps the node's dtype and shape: when the surviving value has a
+smaller (broadcast) shape, the row becomes ``broadcast_to(value)`` instead of
+a replacement. One forward sweep with canonical operands (a replaced node's
+uses see its replacement), so chains such as ``((x * 1) * 1)`` collapse in one
+run and a second run changes nothing. Rewritten rows stay in place (operands
+earlier, topological order kept); ``rebuild`` applies the replacements.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from irkernel import transform
+from irkernel._jit import kernel
+from irkernel.graph import Function
+from irkernel.ids import FLOAT32, FLOAT64, INT32, INT64, NUMPY_DTYPES
+from irkernel.ops import (
+    OP_ADD,
+    OP_ASTYPE,
+    OP_BROADCAST_TO,
+    OP_CONST,
+    OP_DIVIDE,
+    OP_MULTIPLY,
+    OP_NEGATIVE,
+    OP_PERMUTE_DIMS,
+    OP_RESHAPE,
+    OP_SUBTRACT,
+)
+from irkernel.pools import ConstPool, ConstPoolBuilder, ShapeTable
+from irkernel.rebuild import rebuild
+
+OTHER, ZERO, NEG_ZERO, ONE = 0, 1, 2, 3  # constant classes (ZERO is +0 for floats)
+NO_PERM = -2  # attr is not a permute_dims attr; -1 = reverse (axes None)
+
+
+@kernel
+def _is_identity_perm_kernel(perm_ptr, perm, attr, rank):
+    if perm_ptr[attr] == NO_PERM:
+        return False
+    if perm_ptr[attr] == -1:
+        return rank <= 1
+    for j in range(rank):
+        if perm[perm_ptr[attr] + j] != j:
+            return False
+    return True
+
+
+@kernel
+def _perm_at_kernel(perm_ptr, perm, attr, rank, j):
+    if perm_ptr[attr] == -1:
+        return rank - 1 - j
+    return perm[perm_ptr[attr] + j]
+
+
+@kernel
+def simplify_kernel(kind, a0, a1, dtype, shape_id, attr_id, shape_ndim, const_class, perm_ptr,
+                    perm, broadcast_attr, zero_const):
+    """One forward sweep applying the rules; returns (rep, kind, a0, a1, attr_id, n_changed).
+
+    Arrays: kind int16[n]; a0, a1, shape_id, attr_id int32[n]; dtype int8[n];
+    shape_ndim int32[s]; const_class int8[k] per pool entry; perm_ptr int32[t]
+    (start of each permute attr's axes in ``perm``, -1 = reverse, NO_PERM);
+    broadcast_attr int32[s]: attr id of broadcast_to to shape s;
+    zero_const int32[s]: const id of int zeros of shape s for the node's dtype
+    column ``2 * s + (dtype == INT64)`` (-1 = none). Outputs are fresh copies.
+    """
+    n = kind.shape[0]
+    rep = np.full(n, -1, np.int32)
+    canon = np.empty(n, np.int32)
+    new_kind = kind.copy()
+    new_a0 = a0.copy()
+    new_a1 = a1.copy()
+    new_attr = attr_id.copy()
+    n_changed = 0
+    for i in range(n):
+        canon[i] = i
+        k = kind[i]
+        if not (OP_ADD <= k <= OP_DIVIDE or k == OP_NEGATIVE or k == OP_ASTYPE
+                or k == OP_RESHAPE or k == OP_BROADCAST_TO or k == OP_PERMUTE_DIMS):
+            continue
+        dt = dtype[i]
+        is_int = dt == INT32 or dt == INT64
+        is_float = dt == FLOAT32 or dt == FLOAT64
+        x = canon[a0[i]]
+        y = canon[a1[i]] if k <= OP_DIVIDE else -1
+        cx = const_class[new_a0[x]] if (x >= 0 and new_kind[x] == OP_CONST) else OTHER
+        cy = const_class[new_a0[y]] if (y >= 0 and new_kind[y] == OP_CONST) else OTHER
+        keep = -1  # the operand whose value the node equals
+        zeros = False
+        if k == OP_ADD:
+            if (is_int and cy == ZERO) or (is_float and cy == NEG_ZERO):
+                keep = x
+            elif (is_int and cx == ZERO) or (is_float and cx == NEG_ZERO):
+                keep = y
+        elif k == OP_SUBTRACT:
+            if cy == ZERO and (is_int or is_float):
+                keep = x
+            elif is_int and x == y:
+                zeros = True
+        elif k == OP_MULTIPLY:
+            if cy == ONE:
+                keep = x
+            elif cx == ONE:
+                keep = y
+            elif is_int and cy == ZERO:
+                keep = y
+            elif is_int and cx == ZERO:
+                keep = x
+        elif k == OP_DIVIDE:
+            if cy == ONE:
+                keep = x
+        elif k == OP_NEGATIVE:
+            if new_kind[x] == OP_NEGATIVE:
+                keep = canon[new_a0[x]]
+        elif k == OP_ASTYPE:
+            if dtype[x] == dt:
+                keep = x
+        elif k == OP_RESHAPE or k == OP_BROADCAST_TO:
+            if shape_id[x] == shape_id[i]:
+                keep = x
+            elif k == OP_RESHAPE and new_kind[x] == OP_RESHAPE:
+                new_a0[i] = canon[new_a0[x]]
+                canon[i] = i
+                n_changed += 1
+                if shape_id[new_a0[i]] == shape_id[i]:
+                    keep = new_a0[i]
+        elif k == OP_PERMUTE_DIMS:
+            rank = shape_ndim[shape_id[i]]
+            if _is_identity_perm_kernel(perm_ptr, perm, attr_id[i], rank):
+                keep = x
+            elif new_kind[x] == OP_PERMUTE_DIMS and perm_ptr[new_attr[x]] != NO_PERM:
+                cancel = True
+                for j in range(rank):
+                    q = _perm_at_kernel(perm_ptr, perm, attr_id[i], rank, j)
+                    if _perm_at_kernel(perm_ptr, perm, new_attr[x], rank, q) != j:
+                        cancel = False
+                        break
+                if cancel:
+                    keep = canon[new_a0[x]]
+        if zeros:
+            cid = zero_const[2 * shape_id[i] + (1 if dt == INT64 else 0)]
+            if cid >= 0:
+                new_kind[i] = OP_CONST
+                new_a0[i] = cid
+                new_a1[i] = -1
+                new_attr[i] = 0
+                n_changed += 1
+            continue
+        if keep < 0:
+            continue
+        n_changed += 1
+        if shape_id[keep] == shape_id[i]:
+            rep[i] = keep
+            canon[i] = keep
+        else:  # the identity would change the shape: broadcast the survivor instead
+            new_kind[i] = OP_BROADCAST_TO
+            new_a0[i] = keep
+            new_a1[i] = -1
+            new_attr[i] = broadcast_attr[shape_id[i]]
+    return rep, new_kind, new_a0, new_a1, new_attr, n_changed
+
+
+def _const_classes(pool: ConstPool, shapes: ShapeTable) -> np.ndarray:
+    """Class of every pool entry; scalars vectorized, tensors one check per entry."""
+    k = len(pool)
+    classes = np.zeros(k, np.int8)
+    if not k:
+        return classes
+    is_scalar = shapes.size[pool.shape_id] == 1
+    is_float = (pool.dtype == FLOAT32) | (pool.dtype == FLOAT64)
+    is_int = (pool.dtype == INT32) | (pool.dtype == INT64)
+    f, i = pool.sval_f, pool.sval_i
+    classes[is_scalar & is_float & (i == 0)] = ZERO  # +0.0 has all-zero bits
+    classes[is_scalar & is_float & (f == 0.0) & (i != 0)] = NEG_ZERO
+    classes[is_scalar & is_float & (f == 1.0)] = ONE
+    classes[is_scalar & is_int & (i == 0)] = ZERO
+    classes[is_scalar & is_int & (i == 1)] = ONE
+    for c in np.nonzero(~is_scalar & (is_float | is_int))[0].tolist():
+        v = pool.value(c, shapes)
+        if v.size and np.all(v == 1):
+            classes[c] = ONE
+        elif v.size and np.all(v == 0):
+            neg = np.signbit(v) if v.dtype.kind == "f" else np.zeros(v.shape, bool)
+            classes[c] = NEG_ZERO if np.all(neg) else (ZERO if not np.any(neg) else OTHER)
+    return classes
+
+
+def _perm_table(func: Function) -> tuple[np.ndarray, np.ndarray]:
+    """Per attribute set: where its permute axes start in a flat array (see kernel)."""
+    ptr = np.full(len(func.attr_table), NO_PERM, np.int32)
+    flat: list[int] = []
+    for aid, record in enumerate(func.attr_table.records):  # one per distinct attr set
+        attrs = dict(record)
+        if set(attrs) != {"axes"}:
+            continue
+        axes = attrs["axes"]
+        if axes is None:
+            ptr[aid] = -1
+        else:
+            rank = len(axes)
+            ptr[aid] = len(flat)
+            flat.extend(a % rank for a in axes)
+    return ptr, np.array(flat, np.int32)
+
+
+def simplify_function(func: Function, max_elements: int = 1 << 16) -> tuple[Function, int]:
+    """Apply the rules; returns (new function or ``func`` itself, rewrites applied)."""
+    shapes = func.shapes
+    attr_table, broadcast_ids = func.attr_table.extended(
+        (("shape", s),) for s in shapes.shapes)
+    perm_ptr, perm = _perm_table(func)
+    perm_ptr = np.concatenate([perm_ptr, np.full(len(attr_table) - len(perm_ptr), NO_PERM,
+                                                 np.int32)])
+    zero_const = np.full(2 * len(shapes), -1, np.int32)
+    is_int_sub = (func.kind == OP_SUBTRACT) & ((func.dtype == INT32) | (func.dtype == INT64))
+    pool_builder = None
+    pool = func.consts
+    if np.any(is_int_sub):  # zeros for x - x, one entry per distinct (dtype, shape)
+        pool_builder = ConstPoolBuilder(func.consts, shapes)
+        pairs = np.unique(func.shape_id[is_int_sub].astype(np.int64) * 2
+                          + (func.dtype[is_int_sub] == INT64))
+        for code in pairs.tolist():
+            sid, is64 = divmod(code, 2)
+            if shapes.size[sid] <= max_elements:
+                zeros = np.zeros(shapes[sid], NUMPY_DTYPES[INT64 if is64 else INT32])
+                zero_const[code] = pool_builder.add(zeros, sid)
+        pool = pool_builder.freeze()
+    rep, kind, a0, a1, attr_id, n_changed = simplify_kernel(
+        func.kind, func.a0, func.a1, func.dtype, func.shape_id, func.attr_id, shapes.ndim,
+        _const_classes(pool, shapes), perm_ptr, perm, np.array(broadcast_ids, np.int32), zero_const)
+    if n_changed == 0:
+        return func, 0
+    changes: dict[str, object] = {"kind": kind, "a0": a0, "a1": a1, "attr_id": attr_id}
+    if np.any(attr_id >= len(func.attr_table)):
+        changes["attr_table"] = attr_table
+    if pool is not func.consts and np.any((kind == OP_CONST) & (func.kind != OP_CONST)):
+        changes["consts"] = pool
+    has_rep = bool(np.any(rep >= 0))
+    return rebuild(func, rep=rep if has_rep else None, pass_name="SimplifyArith",
+                   **changes), int(n_changed)
+
+
+
+def SimplifyArith() -> transform.FunctionPass:
+    """Apply the exact algebraic identities of the module docstring (opt level 1).
+
+    Returns
+    -------
+    FunctionPass
+        Reports the statistic ``rewrites``; leaves dead operands for
+        DeadCodeElimination.
+    """
+
+    def simplify(func: Function, mod: object, ctx: transform.PassContext) -> Function:
+        limit = ctx.get_config("FoldConstant.max_elements")
+        out, n_rewrites = simplify_function(func, limit)
+        if n_rewrites:
+            ctx.stat("rewrites", n_rewrites)
+        return out
+
+    return transform.function_pass(simplify, opt_level=1, name="SimplifyArith")
+
+
+transform.register_pass("SimplifyArith", SimplifyArith)
