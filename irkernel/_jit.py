@@ -1,8 +1,8 @@
 """The one place that calls ``numba.njit``: the ``kernel`` decorator.
 
 Every kernel is compiled with ``cache=True`` (compile time is user time: a
-second process loads machine code from Numba's on-disk cache) and
-``nogil=True``. Bounds checking stays at Numba's default so that a CI job can
+second process loads machine code from Numba's on-disk cache), ``nogil=True``
+and NumPy's error model (IEEE results, no Python exceptions in kernels). Bounds checking stays at Numba's default so that a CI job can
 turn it on globally with ``NUMBA_BOUNDSCHECK=1``.
 """
 
@@ -23,7 +23,9 @@ def kernel(fn: F) -> F:
     """Compile ``fn`` as a cached, GIL-free Numba kernel (name must end in ``_kernel``)."""
     if not fn.__name__.endswith("_kernel"):
         raise ValueError(f"kernel names end in '_kernel': {fn.__name__}")
-    compiled = numba.njit(cache=True, nogil=True)(fn)
+    # error_model="numpy": float division by zero gives inf/NaN as in NumPy instead of
+    # raising ZeroDivisionError inside the kernel (integer division is guarded explicitly).
+    compiled = numba.njit(cache=True, nogil=True, error_model="numpy")(fn)
     KERNELS.append(compiled)
     return compiled  # type: ignore[no-any-return]
 

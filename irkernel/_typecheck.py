@@ -59,6 +59,11 @@ class SignatureTable:
             slot = (slot + 1) & mask
         self.slots[slot] = s
 
+    def _forget_pending(self) -> None:
+        """Remove the key stored at ``n`` (the latest insertion, so no probe chain passes it)."""
+        self.slots[self.slots == self.n] = -1
+        self.keys[self.n] = -1
+
     def sweep(self, kind: np.ndarray, a0: np.ndarray, a1: np.ndarray, extra: np.ndarray,
               attr_id: np.ndarray, dtype: np.ndarray, shape_id: np.ndarray,
               const_dtype: np.ndarray, const_shape_id: np.ndarray, start: int, check: bool,
@@ -79,7 +84,13 @@ class SignatureTable:
             if status == SWEEP_TABLE_FULL:
                 self._alloc(2 * len(self.keys))
             elif status == SWEEP_NEW_SIGNATURE:
-                self.dtype[self.n], self.shape_id[self.n] = type_of(i)
+                filled = False
+                try:
+                    self.dtype[self.n], self.shape_id[self.n] = type_of(i)
+                    filled = True
+                finally:
+                    if not filled:  # the rule raised: forget the key the kernel just stored
+                        self._forget_pending()
                 self.n += 1
             elif status == SWEEP_NEEDS_PYTHON:
                 want = type_of(i)

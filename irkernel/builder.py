@@ -53,6 +53,25 @@ def _check_bulk(name: str, arr: object, dtype: type, n: int | None) -> np.ndarra
     return arr
 
 
+def _convert_exact(what: str, arr: np.ndarray, code: int) -> np.ndarray:
+    """``arr`` as a C-contiguous array of dtype ``code`` (0-d stays 0-d).
+
+    An int or bool constant must hold the given values exactly: no rounding,
+    wrapping or NaN (float targets round to nearest, as NumPy does).
+    """
+    target = np.dtype(DTYPE_NAMES[code])
+    with np.errstate(invalid="ignore", over="ignore"):
+        converted = np.array(arr, dtype=target, order="C")
+        if target.kind not in "ib" or arr.dtype == target:
+            return converted
+        lost = converted.astype(arr.dtype) != arr
+    if np.any(lost):
+        bad = arr.reshape(-1)[np.argmax(lost.reshape(-1))]
+        raise ValueError(f"{what}: value {bad!r} is not exactly representable as "
+                         f"{DTYPE_NAMES[code]}")
+    return converted
+
+
 class GraphBuilder:
     """Builds one graph :class:`Function`.
 
@@ -106,6 +125,9 @@ class GraphBuilder:
         key = tuple(shape)
         sid = self._shape_index.get(key)
         if sid is None:
+            if not all(isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_))
+                       for d in key):
+                raise TypeError(f"shape {key} must be a sequence of ints")
             key = tuple(int(d) for d in key)
             if any(d < 0 for d in key):
                 raise ValueError(f"shape {key} has a negative dimension")
@@ -164,11 +186,7 @@ class GraphBuilder:
             code = dtype_code(arr.dtype if dtype is None else dtype)
         except ValueError as exc:
             raise ValueError(f"const: {exc}") from None
-        if arr.dtype.kind == "f" and np.dtype(DTYPE_NAMES[code]).kind in "ib" and (
-                not np.all(np.isfinite(arr)) or np.any(arr != np.trunc(arr))):
-            raise ValueError(f"const: value {value!r} is not exactly representable as "
-                             f"{DTYPE_NAMES[code]}")
-        arr = np.array(arr, dtype=DTYPE_NAMES[code], order="C")  # keeps 0-d as 0-d
+        arr = _convert_exact("const", arr, code)
         sid = self.intern_shape(arr.shape)
         cid = self._consts.add(arr, sid)
         return self._append(ops.OP_CONST, cid, NONE, code, sid, 0)
@@ -265,7 +283,9 @@ class GraphBuilder:
     def add_scalar_consts(self, values: np.ndarray, dtype: object) -> np.ndarray:
         """Intern scalar constants at NumPy speed; returns their int32 const ids."""
         self._check_open()
-        return self._consts.add_scalars(np.asarray(values), dtype_code(dtype))
+        code = dtype_code(dtype)
+        return self._consts.add_scalars(
+            _convert_exact("add_scalar_consts", np.asarray(values), code), code)
 
     def add_nodes(self, kind: np.ndarray, a0: np.ndarray | None = None,
                   a1: np.ndarray | None = None, *, attr_id: np.ndarray | None = None,
@@ -276,7 +296,8 @@ class GraphBuilder:
         ``kind`` is int16, the others int32 (``dtype`` int8), all 1-D C-contiguous.
         Operands are absolute node ids that must precede each node; a variadic
         node's ``a0`` is an offset into *this call's* ``extra``. CONST nodes name
-        const ids from :meth:`add_scalar_consts`. Types are inferred when
+        const ids from :meth:`add_scalar_consts`. ``attr_id`` defaults to each
+        op's default attributes (intern others with :meth:`intern_attrs`). Types are inferred when
         ``dtype``/``shape_id`` are omitted and checked when given. PARAM nodes
         come only from :meth:`param`.
         """
@@ -286,12 +307,15 @@ class GraphBuilder:
         fill = np.full(n_new, NONE, np.int32)
         a0 = fill if a0 is None else _check_bulk("a0", a0, np.int32, n_new)
         a1 = fill if a1 is None else _check_bulk("a1", a1, np.int32, n_new)
-        attr_id = (np.zeros(n_new, np.int32) if attr_id is None
+        attr_id = (self._default_attr_ids(kind) if attr_id is None
                    else _check_bulk("attr_id", attr_id, np.int32, n_new))
         extra = (np.zeros(0, np.int32) if extra is None
                  else _check_bulk("extra", extra, np.int32, None))
         if (dtype is None) != (shape_id is None):
             raise ValueError("add_nodes: give both dtype and shape_id, or neither")
+        if dtype is not None:  # checked before anything is appended
+            dtype = _check_bulk("dtype", dtype, np.int8, n_new)
+            shape_id = _check_bulk("shape_id", shape_id, np.int32, n_new)
         start = len(self._kind)
         if start + n_new > MAX_NODES:
             raise OverflowError(f"a Function holds at most {MAX_NODES} nodes")
@@ -301,7 +325,14 @@ class GraphBuilder:
         if n_new and np.any(table.encoding[kind] == ENC_PARAM):
             raise ValueError("add_nodes: PARAM nodes come only from GraphBuilder.param()")
         is_variadic = table.encoding[kind] == ENC_VARIADIC
-        if len(extra) and np.any(is_variadic):
+        if np.any(is_variadic):
+            starts, counts = a0[is_variadic].astype(np.int64), a1[is_variadic].astype(np.int64)
+            bad = np.nonzero((starts < 0) | (counts < 0) | (starts + counts > len(extra)))[0]
+            if len(bad):
+                i = int(np.nonzero(is_variadic)[0][bad[0]])
+                raise ValueError(f"add_nodes: node {start + i} ({ops.get_op(int(kind[i])).name}): "
+                                 f"operands [{int(a0[i])}, {int(a0[i]) + int(a1[i])}) lie outside "
+                                 f"this call's extra (length {len(extra)})")
             a0 = a0.copy()
             a0[is_variadic] += len(self._extra)
         self._kind.frombytes(kind.tobytes())
@@ -313,8 +344,8 @@ class GraphBuilder:
             self._dtype.frombytes(bytes(n_new))
             self._shape_id.frombytes(bytes(4 * n_new))
         else:
-            self._dtype.frombytes(_check_bulk("dtype", dtype, np.int8, n_new).tobytes())
-            self._shape_id.frombytes(_check_bulk("shape_id", shape_id, np.int32, n_new).tobytes())
+            self._dtype.frombytes(dtype.tobytes())
+            self._shape_id.frombytes(shape_id.tobytes())  # type: ignore[union-attr]
         try:
             self._type_new_nodes(start, check=dtype is not None)
         except Exception as exc:
@@ -325,21 +356,43 @@ class GraphBuilder:
             raise
         return np.arange(start, start + n_new, dtype=np.int32)
 
+    def _default_attr_ids(self, kind: np.ndarray) -> np.ndarray:
+        """Each node's op's default attribute set (one interning per distinct opcode)."""
+        table = ops.op_arrays()
+        if not len(kind) or int(kind.min()) < 0 or int(kind.max()) >= len(table.encoding):
+            return np.zeros(len(kind), np.int32)  # bad opcodes are reported by add_nodes
+        by_opcode = np.zeros(len(table.encoding), np.int32)
+        for code in np.unique(kind).tolist():
+            opdef = ops.get_op(code)
+            if opdef.opcode != ops.OP_PARAM and opdef.opcode != ops.OP_CONST and all(
+                    not spec.required for spec in opdef.attrs):
+                by_opcode[code] = self.intern_attrs(code)
+        return by_opcode[kind]
+
     def _truncate(self, n: int, n_extra: int) -> None:
         for col in (self._kind, self._a0, self._a1, self._dtype, self._shape_id, self._attr_id):
             del col[n:]
         del self._extra[n_extra:]
 
     def _views(self) -> dict[str, np.ndarray]:
-        return {"kind": np.frombuffer(self._kind, np.int16), "a0": np.frombuffer(self._a0, np.int32),
-                "a1": np.frombuffer(self._a1, np.int32), "dtype": np.frombuffer(self._dtype, np.int8),
-                "shape_id": np.frombuffer(self._shape_id, np.int32),
-                "attr_id": np.frombuffer(self._attr_id, np.int32),
-                "extra": np.frombuffer(self._extra, np.int32)}
+        """NumPy views of the columns, read-only as a finished Function's (so each kernel
+        compiles one specialization); ``dtype_w``/``shape_id_w`` are the writeable ones."""
+        v = {"kind": np.frombuffer(self._kind, np.int16), "a0": np.frombuffer(self._a0, np.int32),
+             "a1": np.frombuffer(self._a1, np.int32), "dtype": np.frombuffer(self._dtype, np.int8),
+             "shape_id": np.frombuffer(self._shape_id, np.int32),
+             "attr_id": np.frombuffer(self._attr_id, np.int32),
+             "extra": np.frombuffer(self._extra, np.int32)}
+        v["dtype_w"], v["shape_id_w"] = v["dtype"], v["shape_id"]
+        v["dtype"], v["shape_id"] = v["dtype"].view(), v["shape_id"].view()
+        for name in ("kind", "a0", "a1", "dtype", "shape_id", "attr_id", "extra"):
+            v[name].flags.writeable = False
+        return v
 
     def _type_new_nodes(self, start: int, check: bool) -> None:
         v = self._views()
-        pool = self._consts.freeze_types()
+        pool = tuple(a.view() for a in self._consts.freeze_types())
+        for a in pool:
+            a.flags.writeable = False
         try:
             table = ops.op_arrays()
             bad, rule, detail = check_structure_kernel(
@@ -354,7 +407,11 @@ class GraphBuilder:
                 opdef = ops.get_op(int(v["kind"][i]))
                 aid = int(v["attr_id"][i])
                 record = self._records[aid]
-                if opdef.normalize_attrs(dict(record)) != record:
+                try:
+                    normalized = opdef.normalize_attrs(dict(record))
+                except TypeError:
+                    normalized = None
+                if normalized != record:
                     raise ValueError(f"add_nodes: node {i} ({opdef.name}): attribute set {aid} "
                                      f"{dict(record)} does not belong to {opdef.name}")
                 operands = self._operands(v, opdef, i)
@@ -364,7 +421,7 @@ class GraphBuilder:
                     raise ValueError(f"add_nodes: node {i}: {exc}") from None
 
             bad = self._sigs.sweep(v["kind"], v["a0"], v["a1"], v["extra"], v["attr_id"],
-                                   v["dtype"], v["shape_id"], pool[0], pool[1], start, check,
+                                   v["dtype_w"], v["shape_id_w"], pool[0], pool[1], start, check,
                                    type_of)
             if bad >= 0:
                 got = _fmt_type(int(v["dtype"][bad]), self._shapes[int(v["shape_id"][bad])])
@@ -389,7 +446,7 @@ class GraphBuilder:
         if not outs:
             raise ValueError(f"finish: function {self.name!r} needs at least one output")
         for o in outs:
-            if not isinstance(o, (int, np.integer)) or not 0 <= o < n:
+            if not isinstance(o, (int, np.integer)) or isinstance(o, bool) or not 0 <= o < n:
                 raise ValueError(f"finish: output {o!r} is not a node id in [0, {n})")
         self._finished = True
 

@@ -1,4 +1,4 @@
-"""The ``irkernel`` command: demo, print, verify.
+"""The ``irkernel`` command: demo, opt, print, verify.
 
 Heavy modules (passes, runtime, the generator) are imported lazily inside the
 subcommands so that ``irkernel --help`` stays instant.
@@ -60,26 +60,91 @@ def _print_stats(stats: dict[str, Any], out: TextIO) -> None:
             print(f"  {key:<24} {value:,}", file=out)
 
 
+class _NodeCounts:
+    """Instrument recording graph node counts and wall time around each pass."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, int, int, float]] = []
+        self._stack: list[tuple[int, float]] = []
+
+    @staticmethod
+    def _count(mod: IRModule) -> int:
+        return sum(f.num_nodes for f in mod.functions.values() if isinstance(f, Function))
+
+    def run_before_pass(self, mod: IRModule, info: Any) -> None:
+        self._stack.append((self._count(mod), time.perf_counter()))
+
+    def run_after_pass(self, mod: IRModule, info: Any) -> None:
+        before, start = self._stack.pop()
+        self.rows.append((info.name, before, self._count(mod), time.perf_counter() - start))
+
+
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
-    from .structural import structural_hash
+    import passes  # noqa: F401  (registers the graph passes)
+
+    from . import instrument, transform
     from .testing import GraphSpec, random_function
     from .verify import verify
 
     timings: list[tuple[str, float]] = []
-    print(f"irkernel demo: a generated {args.nodes:,}-node graph (seed {args.seed})", file=out)
+    print(f"irkernel demo: a generated {args.nodes:,}-node graph (seed {args.seed})\n", file=out)
     with _step("generate (bulk GraphBuilder)", out, timings):
         func = random_function(GraphSpec(n_nodes=args.nodes, seed=args.seed))
     mod = IRModule({"main": func})
     with _step("verify", out, timings):
         verify(mod)
-    with _step("structural_hash", out, timings):
-        digest = structural_hash(mod)
-    print(f"\nStatistics (structural hash {digest:016x}):", file=out)
+    print("\nStatistics of the generated graph:", file=out)
     _print_stats(function_stats(func), out)
-    rate = func.num_nodes / max(timings[1][1], 1e-9)
-    print(f"\nverify: {rate / 1e6:.1f} M nodes/s; total {sum(t for _, t in timings):.2f} s",
+
+    counts = instrument.pass_instrument(_NodeCounts)()
+    timing = instrument.PassTimingInstrument()
+    print(f"\nOptimizing with {args.pipeline} (first call includes Numba JIT or cache load):",
           file=out)
-    print("\nRead more: README.md (quick start) and the design in DESIGN.md.", file=out)
+    with transform.PassContext(opt_level=3, instruments=[timing, counts]):
+        pipeline = transform.parse_pipeline(args.pipeline)
+        with _step(f"{args.pipeline}, first call", out, timings):
+            optimized = pipeline(mod)
+    counts.rows.clear()
+    with transform.PassContext(opt_level=3, instruments=[timing, counts]):
+        with _step(f"{args.pipeline}, warm", out, timings):
+            optimized = pipeline(mod)
+    print(f"\n  {'pass':<26} {'ms':>9} {'M nodes/s':>10} {'nodes before':>14} "
+          f"{'nodes after':>13}", file=out)
+    for name, before, after, seconds in counts.rows:
+        rate = before / max(seconds, 1e-9) / 1e6
+        print(f"  {name:<26} {seconds * 1e3:9.1f} {rate:10.1f} {before:14,} {after:13,}",
+              file=out)
+    print("\nPass timing tree (both runs):\n" + timing.render(), file=out)
+    with _step("verify optimized", out, timings):
+        verify(optimized)
+    print("\nRead more: README.md (quick start), docs/pass_infra.md (passes and "
+          "instruments), bench/README.md (measured figures).", file=out)
+    return 0
+
+
+def cmd_opt(args: argparse.Namespace, out: TextIO) -> int:
+    """Like LLVM's opt: read IR, run a textual pipeline, write IR."""
+    import passes  # noqa: F401  (registers the graph passes)
+
+    from . import instrument, transform
+
+    mod = _read_module(args.file)
+    instruments: list[Any] = []
+    timing = instrument.PassTimingInstrument() if args.time_passes else None
+    if timing is not None:
+        instruments.append(timing)
+    if args.print_changed:
+        instruments.append(instrument.PrintChanged(file=sys.stderr))
+    with transform.PassContext(opt_level=args.opt_level, instruments=instruments):
+        result = transform.parse_pipeline(args.passes)(mod)
+    text = result.script()
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        out.write(text)
+    if timing is not None:
+        print(timing.render(), file=sys.stderr)
     return 0
 
 
@@ -113,7 +178,19 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="generate, verify and describe a large random graph")
     demo.add_argument("--nodes", type=int, default=1_000_000, help="graph size (default 1e6)")
     demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--pipeline", default="O2", help="textual pipeline (default O2)")
     demo.set_defaults(run=cmd_demo)
+    opt = sub.add_parser("opt", help="run a pass pipeline over an .ir file (like LLVM's opt)")
+    opt.add_argument("file")
+    opt.add_argument("-p", "--passes", required=True,
+                     help='textual pipeline, e.g. "FoldConstant,fixpoint(SimplifyArith,'
+                          'EliminateCommonSubexpr,DeadCodeElimination)"')
+    opt.add_argument("-O", "--opt-level", type=int, default=2)
+    opt.add_argument("--time-passes", action="store_true", help="print the timing tree")
+    opt.add_argument("--print-changed", action="store_true",
+                     help="print a diff after every pass that changed the module (stderr)")
+    opt.add_argument("-o", "--output", help="write the result here instead of stdout")
+    opt.set_defaults(run=cmd_opt)
     show = sub.add_parser("print", help="parse an .ir file and print it normalized")
     show.add_argument("file")
     show.set_defaults(run=cmd_print)

@@ -371,6 +371,12 @@ def _reduce_ref(fn: Callable[..., Any], pass_dtype: bool):
     return ref
 
 
+def _mean(x: np.ndarray, axis: tuple[int, ...], keepdims: bool, dtype: np.dtype) -> np.ndarray:
+    """np.mean's arithmetic (sum in ``dtype``, then divide) without its empty-slice warning."""
+    count = int(np.prod([x.shape[a] for a in axis], dtype=np.int64))
+    return np.true_divide(np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype), count)
+
+
 def _reshape_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     return np.reshape(xs[0], attrs["shape"])
 
@@ -445,7 +451,7 @@ BUILTIN_OPS: tuple[OpDef, ...] = (
           _AXIS, doc="sum over axis (None = all), accumulated in the input dtype"),
     OpDef("max", ENC_UNARY, 1, _reduce_rule(_NUM, False), _reduce_ref(np.max, False), REDUCE,
           _AXIS, doc="max over axis; NaN propagates; empty axes rejected"),
-    OpDef("mean", ENC_UNARY, 1, _reduce_rule(_FLOAT, True), _reduce_ref(np.mean, True), REDUCE,
+    OpDef("mean", ENC_UNARY, 1, _reduce_rule(_FLOAT, True), _reduce_ref(_mean, True), REDUCE,
           _AXIS, doc="mean over axis in the input dtype (floats)"),
     OpDef("reshape", ENC_UNARY, 1, _reshape_rule, _reshape_ref, INJECTIVE,
           (AttrSpec("shape", A_INTS),), doc="row-major reshape; one -1 is inferred"),

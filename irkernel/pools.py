@@ -227,7 +227,7 @@ class ConstPoolBuilder:
         self._shape_id: list[np.ndarray] = []
         self._sval: list[np.ndarray] = []
         self._blobs: list[bytes] = []
-        self._index: dict[tuple[int, int, bytes], int] = {}
+        self._index: dict[tuple[int, int, int | bytes], int] = {}
         self._n = 0
         self._blob_ids: list[int] = []  # const ids of the entries stored in data, ascending
         if base is not None:
@@ -243,13 +243,13 @@ class ConstPoolBuilder:
         self._dtype.append(np.array(pool.dtype))
         self._shape_id.append(np.array(pool.shape_id))
         self._sval.append(np.array(pool.sval))
-        for cid in range(k):  # one entry per distinct constant: allowed
-            value = pool.value(cid, shapes)
-            if value.size == 1:
-                blob = int(pool.sval[cid]).to_bytes(8, "little", signed=True)
-            else:
-                blob = value.tobytes()
-                self._add_blob(cid, blob)
+        is_scalar = shapes.size[pool.shape_id] == 1
+        scalars = np.nonzero(is_scalar)[0][::-1]  # reversed: the first id of equal keys wins
+        self._index.update(zip(zip(pool.dtype[scalars].tolist(), pool.shape_id[scalars].tolist(),
+                                   pool.sval[scalars].tolist()), scalars.tolist()))
+        for cid in np.nonzero(~is_scalar)[0].tolist():  # one iteration per tensor constant
+            blob = pool.value(cid, shapes).tobytes()
+            self._add_blob(cid, blob)
             self._index.setdefault((int(pool.dtype[cid]), int(pool.shape_id[cid]), blob), cid)
         self._n = k
 
@@ -260,9 +260,10 @@ class ConstPoolBuilder:
     def add(self, value: np.ndarray, shape_id: int) -> int:
         """Intern one constant (already of a supported dtype); returns its const id."""
         code = dtype_code(value.dtype)
-        if value.size == 1:
+        key: tuple[int, int, int | bytes]
+        if value.size == 1:  # scalars key on their sval bits (an int), tensors on bytes
             bits = scalar_bits(value, code)
-            key = (code, shape_id, bits.to_bytes(8, "little", signed=True))
+            key = (code, shape_id, bits)
         else:
             blob = np.ascontiguousarray(value).tobytes()
             key = (code, shape_id, blob)
@@ -276,7 +277,7 @@ class ConstPoolBuilder:
         self._shape_id.append(np.array([shape_id], np.int32))
         self._sval.append(np.array([bits], np.int64))
         if value.size != 1:
-            self._add_blob(cid, key[2])
+            self._add_blob(cid, blob)
         self._n += 1
         return cid
 
@@ -286,21 +287,17 @@ class ConstPoolBuilder:
         bits = (values.astype(np.float64).view(np.int64) if values.dtype.kind == "f"
                 else values.astype(np.int64))
         uniq, inverse = np.unique(bits, return_inverse=True)
-        ids = np.empty(len(uniq), np.int32)
-        new_bits = []
-        for j, b in enumerate(uniq.tolist()):  # one iteration per distinct value
-            key = (code, 0, int(b).to_bytes(8, "little", signed=True))
-            cid = self._index.get(key)
-            if cid is None:
-                cid = self._n + len(new_bits)
-                self._index[key] = cid
-                new_bits.append(b)
-            ids[j] = cid
-        if new_bits:
-            m = len(new_bits)
+        keys = [(code, 0, b) for b in uniq.tolist()]  # C-speed loops over distinct values
+        index = self._index
+        ids = np.array([index.get(key, -1) for key in keys], np.int64)
+        new = np.nonzero(ids < 0)[0]
+        if len(new):
+            m = len(new)
+            ids[new] = np.arange(self._n, self._n + m, dtype=np.int64)
+            index.update(zip([keys[j] for j in new.tolist()], ids[new].tolist()))
             self._dtype.append(np.full(m, code, np.int8))
             self._shape_id.append(np.zeros(m, np.int32))
-            self._sval.append(np.array(new_bits, np.int64))
+            self._sval.append(uniq[new].astype(np.int64))
             self._n += m
         return ids[inverse].astype(np.int32, copy=False)
 

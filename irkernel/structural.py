@@ -19,15 +19,51 @@ import numpy as np
 
 from . import ops
 from .graph import Function
-from .ids import ENC_CONST, ENC_VARIADIC
+from .ids import BOOL, ENC_CONST, ENC_VARIADIC, FLOAT32, INT32
 from .module import IRModule
 
 
-def _const_keys(func: Function) -> list[tuple[int, tuple[int, ...], bytes]]:
-    """(dtype, shape, bytes) of every constant (one entry per distinct constant)."""
-    pool, shapes = func.consts, func.shapes
-    return [(int(pool.dtype[c]), shapes[int(pool.shape_id[c])],
-             pool.value(c, shapes).tobytes()) for c in range(len(pool))]
+def _const_columns(func: Function, is_const: np.ndarray,
+                   shape_key: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per CONST node: const id, dtype, shape key, scalar bits, and whether it is a blob.
+
+    One-element constants are fully described by (dtype, shape, ``sval``), so they
+    compare as whole arrays; only larger constants (blobs) need their bytes.
+    """
+    pool = func.consts
+    cids = func.a0[is_const]
+    sid = pool.shape_id[cids]
+    dtype, big = pool.dtype[cids], func.shapes.size[sid] != 1
+    return cids, dtype, shape_key[sid], _element_bits(dtype, pool.sval[cids], big), big
+
+
+def _element_bits(dtype: np.ndarray, sval: np.ndarray, big: np.ndarray) -> np.ndarray:
+    """The bits of each scalar constant's element in its own dtype (0 for blobs), so that
+    ``sval`` entries naming the same value compare equal whoever wrote them."""
+    out = np.where(big, 0, sval)
+    with np.errstate(all="ignore"):
+        f32 = dtype == FLOAT32
+        out[f32] = out[f32].view(np.float64).astype(np.float32).view(np.int32)
+        i32 = dtype == INT32
+        out[i32] = out[i32].astype(np.int32)
+        b = dtype == BOOL
+        out[b] = out[b] != 0
+    return out
+
+
+def _blob(func: Function, const_id: int) -> bytes:
+    return func.consts.value(const_id, func.shapes).tobytes()
+
+
+def _consts_equal(a: Function, b: Function, is_const: np.ndarray, sa: np.ndarray,
+                  sb: np.ndarray) -> bool:
+    ca, cb = _const_columns(a, is_const, sa), _const_columns(b, is_const, sb)
+    if not all(np.array_equal(x, y) for x, y in zip(ca[1:], cb[1:], strict=True)):
+        return False
+    big = ca[4]
+    pairs = np.unique(np.stack([ca[0][big], cb[0][big]]), axis=1)
+    # one comparison per distinct pair of large constants (never per scalar)
+    return all(_blob(a, int(x)) == _blob(b, int(y)) for x, y in pairs.T.tolist())
 
 
 def _canonical(keys_a: list[Any], keys_b: list[Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -74,10 +110,8 @@ def _function_equal(a: Function, b: Function) -> bool:
     if not np.array_equal(ra[a.attr_id], rb[b.attr_id]):
         return False
     is_const = enc == ENC_CONST
-    if np.any(is_const):
-        ca, cb = _canonical(_const_keys(a), _const_keys(b))
-        if not np.array_equal(ca[a.a0[is_const]], cb[b.a0[is_const]]):
-            return False
+    if np.any(is_const) and not _consts_equal(a, b, is_const, sa, sb):
+        return False
     is_variadic = enc == ENC_VARIADIC
     return bool(np.array_equal(_variadic_operands(a, is_variadic),
                                _variadic_operands(b, is_variadic)))
@@ -104,12 +138,15 @@ def _digest_values(values: list[Any]) -> np.ndarray:
 def _function_hash(func: Function) -> bytes:
     h = hashlib.blake2b(digest_size=16)
     a0, enc = _operand_columns(func)
-    shape_h = _digest_values(list(func.shapes.shapes))[func.shape_id]
+    shape_d = _digest_values(list(func.shapes.shapes))
     attr_h = _digest_values(list(func.attr_table.records))[func.attr_id]
     is_const = enc == ENC_CONST
-    const_h = _digest_values([(d, s, hashlib.blake2b(data).hexdigest())
-                              for d, s, data in _const_keys(func)])
-    for arr in (func.kind, a0, func.a1, func.dtype, shape_h, attr_h, const_h[func.a0[is_const]],
+    cids, c_dtype, c_shape, c_sval, big = _const_columns(func, is_const, shape_d)
+    blob_ids, inverse = np.unique(cids[big], return_inverse=True)
+    blob_h = _digest_values([hashlib.blake2b(_blob(func, int(c))).hexdigest()
+                             for c in blob_ids.tolist()])[inverse]  # one per large constant
+    for arr in (func.kind, a0, func.a1, func.dtype, shape_d[func.shape_id], attr_h,
+                c_dtype, c_shape, c_sval, blob_h,
                 _variadic_operands(func, enc == ENC_VARIADIC), func.params, func.outputs):
         h.update(np.ascontiguousarray(arr).tobytes())
         h.update(b"|")

@@ -98,12 +98,30 @@ def _check_structure(fname: str, func: Function) -> None:
 def _check_params_outputs(fname: str, func: Function) -> None:
     params, n = func.params, func.num_nodes
     is_param = func.kind == ops.OP_PARAM
-    if np.any((params < 0) | (params >= n)):
-        raise _fail(fname, None, None, f"params {params.tolist()} out of range", "params")
+    bad = np.nonzero((params < 0) | (params >= n))[0]
+    if len(bad):
+        raise _fail(fname, None, None, f"params[{int(bad[0])}] = {int(params[bad[0]])} is not "
+                    f"a node id in [0, {n})", "params")
     listed = np.nonzero(is_param)[0]
     if len(listed) != len(params) or np.any(listed != params):
-        raise _fail(fname, None, None, f"PARAM nodes {listed.tolist()[:10]} differ from params "
-                    f"{params.tolist()[:10]}", "params list every PARAM node in order")
+        m = min(len(listed), len(params))
+        diff = np.nonzero(listed[:m] != params[:m])[0]
+        k = int(diff[0]) if len(diff) else m
+        if k < len(params) and not is_param[params[k]]:
+            node, what = int(params[k]), f"is params[{k}] but not a PARAM node"
+        else:
+            node = int(listed[k])
+            given = f"node {int(params[k])}" if k < len(params) else "missing"
+            what = f"is PARAM node #{k} in node order but params[{k}] is {given}"
+        raise _fail(fname, node, ops.get_op(int(func.kind[node])).name, what,
+                    "params list every PARAM node in order")
+    seen: set[str] = set()
+    for pos, pname in enumerate(func.param_names):  # one step per parameter
+        if not isinstance(pname, str) or not pname.isidentifier() or pname in seen:
+            node = int(params[pos])
+            raise _fail(fname, node, "param", f"parameter name {pname!r} is not a unique "
+                        "identifier", "param names")
+        seen.add(pname)
     bad = np.nonzero(func.a0[params] != np.arange(len(params), dtype=np.int32))[0]
     if len(bad):
         node = int(params[bad[0]])
@@ -208,10 +226,19 @@ def verify_function(func: Function, name: str = "main", mod: IRModule | None = N
 def _check_call_graph(mod: IRModule) -> None:
     """The call_func graph is acyclic (iterative DFS over functions, not nodes)."""
     edges: dict[str, list[str]] = {}
+    first_call: dict[tuple[str, str], int] = {}  # (caller, callee) -> first call node
     for name, func in mod.functions.items():
         if isinstance(func, Function):
-            ids = np.unique(func.attr_id[func.kind == ops.OP_CALL_FUNC])
-            edges[name] = sorted({func.attr_table.as_dict(int(a))["callee"] for a in ids})
+            nodes = np.nonzero(func.kind == ops.OP_CALL_FUNC)[0]
+            ids, first = np.unique(func.attr_id[nodes], return_index=True)
+            callees = set()
+            for a, i in zip(ids.tolist(), first.tolist(), strict=True):  # per call attr set
+                key = (name, func.attr_table.as_dict(a)["callee"])
+                node = int(nodes[i])
+                if node < first_call.get(key, node + 1):
+                    first_call[key] = node
+                callees.add(key[1])
+            edges[name] = sorted(callees)
     state: dict[str, int] = {}
     for root in edges:
         if state.get(root):
@@ -228,8 +255,9 @@ def _check_call_graph(mod: IRModule) -> None:
                 path.pop()
             elif state.get(nxt) == 1:
                 cycle = " -> ".join([*path[path.index(nxt):], nxt])
-                raise IRError(f"{fname}: recursive call_func cycle {cycle} (rule: call graph is "
-                              f"acyclic)")
+                raise _fail(fname, first_call[fname, nxt], "call_func",
+                            f"calls {nxt}, closing the recursive cycle {cycle}",
+                            "call graph is acyclic")
             elif not state.get(nxt) and nxt in edges:
                 state[nxt] = 1
                 stack.append((nxt, iter(edges[nxt])))

@@ -1,0 +1,849 @@
+"""Parser of the text format: text to an IRModule of graph Functions.
+
+Owns the grammar below and its error messages; the canonical spelling of
+values lives in :mod:`irkernel.text.printer`. Nodes are built through
+:class:`irkernel.GraphBuilder`, so the op table checks operands and
+attributes and infers types exactly as for Python-built graphs. Imports numpy
+and irkernel internals only.
+
+The format
+----------
+::
+
+    # comments run from '#' to end of line; blank lines are ignored
+    @main = graph attrs {global_symbol = "main"} {
+      %0 = param x : float32[4]
+      %1 = const [0.0, 1.0, 2.0, 3.0] : float32[4]
+      %2 = add %0, %1 : float32[4]
+      %3 = sum %2 {axis = [0], keepdims = false} : float32[]
+      %4 = call_func %2 {callee = "f", dtype = float32, shape = [4]} : float32[4]
+      return %3, %4
+    }
+
+    @f = graph {
+      %a = param a : float32[4]
+      %special = const [nan, nan:0x7fc00001, -inf, -0.0] : float32[4]
+      %mask = less %a, %special : bool[4]
+      %b = where %mask, %a, %special : float32[4]   # %names: any, defined before use
+      return %b
+    }
+
+The format is line oriented: one statement per line.
+
+- A module is an optional ``module attrs {...}`` line followed by functions,
+  each ``@name = graph [attrs {...}] {`` ... ``}``. ``name`` is
+  ``[A-Za-z_][A-Za-z0-9_.]*`` or a JSON string (``@"any name"``).
+- Function (and module) attribute values: ``"str"`` (JSON escapes), ints,
+  floats (``repr`` spelling, ``nan``, ``inf``, ``-inf``), ``true``/``false``,
+  ``none``, and flat lists ``[...]`` of those, which parse as tuples. Keys
+  are identifiers or JSON strings.
+- A node is ``%name = op operands [{attrs}] : type``. Operands are ``%name``
+  separated by commas, defined on an earlier line (topological order).
+  ``%name`` is any run of letters, digits and ``_``; nodes are numbered by
+  order of definition. The printer always prints ``%<node id>``.
+- ``%name = param NAME : type`` declares the next parameter of the signature.
+- ``%name = const VALUE : type``: a one-element constant (any shape, including
+  ``[1, 1]``) is one literal; larger ones are a flat row-major list ``[a, b]``
+  (``[]`` for zero elements). Literals: ints, floats, ``nan``, ``inf``,
+  ``-inf``, ``nan:0x<raw bits>`` (a NaN other than the dtype's ``np.nan``),
+  ``true``/``false`` for bool.
+- Node attributes are the op's keywords: ints, ``true``/``false``, ``none``,
+  int lists ``[0, 1]``, bare dtype names, ``"str"``. They go through
+  ``GraphBuilder.call``, so defaults and checks are the op table's.
+- A type is ``dtype[d0, d1, ...]``; ``float32[]`` is a scalar. The declared
+  type of an op node must equal the inferred one.
+- ``return %a, %b`` is the last statement of a body.
+
+Speed: a node or scalar-constant line in the printer's form is matched by one
+compiled regex and appended to a batch of columns that goes to the builder in
+one ``GraphBuilder.add_nodes`` call (types inferred by its Numba sweep).
+Attribute and type texts are parsed once per distinct text. Any other line, and
+any batch the builder rejects, goes through a tokenizer that knows exact
+columns, so every error is a :class:`~irkernel.errors.ParseError` with a
+1-based line and column. Declared types are checked against the inferred ones
+in one vectorized comparison when the function ends (and before any later
+error is reported, so the first problem in text order wins). Nothing recurses
+per node.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from array import array
+from typing import Any
+
+import numpy as np
+
+from .. import ops
+from ..builder import GraphBuilder
+from ..errors import ParseError
+from ..graph import Function
+from ..ids import (
+    BOOL,
+    DTYPE_NAMES,
+    ENC_BINARY,
+    ENC_UNARY,
+    FLOAT32,
+    FLOAT64,
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    NONE,
+    numpy_dtype,
+)
+from ..module import IRModule
+from .printer import format_type
+
+Token = tuple[str, str, int]  # (kind, text, 1-based column)
+
+_TOKEN = re.compile(r"""
+    (?P<ws>[ \t\r\f\v]+)
+  | (?P<comment>\#.*)
+  | (?P<var>%\w+)
+  | (?P<glob>@(?:[^\W\d][\w.]*|"(?:[^"\\]|\\.)*"))
+  | (?P<nanbits>nan:0x[0-9A-Fa-f]+(?![\w.]))
+  | (?P<number>(?:-inf|-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)(?![\w.]))
+  | (?P<string>"(?:[^"\\]|\\.)*")
+  | (?P<ident>[^\W\d]\w*)
+  | (?P<punct>[=,:\[\]{}()])
+  | (?P<bad>[^\s=,:\[\]{}()\#"]+)
+""", re.VERBOSE)
+
+_NAME = r"(\w+)"
+_TYPE = r"([a-z0-9]+\[[0-9, ]*\])"
+_END = r"[ \t\r]*(?:\#.*)?\Z"
+# The printer's node form: %name = op %a, %b [{attrs without nested braces}] : type
+_FAST_NODE = re.compile(
+    r"[ \t]*%" + _NAME + r"[ \t]*=[ \t]*([^\W\d]\w*)[ \t]+(%\w+(?:[ \t]*,[ \t]*%\w+)*)"
+    r"[ \t]*(\{[^{}\"#]*(?:\"(?:[^\"\\]|\\.)*\"[^{}\"#]*)*\})?[ \t]*:[ \t]*" + _TYPE + _END)
+# A one-literal constant: %name = const literal : type
+_FAST_CONST = re.compile(
+    r"[ \t]*%" + _NAME + r"[ \t]*=[ \t]*const[ \t]+"
+    r"(-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|-inf|inf|nan|true|false)"
+    r"[ \t]*:[ \t]*" + _TYPE + _END)
+# Below this many pending nodes, GraphBuilder.call per node beats one add_nodes call.
+_SMALL_BATCH = 32
+_INT_LITERAL = re.compile(r"-?[0-9]+\Z")
+_NUMBER_START = frozenset("-.0123456789")
+# Smallest magnitude that rounds to inf in each float dtype (round half to even at the top).
+_OVERFLOW = {FLOAT32: float.fromhex("0x1.ffffffp+127"), FLOAT64: math.inf}
+_KEYWORD_VALUES = {"true": True, "false": False, "none": None, "nan": math.nan, "inf": math.inf}
+
+
+def _describe(tok: Token) -> str:
+    return "end of line" if tok[0] == "eol" else repr(tok[1])
+
+
+def _tokenize(line: str, lineno: int) -> list[Token]:
+    """Tokens of one line (comments and blanks dropped), ending with an ``eol`` token."""
+    toks: list[Token] = []
+    pos, end = 0, len(line)
+    match = _TOKEN.match
+    while pos < end:
+        m = match(line, pos)
+        if m is None:
+            what = ("unterminated string literal" if line[pos] == '"'
+                    else f"unexpected character {line[pos]!r}")
+            raise ParseError(what, lineno, pos + 1)
+        kind = m.lastgroup
+        if kind == "comment":
+            break
+        if kind == "bad":
+            text = m.group()
+            what = ("expected a name after '%'" if text == "%" else
+                    "expected a function name after '@'" if text == "@" else
+                    f"invalid token {text!r}")
+            raise ParseError(what, lineno, pos + 1)
+        if kind != "ws":
+            toks.append((kind, m.group(), pos + 1))  # type: ignore[arg-type]
+        pos = m.end()
+    toks.append(("eol", "", len(line) + 1))
+    return toks
+
+
+class _Cursor:
+    """Recursive-descent helpers over the tokens of one line."""
+
+    __slots__ = ("line", "lineno", "pos", "toks")
+
+    def __init__(self, line: str, lineno: int) -> None:
+        self.line = line
+        self.lineno = lineno
+        self.toks = _tokenize(line, lineno)
+        self.pos = 0
+
+    def peek(self) -> Token:
+        return self.toks[self.pos]
+
+    def take(self) -> Token:
+        tok = self.toks[self.pos]
+        if tok[0] != "eol":
+            self.pos += 1
+        return tok
+
+    def error(self, message: str, tok: Token | None = None) -> ParseError:
+        return ParseError(message, self.lineno, (tok or self.peek())[2])
+
+    def accept(self, text: str) -> Token | None:
+        tok = self.peek()
+        if tok[0] in ("punct", "ident") and tok[1] == text:
+            return self.take()
+        return None
+
+    def expect(self, text: str, context: str = "") -> Token:
+        tok = self.accept(text)
+        if tok is None:
+            where = f" {context}" if context else ""
+            raise self.error(f"expected {text!r}{where}, got {_describe(self.peek())}")
+        return tok
+
+    def expect_kind(self, kind: str | tuple[str, ...], what: str) -> Token:
+        tok = self.peek()
+        if tok[0] not in ((kind,) if isinstance(kind, str) else kind):
+            raise self.error(f"expected {what}, got {_describe(tok)}")
+        return self.take()
+
+    def expect_end(self) -> None:
+        if self.peek()[0] != "eol":
+            raise self.error(f"unexpected {_describe(self.peek())} at end of statement")
+
+    def slice_from(self, tok: Token) -> str:
+        """Source text from ``tok`` to the last taken token (a cache key)."""
+        last = self.toks[self.pos - 1]
+        return self.line[tok[2] - 1: last[2] - 1 + len(last[1])]
+
+
+# ---------------------------------------------------------------------------
+# values, attributes, types
+# ---------------------------------------------------------------------------
+
+def _string_value(cur: _Cursor, tok: Token) -> str:
+    try:
+        return json.loads(tok[1])
+    except ValueError:
+        raise cur.error(f"bad string literal {tok[1]}", tok) from None
+
+
+def _scalar_value(cur: _Cursor, bare_strings: bool) -> Any:
+    """One attribute scalar: number, string, keyword or (node attrs) a bare dtype name."""
+    tok = cur.take()
+    kind, text = tok[0], tok[1]
+    if kind == "number":
+        if not _INT_LITERAL.match(text):
+            return float(text)
+        if len(text) > 1000:  # int() refuses very long decimals; nothing needs them
+            raise cur.error(f"integer literal of {len(text)} digits is too long", tok)
+        return int(text)
+    if kind == "string":
+        return _string_value(cur, tok)
+    if kind == "ident" and text in _KEYWORD_VALUES:
+        return _KEYWORD_VALUES[text]
+    if kind == "ident" and bare_strings:
+        return text
+    raise cur.error(f"bad attribute value {_describe(tok)}", tok)
+
+
+def _attr_value(cur: _Cursor, bare_strings: bool) -> Any:
+    if cur.accept("[") is None:
+        return _scalar_value(cur, bare_strings)
+    items = []
+    if cur.accept("]") is None:
+        while True:
+            if cur.peek()[1] == "[" and cur.peek()[0] == "punct":
+                raise cur.error("nested lists are not supported in attributes")
+            items.append(_scalar_value(cur, bare_strings))
+            if cur.accept("]") is not None:
+                break
+            cur.expect(",", "or ']' in list")
+    return tuple(items)
+
+
+def _attr_dict(cur: _Cursor, node_attrs: bool) -> dict[str, Any]:
+    """``{key = value, ...}`` (the ``{`` already taken); keys unique."""
+    out: dict[str, Any] = {}
+    if cur.accept("}") is not None:
+        return out
+    while True:
+        tok = cur.peek()
+        if tok[0] == "ident":
+            key = cur.take()[1]
+        elif tok[0] == "string" and not node_attrs:
+            key = _string_value(cur, cur.take())
+        else:
+            raise cur.error(f"expected an attribute name, got {_describe(tok)}")
+        if key in out:
+            raise cur.error(f"duplicate attribute {key!r}", tok)
+        cur.expect("=", f"after attribute {key!r}")
+        out[key] = _attr_value(cur, node_attrs)
+        if cur.accept("}") is not None:
+            return out
+        cur.expect(",", "or '}' in attributes")
+
+
+def _type(cur: _Cursor) -> tuple[int, tuple[int, ...], Token]:
+    """``dtype[d0, ...]`` -> (dtype code, shape, first token)."""
+    tok = cur.peek()
+    if tok[0] != "ident":
+        raise cur.error(f"expected a type like float32[4], got {_describe(tok)}")
+    cur.take()
+    if tok[1] not in DTYPE_NAMES:
+        raise cur.error(f"unknown dtype {tok[1]!r} (expected one of "
+                        f"{', '.join(DTYPE_NAMES)})", tok)
+    cur.expect("[", f"after dtype {tok[1]!r} (scalars are {tok[1]}[])")
+    dims: list[int] = []
+    if cur.accept("]") is None:
+        while True:
+            dim = cur.peek()
+            if dim[0] != "number" or not _INT_LITERAL.match(dim[1]) or dim[1][0] == "-":
+                raise cur.error(f"bad dimension {_describe(dim)} in type "
+                                "(expected a non-negative integer)")
+            if len(dim[1]) > 18:
+                raise cur.error(f"dimension {dim[1]} is too large")
+            dims.append(int(cur.take()[1]))
+            if cur.accept("]") is not None:
+                break
+            cur.expect(",", "or ']' in type")
+    return DTYPE_NAMES.index(tok[1]), tuple(dims), tok
+
+
+def _operands(cur: _Cursor) -> list[Token]:
+    """Zero or more ``%name`` separated by commas."""
+    if cur.peek()[0] != "var":
+        return []
+    out = [cur.take()]
+    while cur.accept(",") is not None:
+        out.append(cur.expect_kind("var", "an operand like %0"))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# constants
+# ---------------------------------------------------------------------------
+
+def _nan_from_bits(text: str, code: int, lineno: int, col: int) -> int:
+    bits = int(text[len("nan:0x"):], 16)
+    width = numpy_dtype(code).itemsize * 8
+    mant = width - (9 if width == 32 else 12)
+    exp_mask = ((1 << (width - 1 - mant)) - 1) << mant
+    if bits >= 1 << width or (bits & exp_mask) != exp_mask or not bits & ((1 << mant) - 1):
+        raise ParseError(f"{text} is not a {DTYPE_NAMES[code]} NaN bit pattern", lineno, col)
+    return bits
+
+
+def _literal(text: str, code: int, lineno: int, col: int) -> Any:
+    """The Python value of one constant literal (a number, keyword or ident token's text)."""
+    if code == BOOL:
+        if text in ("true", "false"):
+            return text == "true"
+    elif code in INT_DTYPES:
+        if _INT_LITERAL.match(text):
+            value = int(text) if len(text) <= 21 else math.inf
+            info = np.iinfo(numpy_dtype(code))
+            if not info.min <= value <= info.max:
+                raise ParseError(f"integer {text} out of range for {DTYPE_NAMES[code]}",
+                                 lineno, col)
+            return value
+    elif text in ("nan", "inf") or text[:1] in _NUMBER_START:  # number tokens and -inf
+        value = float(text)
+        if abs(value) >= _OVERFLOW[code] and text not in ("inf", "-inf"):
+            raise ParseError(f"{text} overflows {DTYPE_NAMES[code]} (write inf if meant)",
+                             lineno, col)
+        return value
+    raise ParseError(f"bad {DTYPE_NAMES[code]} literal {text!r}", lineno, col)
+
+
+_NOT_FAST = object()
+
+
+def _fast_literal(text: str, code: int) -> Any:
+    """The value of a literal the fast path matched, or ``_NOT_FAST`` when it is bad."""
+    try:
+        return _literal(text, code, 0, 0)
+    except ParseError:
+        return _NOT_FAST  # the careful path reports it with its position
+
+
+def _const_array(lits: list[Token], is_list: bool, code: int, shape: tuple[int, ...],
+                 lineno: int) -> np.ndarray:
+    """The constant's array from its literal tokens; ParseError on a bad literal or count."""
+    size = math.prod(shape)
+    if len(lits) != size or (not is_list and size != 1):
+        raise ParseError(f"constant has {len(lits)} value{'s' * (len(lits) != 1)}, type "
+                         f"{DTYPE_NAMES[code]}[{', '.join(map(str, shape))}] needs {size}",
+                         lineno, lits[0][2] if lits else 1)
+    dt = numpy_dtype(code)
+    nan_bits: list[tuple[int, int]] = []
+    values = []
+    for i, (_, text, col) in enumerate(lits):  # one per element: parse cost is the text's
+        if code in FLOAT_DTYPES and text.startswith("nan:0x"):
+            nan_bits.append((i, _nan_from_bits(text, code, lineno, col)))
+            values.append(math.nan)
+        else:
+            values.append(_literal(text, code, lineno, col))
+    arr = np.array(values, dtype=dt)
+    if nan_bits:
+        raw = arr.view(np.uint32 if dt.itemsize == 4 else np.uint64)
+        for i, bits in nan_bits:
+            raw[i] = bits
+    return arr.reshape(shape)
+
+
+def _const_literals(cur: _Cursor) -> tuple[list[Token], bool]:
+    """The literal tokens after ``const``, and whether they were a ``[...]`` list."""
+    literal_kinds = ("number", "ident", "nanbits")
+    if cur.accept("[") is None:
+        return [cur.expect_kind(literal_kinds, "a constant value")], False
+    lits: list[Token] = []
+    if cur.accept("]") is None:
+        while True:
+            lits.append(cur.expect_kind(literal_kinds, "a constant value"))
+            if cur.accept("]") is not None:
+                break
+            cur.expect(",", "or ']' in constant")
+    return lits, True
+
+
+# ---------------------------------------------------------------------------
+# functions
+# ---------------------------------------------------------------------------
+
+class _Pending:
+    """Nodes parsed on the fast path and not yet in the builder (one batch, as columns).
+
+    Arrays are cleared in place so that the hot loop can keep their bound
+    ``append`` methods. Constant nodes get their const ids when the batch is
+    flushed; ``consts`` holds (position in batch, dtype code, Python value).
+    """
+
+    __slots__ = ("a0", "a1", "attr_id", "consts", "extra", "kind")
+
+    def __init__(self) -> None:
+        self.kind = array("h")
+        self.a0 = array("i")
+        self.a1 = array("i")
+        self.attr_id = array("i")
+        self.extra = array("i")
+        self.consts: list[tuple[int, int, Any]] = []
+
+    def clear(self) -> None:
+        for col in (self.kind, self.a0, self.a1, self.attr_id, self.extra):
+            del col[:]
+        self.consts.clear()
+
+
+class _FunctionParser:
+    """State while one function body is parsed: the builder, names and declared types.
+
+    Design: lines in the printer's form are matched by one regex each and
+    appended to a :class:`_Pending` batch that goes to ``GraphBuilder.add_nodes``
+    (typed by the builder's Numba sweep) or, for a batch too small to pay for
+    that call, to ``GraphBuilder.call`` one node at a time. Any other line
+    first flushes the batch, then goes through the tokenizer. When a flush
+    fails, the batch's lines are replayed through the tokenizer path, which
+    raises the error with its exact position. Alternatives considered: calling
+    ``GraphBuilder.call`` per fast line (simpler, about 2x slower).
+    """
+
+    def __init__(self, name: str, attrs: dict[str, Any], header_line: int,
+                 brace_col: int) -> None:
+        self.name = name
+        self.bb = GraphBuilder(name, private=True, attrs=attrs)
+        self.header_line = header_line
+        self.brace_col = brace_col
+        self.names: dict[str, int] = {}
+        self.node_line = array("i")  # line number of each node (errors only)
+        self.declared = array("i")  # index into type_code/type_shape_id per node
+        self.type_cache: dict[str, int] = {}  # type text -> index
+        self.type_code: list[int] = []
+        self.type_shape_id: list[int] = []
+        self.type_shape: list[tuple[int, ...]] = []
+        # (op, attribute text or None) -> (opcode, encoding, arity, attr_id); seen ones only
+        self.node_forms: dict[tuple[str, str | None], tuple[int, int, int, int]] = {}
+        self.attr_kwargs: dict[int, dict[str, Any]] = {}  # attr_id -> keywords
+        self.outputs: list[int] | None = None
+        self.pending = _Pending()
+
+    # -- shared by the fast and the careful path ---------------------------
+    def type_index(self, key: str, code: int, shape: tuple[int, ...]) -> int:
+        idx = self.type_cache.get(key)
+        if idx is None:
+            idx = self.type_cache[key] = len(self.type_code)
+            self.type_code.append(code)
+            self.type_shape_id.append(self.bb.intern_shape(shape))
+            self.type_shape.append(shape)
+        return idx
+
+    def define(self, name: str, node: int, type_idx: int, lineno: int) -> None:
+        self.names[name] = node
+        self.declared.append(type_idx)
+        self.node_line.append(lineno)
+
+    def lookup(self, tok: Token, lineno: int) -> int:
+        node = self.names.get(tok[1][1:])
+        if node is None:
+            raise ParseError(f"unknown value {tok[1]} (not defined on an earlier line)",
+                             lineno, tok[2])
+        return node
+
+    def check_new(self, tok: Token, lineno: int) -> str:
+        name = tok[1][1:]
+        if name in self.names:
+            first = self.node_line[self.names[name]]
+            raise ParseError(f"redefinition of {tok[1]} (first defined on line {first})",
+                             lineno, tok[2])
+        return name
+
+    # -- the hot loop -------------------------------------------------------
+    def parse_body(self, lines: list[str], start: int) -> int:
+        """Parse lines from ``start`` up to the closing ``}``; returns the next line index."""
+        try:
+            return self._body_loop(lines, start)
+        except ParseError as exc:
+            error = exc
+        # An earlier declared-type mismatch is the first problem in text order.
+        mismatch = self.type_mismatch(lines, None)
+        raise mismatch or error
+
+    def _body_loop(self, lines: list[str], i: int) -> int:  # noqa: C901 (the hot loop)
+        fast_node, fast_const = _FAST_NODE.match, _FAST_CONST.match
+        names, forms, type_cache = self.names, self.node_forms, self.type_cache
+        type_code, type_shape = self.type_code, self.type_shape  # appended to in place
+        declared, node_line = self.declared.append, self.node_line.append
+        p = self.pending
+        p_kind, p_a0, p_a1, p_attr = p.kind.append, p.a0.append, p.a1.append, p.attr_id.append
+        p_extra, p_consts = p.extra.extend, p.consts.append
+        n_nodes, open_body, n_lines = len(self.bb), True, len(lines)
+        while i < n_lines:
+            line = lines[i]
+            i += 1
+            m = fast_node(line) if open_body else None
+            if m is not None:
+                name, op, args, attr_text, type_text = m.groups()
+                form = forms.get((op, attr_text))
+                tidx = type_cache.get(type_text)
+                if form is not None and tidx is not None and name not in names:
+                    try:
+                        if "," in args:
+                            ids = [names[a.strip()[1:]] for a in args.split(",")]
+                        else:
+                            ids = [names[args[1:]]]
+                    except KeyError:
+                        ids = None
+                    opcode, enc, arity, attr_id = form
+                    if ids is not None and (arity < 0 or len(ids) == arity):
+                        p_kind(opcode)
+                        p_attr(attr_id)
+                        if enc == ENC_BINARY:
+                            p_a0(ids[0])
+                            p_a1(ids[1])
+                        elif enc == ENC_UNARY:
+                            p_a0(ids[0])
+                            p_a1(NONE)
+                        else:
+                            p_a0(len(p.extra))
+                            p_a1(len(ids))
+                            p_extra(ids)
+                        names[name] = n_nodes
+                        n_nodes += 1
+                        declared(tidx)
+                        node_line(i)
+                        continue
+            m = fast_const(line) if open_body else None
+            if m is not None:
+                name, text, type_text = m.groups()
+                tidx = type_cache.get(type_text)
+                if tidx is not None and name not in names and not type_shape[tidx]:
+                    code = type_code[tidx]
+                    value = _fast_literal(text, code)
+                    if value is not _NOT_FAST:
+                        p_consts((len(p.kind), code, value))
+                        p_kind(ops.OP_CONST)
+                        p_a0(NONE)
+                        p_a1(NONE)
+                        p_attr(0)
+                        names[name] = n_nodes
+                        n_nodes += 1
+                        declared(tidx)
+                        node_line(i)
+                        continue
+            if not line or line.isspace():
+                continue
+            self.flush(lines, i - 1)
+            if self._statement(line, i):
+                return i
+            n_nodes, open_body = len(self.bb), self.outputs is None
+        self.flush(lines, n_lines)
+        raise ParseError(f"function @{self.name}: '{{' is never closed (end of input reached "
+                         "before '}')", self.header_line, self.brace_col)
+
+    # -- batches --------------------------------------------------------------
+    def flush(self, lines: list[str], stop: int) -> None:
+        """Move the pending batch into the builder; ``stop`` is the index of the next line."""
+        p = self.pending
+        if not len(p.kind):
+            return
+        try:
+            if len(p.kind) < _SMALL_BATCH:
+                self._flush_each(p)
+            else:
+                self._flush_bulk(p)
+        except (TypeError, ValueError, OverflowError) as exc:
+            error = exc
+        else:
+            p.clear()
+            return
+        p.clear()
+        self._replay(lines, len(self.bb), stop, error)
+
+    def _flush_each(self, p: _Pending) -> None:
+        bb = self.bb
+        consts = {pos: (code, value) for pos, code, value in p.consts}
+        extra = p.extra.tolist()
+        for j, (k, x, y, aid) in enumerate(zip(p.kind.tolist(), p.a0.tolist(), p.a1.tolist(),
+                                               p.attr_id.tolist(), strict=True)):
+            if k == ops.OP_CONST:
+                code, value = consts[j]
+                bb.const(np.array(value, numpy_dtype(code)))
+                continue
+            enc = ops.get_op(k).encoding
+            args = (x, y) if enc == ENC_BINARY else (x,) if enc == ENC_UNARY else extra[x: x + y]
+            bb.call(k, *args, **self.attr_kwargs[aid])
+
+    def _flush_bulk(self, p: _Pending) -> None:
+        a0 = np.frombuffer(p.a0, np.int32).copy()
+        by_code: dict[int, list[tuple[int, Any]]] = {}
+        for pos, code, value in p.consts:  # one per scalar constant
+            by_code.setdefault(code, []).append((pos, value))
+        for code, items in by_code.items():
+            values = np.array([v for _, v in items], numpy_dtype(code))
+            a0[[pos for pos, _ in items]] = self.bb.add_scalar_consts(values, code)
+        self.bb.add_nodes(np.frombuffer(p.kind, np.int16).copy(), a0,
+                          np.frombuffer(p.a1, np.int32).copy(),
+                          attr_id=np.frombuffer(p.attr_id, np.int32).copy(),
+                          extra=np.frombuffer(p.extra, np.int32).copy())
+
+    def _replay(self, lines: list[str], first: int, stop: int, error: Exception) -> None:
+        """Re-parse the lines of a failed batch from node ``first`` on; always raises."""
+        for name in [k for k, v in self.names.items() if v >= first]:
+            del self.names[name]
+        start_line = self.node_line[first]
+        del self.declared[first:]
+        del self.node_line[first:]
+        for idx in range(start_line - 1, stop):
+            self._statement(lines[idx], idx + 1)  # raises at the failing line
+        raise self.type_mismatch(lines, None) or ParseError(str(error), start_line, 1)
+
+    # -- the careful path ---------------------------------------------------
+    def _statement(self, line: str, lineno: int) -> bool:
+        """Parse one body line with the tokenizer; True when it closed the function."""
+        cur = _Cursor(line, lineno)
+        tok = cur.peek()
+        if tok[0] == "eol":
+            return False
+        if tok == ("punct", "}", tok[2]):
+            cur.take()
+            cur.expect_end()
+            if self.outputs is None:
+                raise cur.error(f"function @{self.name} has no return statement", tok)
+            return True
+        if self.outputs is not None:
+            raise cur.error("statement after return (return must be the last statement)")
+        if tok[0] == "ident" and tok[1] == "return":
+            cur.take()
+            args = _operands(cur)
+            if not args:
+                raise cur.error("return needs at least one value like %0")
+            cur.expect_end()
+            self.outputs = [self.lookup(a, lineno) for a in args]
+            return False
+        if tok[0] != "var":
+            raise cur.error("expected a statement ('%name = ...', 'return ...' or '}'), "
+                            f"got {_describe(tok)}")
+        self._definition(cur)
+        return False
+
+    def _definition(self, cur: _Cursor) -> None:
+        lineno = cur.lineno
+        name = self.check_new(cur.take(), lineno)
+        cur.expect("=", f"after %{name}")
+        op_tok = cur.expect_kind("ident", "an op name")
+        if op_tok[1] == "param":
+            self._param(cur, name)
+        elif op_tok[1] == "const":
+            self._const(cur, name)
+        else:
+            self._op_node(cur, name, op_tok)
+
+    def _typed_end(self, cur: _Cursor) -> tuple[int, tuple[int, ...], int]:
+        """``: type`` then end of line; returns (code, shape, type index)."""
+        cur.expect(":", "before the type")
+        code, shape, tok = _type(cur)
+        key = cur.slice_from(tok)
+        cur.expect_end()
+        return code, shape, self.type_index(key, code, shape)
+
+    def _param(self, cur: _Cursor, name: str) -> None:
+        ptok = cur.expect_kind("ident", "a parameter name")
+        code, shape, tidx = self._typed_end(cur)
+        try:
+            node = self.bb.param(ptok[1], shape, DTYPE_NAMES[code])
+        except (TypeError, ValueError) as exc:
+            raise cur.error(str(exc), ptok) from None
+        self.define(name, node, tidx, cur.lineno)
+
+    def _const(self, cur: _Cursor, name: str) -> None:
+        lits, is_list = _const_literals(cur)
+        code, shape, tidx = self._typed_end(cur)
+        value = _const_array(lits, is_list, code, shape, cur.lineno)
+        col = lits[0][2] if lits else cur.toks[0][2]
+        try:
+            node = self.bb.const(value)
+        except (TypeError, ValueError) as exc:  # defensive: the literals were checked
+            raise ParseError(str(exc), cur.lineno, col) from None
+        self.define(name, node, tidx, cur.lineno)
+
+    def _op_node(self, cur: _Cursor, name: str, op_tok: Token) -> None:
+        lineno = cur.lineno
+        try:
+            opdef = ops.get_op(op_tok[1])
+        except ValueError:
+            raise cur.error(f"unknown op {op_tok[1]!r}", op_tok) from None
+        ids = [self.lookup(a, lineno) for a in _operands(cur)]
+        attr_key: str | None = None
+        kw: dict[str, Any] = {}
+        open_tok = cur.accept("{")
+        if open_tok is not None:
+            kw = _attr_dict(cur, node_attrs=True)
+            attr_key = cur.slice_from(open_tok)
+        _, _, tidx = self._typed_end(cur)
+        try:
+            node = self.bb.call(op_tok[1], *ids, **kw)
+        except (TypeError, ValueError, OverflowError) as exc:
+            message = str(exc)
+            if not message.startswith(opdef.name):
+                message = f"{opdef.name}: {message}"
+            raise cur.error(message, op_tok) from None
+        self.define(name, node, tidx, lineno)
+        if (opdef.name, attr_key) not in self.node_forms:  # teach the fast path this form
+            attr_id = self.bb.intern_attrs(opdef.opcode, **kw)
+            self.attr_kwargs[attr_id] = kw
+            self.node_forms[(opdef.name, attr_key)] = (opdef.opcode, opdef.encoding,
+                                                       opdef.arity, attr_id)
+
+    # -- finishing ----------------------------------------------------------
+    def type_mismatch(self, lines: list[str], func: Function | None) -> ParseError | None:
+        """The error for the first node whose declared type differs from the inferred one."""
+        if func is None:
+            if not len(self.bb):
+                return None
+            func = self.bb.finish([0])  # freezes the nodes so far (error path only)
+        n = min(func.num_nodes, len(self.declared))
+        declared = np.frombuffer(self.declared, np.int32)[:n]
+        codes = np.array(self.type_code, np.int8)[declared]
+        sids = np.array(self.type_shape_id, np.int32)[declared]
+        bad = np.flatnonzero((codes != func.dtype[:n]) | (sids != func.shape_id[:n]))
+        del declared  # release the buffer export of self.declared
+        if not len(bad):
+            return None
+        node = int(bad[0])
+        lineno = self.node_line[node]
+        toks = _Cursor(lines[lineno - 1], lineno).toks
+        colon = max(j for j, t in enumerate(toks) if t[:2] == ("punct", ":"))
+        want = format_type(int(codes[node]), func.shapes[int(sids[node])])
+        got = format_type(int(func.dtype[node]), func.shapes[int(func.shape_id[node])])
+        return ParseError(f"declared type {want} of {toks[0][1]} differs from the inferred "
+                          f"type {got} ({func.op(node).name})", lineno, toks[colon + 1][2])
+
+    def finish(self, lines: list[str]) -> Function:
+        """The finished Function; ParseError when a declared type was wrong."""
+        assert self.outputs is not None
+        func = self.bb.finish(self.outputs)
+        mismatch = self.type_mismatch(lines, func)
+        if mismatch is not None:
+            raise mismatch
+        return func
+
+
+def _header(cur: _Cursor) -> tuple[str, Token, dict[str, Any], Token]:
+    """``@name = graph [attrs {...}] {`` -> (name, name token, attrs, brace token)."""
+    tok = cur.take()
+    text = tok[1][1:]
+    name = _string_value(cur, (tok[0], text, tok[2] + 1)) if text.startswith('"') else text
+    if not name:
+        raise cur.error("function name must not be empty", tok)
+    cur.expect("=", f"after @{name}")
+    kind = cur.peek()
+    if kind[1] != "graph":
+        raise cur.error(f"expected 'graph' (the only function kind the parser reads), "
+                        f"got {_describe(kind)}")
+    cur.take()
+    attrs: dict[str, Any] = {}
+    if cur.accept("attrs") is not None:
+        cur.expect("{", "after 'attrs'")
+        attrs = _attr_dict(cur, node_attrs=False)
+    brace = cur.expect("{", "to open the function body")
+    cur.expect_end()
+    return name, tok, attrs, brace
+
+
+def parse(text: str) -> IRModule:
+    """Parse the text format into an :class:`~irkernel.module.IRModule`.
+
+    Parameters
+    ----------
+    text : str
+        A module as printed by ``mod.script()`` or written by hand (see the
+        module docstring for the grammar).
+
+    Returns
+    -------
+    IRModule
+        The functions in text order; structurally equal to the printed module.
+
+    Raises
+    ------
+    ParseError
+        For any malformed input, with the 1-based ``line`` and ``column`` of the
+        problem and a message naming it.
+
+    Examples
+    --------
+    >>> mod = parse("@main = graph {\\n  %0 = param x : float32[]\\n  return %0\\n}\\n")
+    >>> mod["main"].num_nodes
+    1
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"parse: text must be a str, got {type(text).__name__}")
+    lines = text.split("\n")
+    functions: dict[str, Function] = {}
+    module_attrs: dict[str, Any] | None = None
+    i = 0
+    while i < len(lines):
+        cur = _Cursor(lines[i], i + 1)
+        i += 1
+        tok = cur.peek()
+        if tok[0] == "eol":
+            continue
+        if tok[0] == "glob":
+            name, name_tok, attrs, brace = _header(cur)
+            if name in functions:
+                raise cur.error(f"redefinition of function @{name}", name_tok)
+            body = _FunctionParser(name, attrs, i, brace[2])
+            i = body.parse_body(lines, i)
+            functions[name] = body.finish(lines)
+        elif tok[1] == "module" and tok[0] == "ident":
+            if module_attrs is not None or functions:
+                raise cur.error("'module attrs' must come once, before the functions")
+            cur.take()
+            cur.expect("attrs", "after 'module'")
+            cur.expect("{", "after 'attrs'")
+            module_attrs = _attr_dict(cur, node_attrs=False)
+            cur.expect_end()
+        else:
+            raise cur.error(f"expected a function ('@name = graph {{') or 'module attrs', "
+                            f"got {_describe(tok)}")
+    return IRModule(functions, module_attrs)
+
+
+__all__ = ["parse"]

@@ -1,0 +1,295 @@
+"""Printer of the text format: graph Functions and IRModules to text.
+
+Owns the canonical spelling of every value (types, attributes, constants,
+floats) that :mod:`irkernel.text.parser` reads back; the format itself is
+documented there. Per-node work is one f-string per line: type strings,
+attribute strings and constant literals are computed once per distinct table
+entry (tables are small), and the columns are read with ``.tolist()`` once.
+Imports numpy and irkernel internals only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .. import ops
+from ..graph import Function
+from ..ids import BOOL, DTYPE_NAMES, ENC_BINARY, ENC_CONST, ENC_PARAM, ENC_UNARY, FLOAT32, FLOAT64
+from ..module import IRModule
+
+_BARE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
+_BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# Bits of the canonical NaN of each float dtype (what ``np.nan`` converts to).
+_CANONICAL_NAN_BITS = {
+    FLOAT32: int(np.array(np.nan, np.float32).view(np.uint32)),
+    FLOAT64: int(np.array(np.nan, np.float64).view(np.uint64)),
+}
+_UINT_OF = {FLOAT32: np.uint32, FLOAT64: np.uint64}
+
+
+# ---------------------------------------------------------------------------
+# scalars and literals
+# ---------------------------------------------------------------------------
+
+def format_float(value: float) -> str:
+    """A float64 literal that parses back to the same value (``repr``; nan/inf bare)."""
+    return repr(float(value))
+
+
+def format_name(name: str) -> str:
+    """A function name after ``@``: bare when it is a plain dotted identifier, else quoted."""
+    if _BARE_NAME.match(name):
+        return name
+    return json.dumps(name)
+
+
+def _format_key(key: str) -> str:
+    if _BARE_KEY.match(key):
+        return key
+    return json.dumps(key)
+
+
+def _format_scalar_attr(key: str, value: Any) -> str:
+    """One function-attribute scalar; TypeError naming ``key`` for other types."""
+    if value is None:
+        return "none"
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return format_float(float(value))
+    if isinstance(value, str):
+        return json.dumps(value)
+    raise TypeError(f"function attribute {key!r}: cannot print a value of type "
+                    f"{type(value).__name__} ({value!r}); expected str, int, float, bool, "
+                    f"None or a list of those")
+
+
+def format_function_attrs(attrs: Mapping[str, Any]) -> str:
+    """``{key = value, ...}`` with keys sorted; TypeError naming a key of unsupported value."""
+    parts = []
+    for key in sorted(attrs):
+        if not isinstance(key, str):
+            raise TypeError(f"function attribute key {key!r} is not a str")
+        value = attrs[key]
+        if isinstance(value, (list, tuple)):
+            text = "[" + ", ".join(_format_scalar_attr(key, v) for v in value) + "]"
+        else:
+            text = _format_scalar_attr(key, value)
+        parts.append(f"{_format_key(key)} = {text}")
+    return "{" + ", ".join(parts) + "}"
+
+
+def _format_node_attr(spec: ops.AttrSpec, value: Any) -> str:
+    """A normalized node attribute: dtype names bare, strings quoted, tuples as lists."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(str(int(v)) for v in value) + "]"
+    if isinstance(value, str):
+        return value if spec.kind == ops.A_DTYPE else json.dumps(value)
+    return str(int(value))
+
+
+def format_node_attrs(opdef: ops.OpDef, record: tuple[tuple[str, Any], ...]) -> str:
+    """`` {name = value, ...}`` of one normalized record (empty string for no attributes)."""
+    if not record:
+        return ""
+    specs = {s.name: s for s in opdef.attrs}
+    parts = []
+    for name, value in record:
+        spec = specs.get(name, ops.AttrSpec(name, ops.A_STR))
+        parts.append(f"{name} = {_format_node_attr(spec, value)}")
+    return " {" + ", ".join(parts) + "}"
+
+
+def format_type(code: int, shape: tuple[int, ...]) -> str:
+    """``dtype[d0, d1, ...]``; ``float32[]`` for a scalar."""
+    return f"{DTYPE_NAMES[code]}[{', '.join(map(str, shape))}]"
+
+
+# ---------------------------------------------------------------------------
+# constant values
+# ---------------------------------------------------------------------------
+
+def _fix_nans(values: np.ndarray, code: int, strs: list[str]) -> None:
+    """Spell non-canonical NaNs as ``nan:0x<bits>`` so their bits round-trip."""
+    nan_idx = np.flatnonzero(np.isnan(values))
+    if not len(nan_idx):
+        return
+    bits = values.view(_UINT_OF[code])
+    canonical = _CANONICAL_NAN_BITS[code]
+    width = values.dtype.itemsize * 2
+    for i, b in zip(nan_idx.tolist(), bits[nan_idx].tolist(), strict=True):  # one per NaN element
+        strs[i] = "nan" if b == canonical else f"nan:0x{b:0{width}x}"
+
+
+def _float32_strs(values: np.ndarray) -> list[str]:
+    """Shortest float32 literals, checked to parse back (via float64) to the same bits."""
+    strs = values.astype(str)
+    finite = np.isfinite(values)
+    with np.errstate(all="ignore"):
+        back = strs.astype(np.float64).astype(np.float32)
+    bad = np.flatnonzero(finite & (back.view(np.uint32) != values.view(np.uint32)))
+    out = strs.tolist()
+    for i in bad.tolist():  # rare: double rounding through float64 changed the value
+        out[i] = repr(float(values[i]))
+    return out
+
+
+def format_values(values: np.ndarray, code: int) -> list[str]:
+    """Literals of a flat array of dtype ``code``, one string per element."""
+    if code == BOOL:
+        return ["true" if v else "false" for v in values.tolist()]
+    if code == FLOAT64:
+        strs = list(map(repr, values.tolist()))
+    elif code == FLOAT32:
+        strs = _float32_strs(values)
+    else:
+        return list(map(str, values.tolist()))
+    _fix_nans(values, code, strs)
+    return strs
+
+
+def _const_literals(func: Function) -> list[str]:
+    """The literal of every constant in the pool (scalars formatted per dtype in bulk)."""
+    pool, shapes = func.consts, func.shapes
+    k = len(pool)
+    out = [""] * k
+    is_scalar = shapes.size[pool.shape_id] == 1 if k else np.zeros(0, bool)
+    for code, name in enumerate(DTYPE_NAMES):
+        ids = np.flatnonzero(is_scalar & (pool.dtype == code))
+        if not len(ids):
+            continue
+        raw = pool.sval[ids]
+        values = raw.view(np.float64) if np.dtype(name).kind == "f" else raw
+        for cid, text in zip(ids.tolist(), format_values(values.astype(name), code),
+                             strict=True):
+            out[cid] = text
+    for cid in np.flatnonzero(~is_scalar).tolist():  # one per distinct tensor constant
+        code = int(pool.dtype[cid])
+        flat = pool.value(cid, shapes).ravel()
+        out[cid] = "[" + ", ".join(format_values(flat, code)) + "]"
+    return out
+
+
+# ---------------------------------------------------------------------------
+# functions and modules
+# ---------------------------------------------------------------------------
+
+def _tails(func: Function) -> list[str]:
+    """Per node: `` {attrs} : type``, computed once per distinct (op, attrs, type)."""
+    n_ops, n_shapes = ops.num_ops(), max(len(func.shapes), 1)
+    n_attrs = max(len(func.attr_table), 1)
+    if n_attrs * n_ops * n_shapes * len(DTYPE_NAMES) < 2**62:
+        key = ((func.attr_id.astype(np.int64) * n_ops + func.kind) * n_shapes
+               + func.shape_id) * len(DTYPE_NAMES) + func.dtype
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    else:  # astronomically large tables: unique rows instead of one packed key
+        cols = np.stack([func.attr_id, func.kind, func.shape_id, func.dtype]).T.astype(np.int64)
+        _, first, inverse = np.unique(cols, axis=0, return_index=True, return_inverse=True)
+    texts = []
+    attr_cache: dict[tuple[int, int], str] = {}
+    for i in first.tolist():  # one per distinct tail
+        kind, attr_id = int(func.kind[i]), int(func.attr_id[i])
+        attrs = attr_cache.get((kind, attr_id))
+        if attrs is None:
+            attrs = attr_cache[(kind, attr_id)] = format_node_attrs(
+                ops.get_op(kind), func.attr_table[attr_id])
+        texts.append(attrs + " : " + format_type(int(func.dtype[i]),
+                                                 func.shapes[int(func.shape_id[i])]))
+    return np.array(texts, dtype=object)[inverse.ravel()].tolist()
+
+
+def _node_lines(func: Function) -> list[str]:
+    """One line per node, in node-id order."""
+    op_names = [op.name for op in ops.all_ops()]
+    encodings = [op.encoding for op in ops.all_ops()]
+    tails = _tails(func)
+    consts = _const_literals(func) if len(func.consts) else []
+    names = func.param_names
+    extra = func.extra.tolist()
+    lines = []
+    append = lines.append
+    for i, (k, x, y, tail) in enumerate(zip(func.kind.tolist(), func.a0.tolist(),
+                                            func.a1.tolist(), tails, strict=True)):
+        enc = encodings[k]
+        if enc == ENC_UNARY:
+            append(f"  %{i} = {op_names[k]} %{x}{tail}")
+        elif enc == ENC_BINARY:
+            append(f"  %{i} = {op_names[k]} %{x}, %{y}{tail}")
+        elif enc == ENC_CONST:
+            append(f"  %{i} = const {consts[x]}{tail}")
+        elif enc == ENC_PARAM:
+            append(f"  %{i} = param {names[x]}{tail}")
+        else:  # variadic
+            args = ", ".join(f"%{v}" for v in extra[x: x + y])
+            append(f"  %{i} = {op_names[k]}{' ' if args else ''}{args}{tail}")
+    return lines
+
+
+def print_function(func: Function, name: str) -> str:
+    """The text of one graph function as ``@name = graph ... { ... }``.
+
+    Parameters
+    ----------
+    func : Function
+        The function to print.
+    name : str
+        Its name in the module (printed after ``@``).
+
+    Returns
+    -------
+    str
+        The function's text, ending with a newline.
+
+    Raises
+    ------
+    TypeError
+        A function attribute value that the format cannot spell (the message names
+        the attribute).
+    """
+    attrs = f"attrs {format_function_attrs(func.attrs)} " if func.attrs else ""
+    lines = [f"@{format_name(name)} = graph {attrs}{{"]
+    lines.extend(_node_lines(func))
+    lines.append("  return " + ", ".join(f"%{o}" for o in func.outputs.tolist()))
+    lines.append("}")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def print_module(mod: IRModule) -> str:
+    """The text of a module: its functions in order, separated by blank lines.
+
+    A module with attributes starts with a ``module attrs {...}`` line. Values
+    that are not graph Functions print through their own ``script(name)``.
+
+    Raises
+    ------
+    TypeError
+        A value with no ``script`` method (naming the function), or an
+        unprintable attribute value (naming the attribute).
+    """
+    parts = []
+    if mod.attrs:
+        parts.append(f"module attrs {format_function_attrs(mod.attrs)}\n")
+    for name, value in mod.functions.items():
+        if isinstance(value, Function):
+            parts.append(print_function(value, name))
+        elif callable(getattr(value, "script", None)):
+            parts.append(value.script(name).rstrip("\n") + "\n")
+        else:
+            raise TypeError(f"cannot print function {name!r}: {type(value).__name__} "
+                            f"has no script(name) method")
+    return "\n".join(parts)
+
+
+__all__ = ["format_float", "format_type", "format_values", "print_function", "print_module"]
