@@ -8,7 +8,7 @@ holds the IR and the pass infrastructure and never imports ``passes`` or
 
 from __future__ import annotations
 
-from . import ops
+from . import instrument, ops, transform
 from .builder import GraphBuilder
 from .errors import IRError, ParseError, TypeInferenceError
 from .graph import Function
@@ -38,10 +38,12 @@ __all__ = [
     "ParseError",
     "TypeInferenceError",
     "__version__",
+    "instrument",
     "interpret",
     "ops",
     "parse",
     "structural_equal",
     "structural_hash",
+    "transform",
     "verify",
 ]

@@ -228,14 +228,19 @@ register_pass_config("irkernel.fixpoint_max_iterations", int, 10, check=_at_leas
 
 
 class RunningFrame:
-    """One running pass execution (pushed after should_run, popped after run_after_pass)."""
+    """One running pass execution (pushed after should_run, popped after run_after_pass).
 
-    __slots__ = ("info", "pass_", "stats")
+    ``elapsed`` is the time of the transformation alone (set before the after
+    hooks run), so the timing instrument does not count other instruments' hooks.
+    """
+
+    __slots__ = ("elapsed", "info", "pass_", "stats")
 
     def __init__(self, pass_: Pass, info: PassInfo) -> None:
         self.pass_ = pass_
         self.info = info
         self.stats: dict[str, float] | None = None
+        self.elapsed = 0.0
 
 
 class _ThreadState(threading.local):

@@ -27,6 +27,7 @@ from __future__ import annotations
 # (the runner reads PassContext internals it shares a package with; public entry
 # points validate their arguments at run time although the annotations say the same)
 from collections.abc import Callable, Sequence
+from time import perf_counter
 from typing import Any
 
 from ._pass_context import STATE, PassContext, PassInfo, RunningFrame, logger
@@ -310,11 +311,14 @@ def execute(p: Pass, mod: IRModule, ctx: PassContext) -> IRModule:
     if ctx._bisect_limit >= 0 and not p._is_container and not ctx._bisect_step(info.name):
         return mod
     frames = STATE.frames
-    frames.append(RunningFrame(p, info))
+    frame = RunningFrame(p, info)
+    frames.append(frame)
     try:
         for hook in ctx._before_hooks:
             hook(mod, info)
+        start = perf_counter()
         out = p.transform(mod, ctx)
+        frame.elapsed = perf_counter() - start
         if not isinstance(out, IRModule):
             raise TypeError(f"pass {info.name!r} returned {type(out).__name__}, "
                             f"expected an IRModule")

@@ -13,7 +13,6 @@ from __future__ import annotations
 # pyright: reportUnnecessaryIsInstance=false
 # (public entry points validate their arguments at run time)
 import sys
-import time
 from collections.abc import Iterable
 from typing import TextIO
 
@@ -51,9 +50,11 @@ class PassTimingInstrument(PassInstrument):
     Each line of :meth:`render` shows a pass (indented under its parent, calls
     of the same pass under the same parent merged): number of calls, total
     and self time (total minus its children), share of the parent's time, and
-    the counters the pass reported with ``ctx.stat``. Entering a context with
-    this instrument starts a new tree; the tree stays on the instance after
-    the context exits.
+    the counters the pass reported with ``ctx.stat``. A pass's time is that of
+    its transformation, measured by the pass runner, so the hooks of other
+    instruments around it are not counted (those of its nested passes are part
+    of its self time). Entering a context with this instrument starts a new
+    tree; the tree stays on the instance after the context exits.
 
     Examples
     --------
@@ -65,7 +66,7 @@ class PassTimingInstrument(PassInstrument):
 
     def __init__(self) -> None:
         self._root = _TimingNode("")
-        self._open: list[tuple[_TimingNode, float]] = []
+        self._open: list[_TimingNode] = []
 
     def enter_pass_ctx(self) -> None:
         self._root = _TimingNode("")
@@ -75,20 +76,22 @@ class PassTimingInstrument(PassInstrument):
         self._open = []  # passes cut short by an exception stay uncounted
 
     def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
-        parent = self._open[-1][0] if self._open else self._root
+        parent = self._open[-1] if self._open else self._root
         node = parent.children.get(info.name)
         if node is None:
             node = parent.children[info.name] = _TimingNode(info.name)
-        self._open.append((node, time.perf_counter()))
+        self._open.append(node)
 
     def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
         if not self._open:
             return
-        node, start = self._open.pop()
-        node.total += time.perf_counter() - start
+        node = self._open.pop()
         node.calls += 1
         frame = running_frame()
-        if frame is not None and frame.stats:
+        if frame is None:
+            return
+        node.total += frame.elapsed
+        if frame.stats:
             for key, value in frame.stats.items():
                 node.stats[key] = node.stats.get(key, 0) + value
 

@@ -14,7 +14,7 @@ class IRModule(Mapping[str, Any]):
     Equality is identity; use ``structural_equal`` to compare contents.
     """
 
-    __slots__ = ("_functions", "attrs")
+    __slots__ = ("__weakref__", "_functions", "attrs")
 
     def __init__(self, functions: Mapping[str, Any] | None = None,
                  attrs: Mapping[str, Any] | None = None) -> None:

@@ -319,7 +319,7 @@ def random_inputs(func: Function | IRModule, seed: int = 0,
                 arr[(pick >= 0.02) & (pick < 0.03)] = np.inf
                 arr[(pick >= 0.03) & (pick < 0.04)] = -np.inf
                 arr[(pick >= 0.04) & (pick < 0.05)] = -0.0
-        out.append(np.ascontiguousarray(arr.reshape(shape)))
+        out.append(arr.reshape(shape).copy())
     return out
 
 
