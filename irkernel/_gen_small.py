@@ -109,7 +109,18 @@ class _Gen:
 
     def pick(self, dtype: int | None, want: int, dead: int,
              pred: Callable[[int], bool] | None = None, tries: int = 12) -> int | None:
-        """A random earlier node (recent-skewed) of ``dtype`` (None: any) and class ``want``."""
+        """An earlier node of ``dtype`` (None: any) and class ``want`` satisfying ``pred``.
+
+        Live nodes (``dead == 0``) first take the oldest unread node that fits, as
+        the scalar generator does; otherwise a random node, mostly a recent one.
+        """
+        if not dead:
+            for k, v in enumerate(self.unread):
+                if k >= 16:
+                    break
+                if ((dtype is None or self.types[v][0] == dtype)
+                        and (want == 2 or self.cls[v] == want) and (pred is None or pred(v))):
+                    return v
         keys = [k for k in self.pools
                 if (dtype is None or k[0] == dtype) and (want == 2 or k[1] == want)
                 and (dead or k[2] == 0)]
@@ -322,12 +333,36 @@ class _Gen:
                 x = self.pick(None, want_x, dead)
             if x is None:
                 continue
+            if not dead and len(self.unread) > 4 and attempt < 4 and self.rng.random() < 0.5:
+                pair = self.pair_candidate(x, 1 if want_x == 1 else 2)
+                if pair is not None:  # reads two unread nodes: keeps their number small
+                    self.emit(*pair, dead=0)
+                    return
             op = self.op_names[int(self.rng.choice(len(self.op_names), p=self.op_p))]
-            found = self.candidate(op, x, cls if attempt < MAX_TRIES // 2 else 2, dead)
+            # x is the anchor (class N for N nodes); the other operands may be C unless
+            # the node must be constant-derived
+            found = self.candidate(op, x, 1 if want_x == 1 else 2, dead)
             if found is not None and self.infer(op, found[0], found[1]) is not None:
                 self.emit(op, found[0], found[1], dead)
                 return
         self.fallback(dead)
+
+    def pair_candidate(self, x: int, want: int) -> tuple[str, list[int], dict[str, Any]] | None:
+        """A binary op of the mix on ``x`` and another unread node, or None."""
+        binary = [op for op in self.op_names if op in _BINARY and op != "matmul"]
+        if not binary:
+            return None
+        dt = self.types[x][0]
+        for k, y in enumerate(self.unread):
+            if k >= 16:
+                break
+            if y == x or self.types[y][0] != dt or (want == 1 and self.cls[y] != 1):
+                continue
+            for j in self.rng.permutation(len(binary))[:3]:
+                operands = [x, y] if self.rng.random() < 0.5 else [y, x]
+                if self.infer(binary[j], operands, {}) is not None:
+                    return binary[j], operands, {}
+        return None
 
     def fallback(self, dead: int) -> None:
         """A node that always type-checks: an identity reshape or broadcast of a recent node."""
@@ -353,36 +388,42 @@ class _Gen:
                          f"(dtypes {list(self.spec.dtypes)}, max_rank {self.spec.max_rank})")
 
     def merge_step(self) -> bool:
-        """One node reading the most unread nodes (ties: its result can merge further)."""
-        unread = list(self.unread)[:8]
-        best: tuple[float, str, list[int], dict[str, Any]] | None = None
-        for op in self.op_names:
-            cands: list[tuple[list[int], dict[str, Any]]] = []
-            for i, p in enumerate(unread):
-                if op in _BINARY or op == "concat":
-                    cands += [([p, q], {}) for q in unread[i + 1:]]
-                elif op == "where" and self.types[p][0] == BOOL:
-                    cands += [([p, q, r], {}) for q in unread for r in unread
-                              if q != p and r != p and q <= r]
-                elif op in _REDUCE:
-                    cands.append(([p], {}))
-                elif op == "astype":
-                    cands += [([p], {"dtype": DTYPE_NAMES[self.types[q][0]]}) for q in unread
-                              if self.types[q][0] != self.types[p][0]]
-            for operands, attrs in cands:
-                result = self.infer(op, operands, attrs)
-                if result is None:
-                    continue
-                pops = len(set(operands))
-                rest = [v for v in unread if v not in operands]
-                joinable = any(self.types[v][0] == result[0] for v in rest)
-                score = 4.0 * pops + 2.0 * joinable + (result[1] == ()) + self.rng.random()
-                if best is None or score > best[0]:
-                    best = (score, op, operands, attrs)
-        if best is None:
-            return False
-        self.emit(best[1], best[2], best[3], dead=0)
-        return True
+        """One node that folds a late unread node into the oldest one (or prepares to).
+
+        Folding ``p`` into ``t`` is a binary op of the mix on both; when their
+        types do not allow one, ``p`` is first reduced to a scalar (after an
+        ``astype`` to a numeric dtype if it is bool) and cast to ``t``'s dtype.
+        Each step reads ``p``, so a fold never takes more than four nodes.
+        """
+        unread = list(self.unread)
+        for t in unread[:4]:
+            for p in reversed(unread):
+                if p != t:
+                    step = self.fold_step(p, t)
+                    if step is not None:
+                        self.emit(*step, dead=0)
+                        return True
+        return False
+
+    def fold_step(self, p: int, t: int) -> tuple[str, list[int], dict[str, Any]] | None:
+        binary = [op for op in self.op_names if op in _BINARY]
+        for k in self.rng.permutation(len(binary)):
+            if self.infer(binary[k], [t, p], {}) is not None:
+                return binary[k], [t, p], {}
+        (dt_p, shape_p), (dt_t, shape_t) = self.types[p], self.types[t]
+        steps: list[tuple[str, list[int], dict[str, Any]]] = []
+        if shape_p != ():
+            steps += [(op, [p], {}) for op in _REDUCE if op in self.op_names]
+            numeric = [ln for ln in self.lanes if ln != BOOL]
+            if dt_p == BOOL and numeric and "astype" in self.op_names:
+                target = dt_t if dt_t != BOOL else numeric[0]
+                steps.append(("astype", [p], {"dtype": DTYPE_NAMES[target]}))
+        elif dt_p != dt_t and "astype" in self.op_names:
+            steps.append(("astype", [p], {"dtype": DTYPE_NAMES[dt_t]}))
+        for step in steps:
+            if self.infer(*step) is not None:
+                return step
+        return None
 
 
 def build_small_function(spec: Any, name: str = "main", private: bool = False,

@@ -68,7 +68,9 @@ class Function:
     def __post_init__(self) -> None:
         for name in _COLUMNS:
             object.__setattr__(self, name, freeze_column(name, getattr(self, name)))
-        object.__setattr__(self, "attrs", MappingProxyType(dict(self.attrs)))
+        # Lists become tuples so attribute values are hashable and round-trip through text.
+        attrs = {k: tuple(v) if isinstance(v, list) else v for k, v in self.attrs.items()}
+        object.__setattr__(self, "attrs", MappingProxyType(attrs))
         object.__setattr__(self, "param_names", tuple(self.param_names))
         n = len(self.kind)
         for name in ("a0", "a1", "dtype", "shape_id", "attr_id"):
