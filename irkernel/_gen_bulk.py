@@ -49,6 +49,8 @@ RING = 64  # recent members remembered per group (power of two)
 RES = 256  # reservoir of far members per group
 MAX_WINDOW = 64
 P_BALANCE = 0.7  # share of live nodes whose operand lane follows the longest queue
+PEND_HIGH = 24  # above this many unread live nodes, one-operand ops are redrawn ...
+MAX_REDRAWS = 3  # ... up to this many times (keeps high duplicate shares in balance)
 P_RECENT_1024 = 870  # share (of 1024) of random operand picks taken from the recent ring
 STATUS_OK, STATUS_EXTRA_FULL, STATUS_OUTPUTS_FULL, STATUS_NO_FORM = 0, 1, 2, 3
 
@@ -71,6 +73,7 @@ _SCALAR_ATTRS: dict[str, tuple[dict[str, Any], ...]] = {
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _INV53 = 1.0 / 9007199254740992.0
+_INV52 = 1.0 / 4503599627370496.0
 
 
 @kernel
@@ -137,11 +140,11 @@ def _merge_form_kernel(form_nslots, form_slot, form_out, qsize, ring_n, x):
 
 
 @kernel
-def wire_kernel(seed, param_lane, prefix_lane, n_rest, n_const_rest, const_lanes, const_ptr,
-                const_ids, n_dead, n_csub, n_dup, window, n_outputs, op_prob, op_alias, op_form_start,
-                op_form_count, op_lane_forms, op_lane_count, form_kind, form_out, form_nslots,
-                form_slot, form_attr, form_variadic, kind_variadic, const_kind, kind, a0, a1,
-                attr_id, extra, outputs):
+def wire_kernel(seed, param_lane, prefix_lane, n_rest, n_const_rest, const_lanes, const_ptr,  # noqa: C901
+                const_ids, n_dead, n_csub, n_dup, window, n_outputs, op_prob, op_alias,
+                op_form_start, op_form_count, op_lane_forms, op_lane_count, form_kind,
+                form_out, form_nslots, form_slot, form_attr, form_variadic, kind_variadic,
+                const_kind, kind, a0, a1, attr_id, extra, outputs):
     """Decide every body node (see the module docstring); fills the output columns.
 
     Inputs: ``param_lane`` int8[P]; ``prefix_lane`` int8[k] (one constant each);
@@ -177,6 +180,7 @@ def wire_kernel(seed, param_lane, prefix_lane, n_rest, n_const_rest, const_lanes
     spare_cap = outputs.shape[0]
     spare = np.empty(spare_cap, np.int64)
     n_live_ops = 0
+    pend_total = 0
     m0 = n_rest - n_const_rest - window
     c_left, d_left, k_left, u_left = n_const_rest, n_dead, n_csub, n_dup
     t = 0  # op-node index
@@ -191,18 +195,18 @@ def wire_kernel(seed, param_lane, prefix_lane, n_rest, n_const_rest, const_lanes
             is_const = b < n_prefix
             x, r0 = _step_kernel(x)  # high half: const or op; low half: dead or live
             if not is_const:
-                is_const = _below_kernel(r0, n_body - b) < c_left
+                is_const = _below_kernel(r0, np.int64(n_body - b)) < c_left
             if is_const:  # -------------------------------------------- const
                 if b < n_prefix:
                     lane = prefix_lane[b]
                 else:
                     x, r = _step_kernel(x)
-                    lane = const_lanes[_below_kernel(r, const_lanes.shape[0])]
+                    lane = const_lanes[_below_kernel(r, np.int64(const_lanes.shape[0]))]
                     c_left -= 1
                 lo = const_ptr[lane]
                 x, r = _step_kernel(x)
                 kind[b] = const_kind
-                a0[b] = const_ids[lo + _below_kernel(r, const_ptr[lane + 1] - lo)]
+                a0[b] = const_ids[lo + _below_kernel(r, np.int64(const_ptr[lane + 1] - lo))]
                 a1[b] = -1
                 attr_id[b] = 0
                 cls, dead = 1, 0
@@ -212,14 +216,14 @@ def wire_kernel(seed, param_lane, prefix_lane, n_rest, n_const_rest, const_lanes
                 in_window = t >= m0
                 if not in_window:  # exact counts by selection sampling
                     left = m0 - t
-                    if _below_lo_kernel(r0, left) < d_left:
+                    if _below_lo_kernel(r0, np.int64(left)) < d_left:
                         dead = 1
                         d_left -= 1
                     x, r = _step_kernel(x)
-                    if _below_kernel(r, left) < k_left:
+                    if _below_kernel(r, np.int64(left)) < k_left:
                         cls = 1
                         k_left -= 1
-                    if _below_lo_kernel(r, left) < u_left:
+                    if _below_lo_kernel(r, np.int64(left)) < u_left:
                         dup = True
                         u_left -= 1
                 t += 1
@@ -231,7 +235,7 @@ def wire_kernel(seed, param_lane, prefix_lane, n_rest, n_const_rest, const_lanes
                     if dead and src_n[rr + 1] > 0 and (src_n[rr] == 0 or (r & 1) == 1):
                         rr += 1
                     if src_n[rr] > 0:
-                        back = _below_kernel(r, min(src_n[rr], RING))
+                        back = _below_kernel(r, np.int64(min(src_n[rr], RING)))
                         src = src_ring[rr, (src_n[rr] - 1 - back) & (RING - 1)]
                         sb = src - n_params
                         kind[b] = kind[sb]
@@ -264,11 +268,12 @@ def wire_kernel(seed, param_lane, prefix_lane, n_rest, n_const_rest, const_lanes
                             merge = f >= 0
                     if not merge:
                         tries = 0
+                        redraws = 0
                         cls0 = cls
                         while True:
                             if tries <= 8:  # an op by weight, then a form
                                 x, r = _step_kernel(x)  # Walker alias: no branches
-                                o = _below_kernel(r, op_alias.shape[0])
+                                o = _below_kernel(r, np.int64(op_alias.shape[0]))
                                 if _low_unit_kernel(r) >= op_prob[o]:
                                     o = op_alias[o]
                                 f = -1
@@ -282,10 +287,15 @@ def wire_kernel(seed, param_lane, prefix_lane, n_rest, n_const_rest, const_lanes
                                         if s > best and op_lane_count[o, ln] > 0:
                                             best, best_l = s, ln
                                     if best_l >= 0:
-                                        k = _below_kernel(r, op_lane_count[o, best_l])
+                                        k = _below_kernel(r, np.int64(op_lane_count[o, best_l]))
                                         f = op_lane_forms[o, best_l, k]
                                 if f < 0:
-                                    f = op_form_start[o] + _below_kernel(r, op_form_count[o])
+                                    k = _below_kernel(r, np.int64(op_form_count[o]))
+                                    f = op_form_start[o] + k
+                                if (pend_total > PEND_HIGH and form_nslots[f] < 2 and dead == 0
+                                        and redraws < MAX_REDRAWS):
+                                    redraws += 1  # many unread nodes: prefer ops that read two
+                                    continue
                             else:  # rare (first nodes): scan the table, then flip the class
                                 idx = tries - 9
                                 if idx >= 2 * n_forms:
@@ -310,7 +320,7 @@ def wire_kernel(seed, param_lane, prefix_lane, n_rest, n_const_rest, const_lanes
                     anchor = -1
                     if cls == 0 and not merge:  # the slot that must read an N node
                         x, r = _step_kernel(x)
-                        start = _below_kernel(r, ns)
+                        start = _below_kernel(r, np.int64(ns))
                         for k in range(2 * ns):
                             s = start + (k if k < ns else k - ns)
                             if s >= ns:
@@ -337,7 +347,8 @@ def wire_kernel(seed, param_lane, prefix_lane, n_rest, n_const_rest, const_lanes
                         if dead == 0:  # read an unread live node first
                             qn, qc = 2 * ln, 2 * ln + 1
                             qsel = -1
-                            if want != 1 and qsize[qn] > 0 and (want == 0 or qsize[qn] >= qsize[qc]):
+                            if want != 1 and qsize[qn] > 0 and (
+                                    want == 0 or qsize[qn] >= qsize[qc]):
                                 qsel = qn
                             elif want != 0 and qsize[qc] > 0:
                                 qsel = qc
@@ -347,37 +358,35 @@ def wire_kernel(seed, param_lane, prefix_lane, n_rest, n_const_rest, const_lanes
                                 if head[qsel] < 0:
                                     tail[qsel] = -1
                                 qsize[qsel] -= 1
+                                pend_total -= 1
                                 vc = qsel & 1
                         if v < 0:  # a random earlier node: mostly recent, sometimes far
-                            for attempt in range(2):
-                                w = want if attempt == 0 else 2
-                                c_lo = 1 if w == 1 else 0
-                                c_hi = 1 if w == 0 else 2
-                                m = 0
-                                for c in range(c_lo, c_hi):
-                                    for d in range(dead + 1):
-                                        if ring_n[ln * 4 + c * 2 + d] > 0:
-                                            m += 1
-                                if m > 0:
-                                    break
+                            # one draw: bits 0-1 pick the group, 2-11 recent or far, the
+                            # rest the position
                             x, r = _step_kernel(x)
-                            j = _below_kernel(r, m)
+                            c0 = want if want != 2 else np.int64(r & np.uint64(1))
+                            d0 = np.int64((r >> np.uint64(1)) & np.uint64(1)) if dead else 0
                             g = -1
-                            for c in range(c_lo, c_hi):
-                                for d in range(dead + 1):
-                                    if g < 0 and ring_n[ln * 4 + c * 2 + d] > 0:
-                                        if j == 0:
-                                            g = ln * 4 + c * 2 + d
-                                        j -= 1
+                            for k in range(4):  # (c0, d0), then the other liveness, class
+                                c = c0 if k < 2 else 1 - c0
+                                d = d0 if k % 2 == 0 else 1 - d0
+                                if (k >= 2 and want != 2) or (k % 2 == 1 and dead == 0):
+                                    continue
+                                if ring_n[ln * 4 + c * 2 + d] > 0:
+                                    g = ln * 4 + c * 2 + d
+                                    break
+                            if g < 0:  # only "either class" can be left (checked available)
+                                for gg in range(ln * 4, ln * 4 + 4):
+                                    if g < 0 and ring_n[gg] > 0 and (dead == 1 or gg % 2 == 0):
+                                        g = gg
                             vc = (g >> 1) & 1
                             tg = ring_n[g]
-                            x, r = _step_kernel(x)
-                            if (r & np.uint64(1023)) < np.uint64(P_RECENT_1024):
-                                u = _unit_kernel(r)
+                            if ((r >> np.uint64(2)) & np.uint64(1023)) < np.uint64(P_RECENT_1024):
+                                u = np.float64(r >> np.uint64(12)) * _INV52
                                 k = 1 + np.int64(min(tg, RING) * u * u)
                                 v = ring[g, (tg - k) & (RING - 1)]
                             else:
-                                v = res[g, _below_kernel(r, min(tg, RES))]
+                                v = res[g, _below_kernel(r, np.int64(min(tg, RES)))]
                         ops_buf[s] = v
                         if vc == 0:
                             any_n = True
@@ -408,7 +417,7 @@ def wire_kernel(seed, param_lane, prefix_lane, n_rest, n_const_rest, const_lanes
         if tg < RES:
             res[g, tg] = i
         else:
-            j = _below_kernel(r, tg + 1)
+            j = _below_kernel(r, np.int64(tg + 1))
             if j < RES:
                 res[g, j] = i
         ring_n[g] = tg + 1
@@ -421,10 +430,11 @@ def wire_kernel(seed, param_lane, prefix_lane, n_rest, n_const_rest, const_lanes
                 nxt[tail[q]] = i
             tail[q] = i
             qsize[q] += 1
+            pend_total += 1
             if n_live_ops < spare_cap:  # reservoir of live op nodes for spare outputs
                 spare[n_live_ops] = i
             else:
-                j = _below_lo_kernel(r, n_live_ops + 1)
+                j = _below_lo_kernel(r, np.int64(n_live_ops + 1))
                 if j < spare_cap:
                     spare[j] = i
             n_live_ops += 1
@@ -474,7 +484,8 @@ class FormTable:
     def __init__(self, bb: GraphBuilder, weights: Sequence[tuple[str, float]],
                  lanes: Sequence[int], helpers: Sequence[Helper] = (),
                  call_weight: float = 0.0) -> None:
-        self.rows: list[tuple[int, int, int, tuple[int, ...], int]] = []  # mix idx, kind, out, slots, attr
+        # (mix index, kind, result lane, operand lanes, attr id)
+        self.rows: list[tuple[int, int, int, tuple[int, ...], int]] = []
         self.mix: list[tuple[str, float]] = []
         lane_set = set(lanes)
         for name, weight in weights:
@@ -521,6 +532,14 @@ class FormTable:
     def consumed_lanes(self) -> list[int]:
         return sorted({ln for row in self.rows for ln in row[3]})
 
+    def prefix_lanes(self, rng: np.random.Generator, lanes: Sequence[int], k: int) -> list[int]:
+        """Lanes of the first ``k`` constants: every consumed lane, self-sufficient ones first
+        (a lane whose own values feed some form), so that few leaves still reach ops."""
+        consumed = self.consumed_lanes() or list(lanes)
+        order = [int(x) for x in rng.permutation(consumed)]
+        own = {ln: sum(set(row[3]) == {ln} for row in self.rows) for ln in order}
+        return sorted(order, key=lambda ln: own[ln] == 0)[:k]
+
     def prune(self, leaf_lanes: set[int]) -> None:
         """Keep the forms whose operand lanes can ever be produced from these leaves."""
         reach = set(leaf_lanes)
@@ -564,6 +583,12 @@ class FormTable:
             "form_attr": np.array([r[4] for r in rows], np.int32),
             "form_variadic": np.array([r[1] in (ops.OP_WHERE, ops.OP_CALL_FUNC) for r in rows]),
         }
+
+
+#: FormTable.arrays() keys in wire_kernel's argument order.
+TABLE_KEYS = ("op_prob", "op_alias", "op_form_start", "op_form_count", "op_lane_forms",
+              "op_lane_count", "form_kind", "form_out", "form_nslots", "form_slot", "form_attr",
+              "form_variadic")
 
 
 def alias_table(weights: Sequence[float]) -> dict[str, np.ndarray]:
@@ -618,10 +643,9 @@ def build_scalar_function(spec: Any, name: str = "main", private: bool = False,
     p_lanes = param_lanes(lanes, n_params)
     for p, ln in enumerate(p_lanes):
         bb.param(f"p{p}", (), DTYPE_NAMES[ln])
-    n_const = min(round(spec.const_fraction * n), n - n_params)
+    n_const = leaf_count(spec, n, n_params)
     forms = FormTable(bb, spec.ops, lanes, callees, call_weight)
-    consumed = forms.consumed_lanes() or lanes
-    prefix = [int(x) for x in rng.permutation(consumed)[:n_const]]
+    prefix = forms.prefix_lanes(rng, lanes, n_const)
     forms.prune(set(p_lanes) | set(prefix))
     body = n - n_params
     if not forms.rows and body > n_const:
@@ -664,10 +688,8 @@ def build_scalar_function(spec: Any, name: str = "main", private: bool = False,
             body - len(prefix), n_const - len(prefix), np.array(const_lanes, np.int8), ptr,
             np.concatenate(ids).astype(np.int32), count(spec.dead_fraction),
             count(spec.const_subgraph_fraction), count(spec.duplicate_fraction), window,
-            spec.n_outputs, table["op_prob"], table["op_alias"], table["op_form_start"], table["op_form_count"],
-            table["op_lane_forms"], table["op_lane_count"], table["form_kind"],
-            table["form_out"], table["form_nslots"], table["form_slot"], table["form_attr"],
-            table["form_variadic"], kind_variadic, ops.OP_CONST, kind, a0, a1, attr, extra,
+            spec.n_outputs, *(table[key] for key in TABLE_KEYS), kind_variadic, ops.OP_CONST,
+            kind, a0, a1, attr, extra,
             outputs)
         if status == STATUS_EXTRA_FULL:
             extra_cap *= 2
@@ -680,6 +702,15 @@ def build_scalar_function(spec: Any, name: str = "main", private: bool = False,
     if body:
         bb.add_nodes(kind, a0, a1, attr_id=attr, extra=extra[:n_extra].copy())
     return bb.finish(choose_outputs(outputs[:n_out].tolist(), n_sinks, spec.n_outputs, n))
+
+
+def leaf_count(spec: Any, n: int, n_params: int) -> int:
+    """Constants in an ``n``-node graph: the spec's share (at least one when the graph has
+    no parameter but room for ops and constants are allowed)."""
+    n_const = min(int(spec.const_fraction * n + 0.5), n - n_params)
+    if n_params == 0 and n_const == 0 and spec.const_fraction > 0:
+        n_const = 1
+    return n_const
 
 
 def choose_outputs(candidates: list[int], n_sinks: int, n_outputs: int, n: int) -> list[int]:

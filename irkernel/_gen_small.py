@@ -23,14 +23,13 @@ node falls back to a plain live node, so measured fractions land near the spec.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from . import ops
-from ._gen_bulk import choose_outputs, param_lanes
+from ._gen_bulk import choose_outputs, leaf_count, param_lanes
 from .builder import GraphBuilder
 from .errors import TypeInferenceError
 from .graph import Function
@@ -47,7 +46,7 @@ class _Gen:
     """State of one small-mode generation (node metadata, pools, unread nodes)."""
 
     def __init__(self, spec: Any, bb: GraphBuilder, helpers: Mapping[str, Function],
-                 call_weight: float) -> None:
+                 call_weight: float, base: Shape | None = None) -> None:
         self.spec, self.bb = spec, bb
         self.rng = np.random.default_rng([spec.seed, 0x5A11])
         self.lanes = [dtype_code(d) for d in spec.dtypes]
@@ -60,23 +59,17 @@ class _Gen:
         self.sources: dict[tuple[int, int], list[int]] = {}  # (cls, dead) -> non-dup op nodes
         names = [name for name, _ in spec.ops]
         weights = [w for _, w in spec.ops]
-        self.helpers = {name: ([(int(h.dtype[p]), h.shapes[int(h.shape_id[p])])
-                                for p in h.params],
-                               (int(h.dtype[h.outputs[0]]), h.shapes[int(h.shape_id[h.outputs[0]])]))
-                        for name, h in helpers.items()}
+        self.helpers = {name: ([_node_type(h, int(p)) for p in h.params],
+                               _node_type(h, int(h.outputs[0]))) for name, h in helpers.items()}
         if self.helpers and call_weight > 0:
             names.append("call_func")
             weights.append(call_weight)
         self.op_names = names
         self.op_p = np.asarray(weights, np.float64) / np.sum(weights)
-        self.base = self._random_shape(spec.max_rank)
+        self.base = base_shape(spec) if base is None else tuple(base)
         self.family = self._family()
 
     # -- shapes -------------------------------------------------------------
-    def _random_shape(self, rank: int) -> Shape:
-        dims = self.rng.integers(1, self.spec.max_dim + 1, rank)
-        return tuple(int(d) for d in dims)
-
     def _family(self) -> list[Shape]:
         base = self.base
         out = {base, ()}
@@ -84,9 +77,10 @@ class _Gen:
             out.add(self._variant(base))
         if base:
             d = int(self.rng.integers(1, self.spec.max_dim + 1))
-            partner = base[:-2] + (base[-1], d) if len(base) >= 2 else (base[0], d)
+            partner = (*base[:-2], base[-1], d) if len(base) >= 2 else (base[0], d)
             out.update({partner, partner[-2:], (base[-1],)})
-        return sorted(out, key=lambda s: (len(s), s))
+        return sorted((s for s in out if len(s) <= self.spec.max_rank),
+                      key=lambda s: (len(s), s))
 
     def _variant(self, shape: Shape) -> Shape:
         keep = int(self.rng.integers(0, len(shape) + 1))
@@ -162,44 +156,58 @@ class _Gen:
     def candidate(self, op: str, x: int, want: int, dead: int
                   ) -> tuple[list[int], dict[str, Any]] | None:
         """Operands (``x`` among them) and attributes for ``op``, or None."""
+        if op in _BINARY or op == "where":
+            return self.multi_candidate(op, x, want, dead)
+        if op == "concat":
+            return self.concat_candidate(x, want, dead)
+        if op == "call_func":
+            return self.call_candidate(x, want, dead)
+        return [x], self.unary_attrs(op, self.types[x][1])
+
+    def multi_candidate(self, op: str, x: int, want: int, dead: int
+                        ) -> tuple[list[int], dict[str, Any]] | None:
+        """matmul, the elementwise binary ops and where: partners that broadcast with ``x``."""
         dt, shape = self.types[x]
         rng = self.rng
 
-        def same_dtype(pred: Callable[[Shape], bool]) -> int | None:
-            return self.pick(dt, want, dead, lambda v: pred(self.types[v][1]))
-
-        def broadcasts(s: Shape) -> bool:
+        def broadcasts(v: int) -> bool:
             try:
-                ops.broadcast_shapes(shape, s)
+                ops.broadcast_shapes(shape, self.types[v][1])
             except TypeInferenceError:
                 return False
             return True
 
-        if op in ("matmul",):
+        if op == "matmul":
             if not shape:
                 return None
             k = shape[-1]
-            y = same_dtype(lambda s: bool(s) and (s[-2] == k if len(s) >= 2 else s[0] == k))
+            y = self.pick(dt, want, dead, lambda v: self._contracts(v, k))
             return None if y is None else ([x, y], {})
         if op in _BINARY:
-            y = same_dtype(broadcasts)
+            y = self.pick(dt, want, dead, broadcasts)
             if y is None:
                 return None
             return ([x, y] if rng.random() < 0.5 else [y, x]), {}
-        if op == "where":
-            if dt == BOOL and rng.random() < 0.5:
-                vdt = self.lanes[int(rng.integers(len(self.lanes)))]
-                a = self.pick(vdt, want, dead, lambda v: broadcasts(self.types[v][1]))
-                b = None if a is None else self.pick(vdt, want, dead, lambda v: broadcasts(
-                    self.types[v][1]))
-                return None if b is None else ([x, a, b], {})
-            cond = self.pick(BOOL, want, dead, lambda v: broadcasts(self.types[v][1]))
-            y = same_dtype(broadcasts)
-            if cond is None or y is None:
-                return None
-            return ([cond, x, y] if rng.random() < 0.5 else [cond, y, x]), {}
+        if dt == BOOL and rng.random() < 0.5:  # x as the condition
+            vdt = self.lanes[int(rng.integers(len(self.lanes)))]
+            a = self.pick(vdt, want, dead, broadcasts)
+            b = None if a is None else self.pick(vdt, want, dead, broadcasts)
+            return None if b is None else ([x, a, b], {})
+        cond = self.pick(BOOL, want, dead, broadcasts)
+        y = self.pick(dt, want, dead, broadcasts)
+        if cond is None or y is None:
+            return None
+        return ([cond, x, y] if rng.random() < 0.5 else [cond, y, x]), {}
+
+    def _contracts(self, v: int, k: int) -> bool:
+        s = self.types[v][1]
+        return bool(s) and (s[-2] == k if len(s) >= 2 else s[0] == k)
+
+    def unary_attrs(self, op: str, shape: Shape) -> dict[str, Any]:
+        """Random attributes of a one-operand op (reductions, layout ops, astype)."""
+        rng = self.rng
+        rank = len(shape)
         if op in _REDUCE:
-            rank = len(shape)
             roll = rng.random()
             attrs: dict[str, Any] = {"keepdims": bool(rng.random() < 0.4)}
             if rank and roll < 0.4:
@@ -207,27 +215,22 @@ class _Gen:
             elif rank and roll < 0.7:
                 axes = rng.permutation(rank)[: int(rng.integers(1, rank + 1))]
                 attrs["axis"] = tuple(int(a) - (rank if rng.random() < 0.3 else 0) for a in axes)
-            return [x], attrs
+            return attrs
         if op == "reshape":
-            return [x], {"shape": self.reshape_target(shape)}
+            return {"shape": self.reshape_target(shape)}
         if op == "permute_dims":
             if rng.random() < 0.3:
-                return [x], {}
-            perm = rng.permutation(len(shape))
-            return [x], {"axes": tuple(int(a) - (len(shape) if rng.random() < 0.2 else 0)
-                                       for a in perm)}
+                return {}
+            perm = rng.permutation(rank)
+            return {"axes": tuple(int(a) - (rank if rng.random() < 0.2 else 0) for a in perm)}
         if op == "broadcast_to":
             target = [int(rng.integers(1, self.spec.max_dim + 1)) if d == 1 else d for d in shape]
             while len(target) < self.spec.max_rank and rng.random() < 0.5:
                 target.insert(0, int(rng.integers(1, self.spec.max_dim + 1)))
-            return [x], {"shape": tuple(target)}
+            return {"shape": tuple(target)}
         if op == "astype":
-            return [x], {"dtype": DTYPE_NAMES[self.lanes[int(rng.integers(len(self.lanes)))]]}
-        if op == "concat":
-            return self.concat_candidate(x, want, dead)
-        if op == "call_func":
-            return self.call_candidate(x, want, dead)
-        return [x], {}  # unary elementwise
+            return {"dtype": DTYPE_NAMES[self.lanes[int(rng.integers(len(self.lanes)))]]}
+        return {}  # unary elementwise
 
     def reshape_target(self, shape: Shape) -> tuple[int, ...]:
         size = int(np.prod(shape, dtype=np.int64))
@@ -253,7 +256,7 @@ class _Gen:
                 break
         if target and rng.random() < 0.3:
             k = int(rng.integers(len(target)))
-            target = target[:k] + (-1,) + target[k + 1:]
+            target = (*target[:k], -1, *target[k + 1:])
         return target
 
     def concat_candidate(self, x: int, want: int, dead: int
@@ -266,7 +269,8 @@ class _Gen:
         parts, total = [x], shape[axis]
         for _ in range(int(self.rng.integers(1, 3))):
             room = self.spec.max_dim - total
-            y = self.pick(dt, want, dead, lambda v: self._fits_concat(v, shape, axis, room))
+            y = self.pick(dt, want, dead,
+                          lambda v, room=room: self._fits_concat(v, shape, axis, room))
             if y is None:
                 break
             parts.append(y)
@@ -281,14 +285,15 @@ class _Gen:
     def _fits_concat(self, v: int, shape: Shape, axis: int, room: int) -> bool:
         s = self.types[v][1]
         return (len(s) == len(shape) and s[axis] <= room
-                and all(a == b for k, (a, b) in enumerate(zip(s, shape)) if k != axis))
+                and all(a == b for k, (a, b) in enumerate(zip(s, shape, strict=True)) if k != axis))
 
     def call_candidate(self, x: int, want: int, dead: int
                        ) -> tuple[list[int], dict[str, Any]] | None:
-        names = [n for n, (params, _) in self.helpers.items() if self.types[x] in params]
-        if not names:
-            return None
-        name = names[int(self.rng.integers(len(names)))]
+        """A call of a helper: ``x`` for a parameter of its type when one fits, others by type."""
+        names = sorted(self.helpers)
+        fits = [n for n in names if self.types[x] in self.helpers[n][0]]
+        pool = fits or names
+        name = pool[int(self.rng.integers(len(pool)))]
         params, (out_dt, out_shape) = self.helpers[name]
         args: list[int] = []
         used_x = False
@@ -297,7 +302,7 @@ class _Gen:
                 args.append(x)
                 used_x = True
                 continue
-            v = self.pick(t[0], want, dead, lambda v, t=t: self.types[v] == t, tries=24)
+            v = self.pick(t[0], want, dead, lambda v, t=t: self.types[v] == t, tries=32)
             if v is None:
                 return None
             args.append(v)
@@ -410,7 +415,7 @@ class _Gen:
         for k in self.rng.permutation(len(binary)):
             if self.infer(binary[k], [t, p], {}) is not None:
                 return binary[k], [t, p], {}
-        (dt_p, shape_p), (dt_t, shape_t) = self.types[p], self.types[t]
+        (dt_p, shape_p), dt_t = self.types[p], self.types[t][0]
         steps: list[tuple[str, list[int], dict[str, Any]]] = []
         if shape_p != ():
             steps += [(op, [p], {}) for op in _REDUCE if op in self.op_names]
@@ -426,19 +431,33 @@ class _Gen:
         return None
 
 
+def base_shape(spec: Any) -> Shape:
+    """The base shape of a spec's graphs: rank ``max_rank``, dims in ``1..max_dim``."""
+    rng = np.random.default_rng([spec.seed, 0xBA5E])
+    return tuple(int(d) for d in rng.integers(1, spec.max_dim + 1, spec.max_rank))
+
+
 def build_small_function(spec: Any, name: str = "main", private: bool = False,
                          helpers: Mapping[str, Function] | None = None,
-                         call_weight: float = 0.0) -> Function:
-    """The small-tensor Function for a validated ``GraphSpec`` (see the module docstring)."""
+                         call_weight: float = 0.0, base: Shape | None = None,
+                         helper: bool = False) -> Function:
+    """The small-tensor Function for a validated ``GraphSpec`` (see the module docstring).
+
+    ``helpers`` (name -> Function with one output) become ``call_func``
+    candidates of weight ``call_weight``; ``base`` overrides the base shape
+    (helpers share main's, so that their signatures match main's values);
+    ``helper`` makes every parameter after the first a scalar, for the same reason.
+    """
     bb = GraphBuilder(name, private=private)
-    gen = _Gen(spec, bb, helpers or {}, call_weight)
+    gen = _Gen(spec, bb, helpers or {}, call_weight, base)
     rng = gen.rng
     n = spec.n_nodes
     n_params = min(spec.n_params, n)
     for p, lane in enumerate(param_lanes(gen.lanes, n_params)):
-        shape = gen.base if p == 0 else gen.family[int(rng.integers(len(gen.family)))]
+        shape = gen.base if p == 0 else (
+            () if helper else gen.family[int(rng.integers(len(gen.family)))])
         gen.add_node(bb.param(f"p{p}", shape, DTYPE_NAMES[lane]), lane, shape, 0, 0, None, False)
-    n_const = min(round(spec.const_fraction * n), n - n_params)
+    n_const = leaf_count(spec, n, n_params)
     prefix = [int(v) for v in rng.permutation(gen.lanes)[:n_const]]
     m = n - n_params - n_const
     window = min(64, (m + 3) // 4)
@@ -477,6 +496,10 @@ def build_small_function(spec: Any, name: str = "main", private: bool = False,
                 if c is not None and v not in gen.unread and not gen.dead[v]]
     spare = [live_ops[int(k)] for k in rng.permutation(len(live_ops))[: spec.n_outputs]]
     return bb.finish(choose_outputs(sinks + spare, len(sinks), spec.n_outputs, n))
+
+
+def _node_type(func: Function, node: int) -> tuple[int, Shape]:
+    return int(func.dtype[node]), func.shapes[int(func.shape_id[node])]
 
 
 def _const_value(gen: _Gen, lane: int) -> np.ndarray:

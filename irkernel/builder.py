@@ -41,6 +41,11 @@ def _fmt_type(code: int, shape: Shape) -> str:
     return f"{DTYPE_NAMES[code]}[{', '.join(map(str, shape))}]"
 
 
+def _raw(arr: np.ndarray) -> memoryview:
+    """The bytes of a C-contiguous array without a copy (array.frombytes copies once)."""
+    return memoryview(arr).cast("B")
+
+
 def _check_bulk(name: str, arr: object, dtype: type, n: int | None) -> np.ndarray:
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"add_nodes: {name} must be a numpy array of {np.dtype(dtype).name}")
@@ -335,17 +340,17 @@ class GraphBuilder:
                                  f"this call's extra (length {len(extra)})")
             a0 = a0.copy()
             a0[is_variadic] += len(self._extra)
-        self._kind.frombytes(kind.tobytes())
-        self._a0.frombytes(a0.tobytes())
-        self._a1.frombytes(a1.tobytes())
-        self._attr_id.frombytes(attr_id.tobytes())
-        self._extra.frombytes(extra.tobytes())
+        self._kind.frombytes(_raw(kind))
+        self._a0.frombytes(_raw(a0))
+        self._a1.frombytes(_raw(a1))
+        self._attr_id.frombytes(_raw(attr_id))
+        self._extra.frombytes(_raw(extra))
         if dtype is None:
             self._dtype.frombytes(bytes(n_new))
             self._shape_id.frombytes(bytes(4 * n_new))
         else:
-            self._dtype.frombytes(dtype.tobytes())
-            self._shape_id.frombytes(shape_id.tobytes())  # type: ignore[union-attr]
+            self._dtype.frombytes(_raw(dtype))
+            self._shape_id.frombytes(_raw(shape_id))  # type: ignore[union-attr]
         try:
             self._type_new_nodes(start, check=dtype is not None)
         except Exception as exc:
@@ -451,7 +456,8 @@ class GraphBuilder:
         self._finished = True
 
         def col(buf: array, dtype: type) -> np.ndarray:
-            arr = np.frombuffer(buf, dtype).copy()
+            # The finished builder hands its buffers over (no copy); nothing can append now.
+            arr = np.frombuffer(buf, dtype)
             arr.setflags(write=False)
             return arr
 

@@ -3,15 +3,17 @@
 Protocol (STYLE 9.3): a pass computes ``keep`` (bool[n]) and/or ``rep``
 (int32[n], NONE = keep self, else a node id smaller than i whose value
 replaces node i) and may rewrite rows in copied columns (e.g. FoldConstant
-turns an ``add`` row into a CONST row). ``rebuild`` then
+turns an ``add`` row into a CONST row). ``rebuild`` then, in one forward
+sweep of ``rebuild_kernel``,
 
-1. resolves replacement chains in one forward sweep (``rep[i] < i``, so the
-   target's own replacement is final when i is visited: no cycles possible);
+1. resolves replacement chains (``rep[i] < i``, so the target's own
+   replacement is final when i is visited: no cycles possible);
 2. drops replaced nodes and nodes with ``keep[i] == False`` and numbers the
-   survivors with a prefix sum (``old2new``);
-3. gathers every column, remaps operands, ``extra`` and ``outputs``, compacts
-   ``extra``;
-4. freezes the arrays.
+   survivors with a running count (``new_id``, the old-to-new map);
+3. gathers every column of the survivors and remaps their operands and
+   ``extra`` (operands precede their users, so their new ids are known);
+
+and finally remaps ``outputs`` and ``params`` and freezes the arrays.
 
 Params are never dropped or replaced (the signature is the caller's), and a
 kept node may not read a dropped one: both are checked and reported as
@@ -35,102 +37,83 @@ REBUILD_OK, REBUILD_BAD_REP, REBUILD_DANGLING, REBUILD_PARAM = 0, 1, 2, 3
 
 
 @kernel
-def rebuild_kernel(kind, a0, a1, extra, dtype, shape_id, attr_id, outputs, keep, rep,
-                   op_encoding):
-    """Resolve ``rep``, drop nodes, remap operands and compact every column.
+def rebuild_kernel(kind, a0, a1, extra, dtype, shape_id, attr_id, keep, rep, op_encoding,
+                   new_id, new_kind, new_a0, new_a1, new_dtype, new_shape, new_attr, new_extra):
+    """Resolve ``rep``, drop nodes, remap operands and compact every column, in one sweep.
 
     Arrays: kind int16[n]; a0, a1, shape_id, attr_id int32[n]; dtype int8[n];
-    extra int32[m]; outputs int32[r]; keep bool[n]; rep int32[n] (NONE or < i);
-    op_encoding int8[n_ops]. Returns the new (kind, a0, a1, dtype, shape_id,
-    attr_id, extra, outputs, new_id) and (status, bad_node); on a non-zero
-    status the arrays are empty and ``bad_node`` names the culprit.
+    extra int32[m]; keep bool[n]; rep int32[n] (NONE or < i); op_encoding
+    int8[n_ops] (all read-only). Written: new_id int32[n], the new id of the node
+    whose value i has after replacement (-1 when that node is dropped), and the
+    survivors' rows in new_kind, new_a0, new_a1, new_dtype, new_shape,
+    new_attr (one row per survivor) and at the front of new_extra (length m). Returns
+    (count, extra_count, status, bad_node); on a non-zero status ``bad_node``
+    names the culprit and the outputs are incomplete.
     """
+    # One forward sweep does chain resolution, numbering and the gather: rep[i] < i
+    # makes new_id[rep[i]] final when i is visited, and operands precede their users.
     n = kind.shape[0]
-    # new_id[i]: the new id of the node whose value i has after replacement
-    # (-1 when that node is dropped); one array does both chain resolution and
-    # renumbering because rep[i] < i makes new_id[rep[i]] final when i is visited.
-    new_id = np.full(n, -1, np.int32)
-    alive = np.empty(n, np.bool_)
-    count = 0
-    m_new = 0
-    for i in range(n):
-        r = rep[i]
-        enc = op_encoding[kind[i]]
-        if r != -1:
-            if r < 0 or r >= i:
-                return _empty_result(n), REBUILD_BAD_REP, i
-            if enc == ENC_PARAM:
-                return _empty_result(n), REBUILD_PARAM, i
-            new_id[i] = new_id[r]
-            alive[i] = False
-        else:
-            alive[i] = keep[i]
-            if not keep[i] and enc == ENC_PARAM:
-                return _empty_result(n), REBUILD_PARAM, i
-            if alive[i]:
-                new_id[i] = count
-                count += 1
-                if enc == ENC_VARIADIC:
-                    m_new += a1[i]
-    new_kind = np.empty(count, np.int16)
-    new_a0 = np.empty(count, np.int32)
-    new_a1 = np.empty(count, np.int32)
-    new_dtype = np.empty(count, np.int8)
-    new_shape = np.empty(count, np.int32)
-    new_attr = np.empty(count, np.int32)
-    new_extra = np.empty(m_new, np.int32)
+    j = 0
     e = 0
     for i in range(n):
-        if not alive[i]:
-            continue
-        j = new_id[i]
+        r = rep[i]
         k = kind[i]
         enc = op_encoding[k]
+        if r != -1:
+            if r < 0 or r >= i:
+                return j, e, REBUILD_BAD_REP, i
+            if enc == ENC_PARAM:
+                return j, e, REBUILD_PARAM, i
+            new_id[i] = new_id[r]
+            continue
+        if not keep[i]:
+            if enc == ENC_PARAM:
+                return j, e, REBUILD_PARAM, i
+            new_id[i] = -1
+            continue
+        new_id[i] = j
+        x, y = a0[i], a1[i]
         new_kind[j] = k
         new_dtype[j] = dtype[i]
         new_shape[j] = shape_id[i]
         new_attr[j] = attr_id[i]
-        x, y = a0[i], a1[i]
         if enc == ENC_VARIADIC:
             new_a0[j] = e
             new_a1[j] = y
             for t in range(x, x + y):
                 v = new_id[extra[t]]
                 if v < 0:
-                    return _empty_result(n), REBUILD_DANGLING, i
+                    return j, e, REBUILD_DANGLING, i
                 new_extra[e] = v
                 e += 1
-            continue
-        if enc == ENC_UNARY or enc == ENC_BINARY:
-            x = new_id[x]
-            if x < 0:
-                return _empty_result(n), REBUILD_DANGLING, i
-        if enc == ENC_BINARY:
-            y = new_id[y]
-            if y < 0:
-                return _empty_result(n), REBUILD_DANGLING, i
-        new_a0[j] = x
-        new_a1[j] = y
-    new_outputs = np.empty(outputs.shape[0], np.int32)
-    for t in range(outputs.shape[0]):
-        v = new_id[outputs[t]]
-        if v < 0:
-            return _empty_result(n), REBUILD_DANGLING, outputs[t]
-        new_outputs[t] = v
-    return (new_kind, new_a0, new_a1, new_dtype, new_shape, new_attr, new_extra, new_outputs,
-            new_id), REBUILD_OK, -1
+        else:
+            if enc == ENC_UNARY or enc == ENC_BINARY:
+                x = new_id[x]
+                if x < 0:
+                    return j, e, REBUILD_DANGLING, i
+            if enc == ENC_BINARY:
+                y = new_id[y]
+                if y < 0:
+                    return j, e, REBUILD_DANGLING, i
+            new_a0[j] = x
+            new_a1[j] = y
+        j += 1
+    return j, e, REBUILD_OK, -1
 
 
-@kernel
-def _empty_result_kernel(n):
-    """Placeholder arrays returned with an error status (keeps one return type)."""
-    z16 = np.empty(0, np.int16)
-    z32 = np.empty(0, np.int32)
-    z8 = np.empty(0, np.int8)
-    return (z16, z32, z32, z8, z32, z32, z32, z32, np.full(n, -1, np.int32))
+_COLUMNS = ("kind", "a0", "a1", "extra", "dtype", "shape_id", "attr_id")
 
 
-_empty_result = _empty_result_kernel
+def _frozen(arr: np.ndarray) -> np.ndarray:
+    arr.setflags(write=False)
+    return arr
+
+
+def _trimmed(buf: np.ndarray, count: int) -> np.ndarray:
+    """The first ``count`` entries, frozen; copied when the buffer is over twice as long
+    (so a Function that dropped most operand lists does not hold on to the input's)."""
+    out = buf[:count] if 2 * count >= len(buf) else buf[:count].copy()
+    return _frozen(out)
 
 
 def rebuild(func: Function, *, keep: np.ndarray | None = None, rep: np.ndarray | None = None,
@@ -151,37 +134,68 @@ def rebuild(func: Function, *, keep: np.ndarray | None = None, rep: np.ndarray |
     **changes
         Replacement columns or tables (``kind``, ``a0``, ``a1``, ``dtype``,
         ``shape_id``, ``attr_id``, ``extra``, ``consts``, ``shapes``,
-        ``attr_table``) applied before dropping, for rewritten rows.
+        ``attr_table``) applied before dropping, for rewritten rows. Column
+        arrays are taken over: they are frozen (made read-only) here, and
+        become the new Function's columns when nothing is dropped, without a
+        copy; the caller must not write to them afterwards.
 
     Returns
     -------
     Function
         ``func`` itself when nothing changes.
+
+    Notes
+    -----
+    The output columns are allocated here with NumPy rather than inside the
+    kernel: NumPy asks for transparent huge pages on large buffers and Numba's
+    allocator does not, and on a 1e7-node graph the first-touch page faults of
+    4 KiB pages cost more than the sweep itself.
     """
     n = func.num_nodes
+    for name in _COLUMNS:
+        arr = changes.get(name)
+        if isinstance(arr, np.ndarray):
+            _frozen(arr)  # one specialization of the kernel: columns are always read-only
     if keep is None and rep is None and not changes:
         return func
     if keep is None and rep is None:  # rewritten rows only: no compaction needed
         return dc_replace(func, **changes)
-    cols = {name: changes.pop(name, getattr(func, name))
-            for name in ("kind", "a0", "a1", "extra", "dtype", "shape_id", "attr_id")}
-    if keep is None:
-        keep = np.ones(n, np.bool_)
-    if rep is None:
-        rep = np.full(n, NONE, np.int32)
-    if keep.dtype != np.bool_ or rep.dtype != np.int32 or len(keep) != n or len(rep) != n:
+    cols = {name: changes.pop(name, getattr(func, name)) for name in _COLUMNS}
+    given_keep, given_rep = keep is not None, rep is not None
+    keep = np.ones(n, np.bool_) if keep is None else keep
+    rep = np.full(n, NONE, np.int32) if rep is None else rep
+    if (not isinstance(keep, np.ndarray) or not isinstance(rep, np.ndarray)
+            or keep.dtype != np.bool_ or rep.dtype != np.int32 or keep.shape != (n,)
+            or rep.shape != (n,)):
         raise TypeError(f"{pass_name}: keep must be bool[{n}] and rep int32[{n}]")
-    arrays, status, bad = rebuild_kernel(
+    keep = _frozen(np.ascontiguousarray(keep).view())
+    rep = _frozen(np.ascontiguousarray(rep).view())
+    # The survivors (not replaced, kept): counted first so the columns are allocated at
+    # their exact size (the kernel writes exactly this many rows).
+    if given_keep and given_rep:
+        count = int(np.count_nonzero(keep & (rep == NONE)))
+    elif given_keep:
+        count = int(np.count_nonzero(keep))
+    else:
+        count = n - int(np.count_nonzero(rep != NONE))
+    new_id = np.empty(n, np.int32)
+    bufs = (np.empty(count, np.int16), np.empty(count, np.int32), np.empty(count, np.int32),
+            np.empty(count, np.int8), np.empty(count, np.int32), np.empty(count, np.int32),
+            np.empty(len(cols["extra"]), np.int32))
+    n_rows, n_extra, status, bad = rebuild_kernel(
         cols["kind"], cols["a0"], cols["a1"], cols["extra"], cols["dtype"], cols["shape_id"],
-        cols["attr_id"], func.outputs, keep, rep, ops.op_arrays().encoding)
+        cols["attr_id"], keep, rep, ops.op_arrays().encoding, new_id, *bufs)
+    outputs = new_id[func.outputs]
+    if status == REBUILD_OK and np.any(outputs < 0):
+        status, bad = REBUILD_DANGLING, int(func.outputs[np.argmax(outputs < 0)])
     if status:
         what = {REBUILD_BAD_REP: "replacement does not point to an earlier node",
                 REBUILD_DANGLING: "reads a node that was removed",
                 REBUILD_PARAM: "is a param, which may not be removed or replaced"}[status]
         raise IRError(f"{pass_name}: node {bad}: {what} (rule: rebuild protocol)")
-    kind, a0, a1, dtype, shape_id, attr_id, extra, outputs, new_id = arrays
-    params = new_id[func.params]
-    for arr in (kind, a0, a1, dtype, shape_id, attr_id, extra, outputs, params):
-        arr.setflags(write=False)
+    assert n_rows == count
+    kind, a0, a1, dtype, shape_id, attr_id = (_frozen(b) for b in bufs[:6])
+    extra = _trimmed(bufs[6], n_extra)
     return dc_replace(func, kind=kind, a0=a0, a1=a1, dtype=dtype, shape_id=shape_id,
-                      attr_id=attr_id, extra=extra, outputs=outputs, params=params, **changes)
+                      attr_id=attr_id, extra=extra, outputs=_frozen(outputs),
+                      params=_frozen(new_id[func.params]), **changes)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -35,13 +35,10 @@ from .graph import Function
 from .ids import DTYPE_NAMES, ENC_BINARY, ENC_UNARY, ENC_VARIADIC, NUMPY_DTYPES
 from .module import IRModule
 
-if TYPE_CHECKING:
-    from hypothesis.strategies import SearchStrategy
-
+_NOT_GENERATED = ("param", "const", "call_func", "call_tir")
 #: Ops a random graph may use by default: every built-in op except the leaves and calls.
 DEFAULT_OPS: tuple[str, ...] = tuple(
-    op.name for op in ops.BUILTIN_OPS if op.name not in ("param", "const", "call_func", "call_tir"))
-_NOT_GENERATED = ("param", "const", "call_func", "call_tir")
+    op.name for op in ops.BUILTIN_OPS if op.name not in _NOT_GENERATED)
 _FRACTIONS = ("const_fraction", "const_subgraph_fraction", "dead_fraction", "duplicate_fraction")
 
 
@@ -85,9 +82,12 @@ class GraphSpec:
     Notes
     -----
     Fractions are exact counts in scalar mode, except for the first few nodes
-    (a lane with no parameter-derived node yet cannot host an N node) and the
-    last ``min(64, m/4)`` op nodes, which merge the graph's sinks into the
-    outputs. Small mode aims at them per node and lands near them.
+    (a dtype with no parameter-derived node yet cannot host a node that must
+    read one) and the last ``min(64, m/4)`` op nodes, which merge the graph's
+    sinks into the outputs. Small mode aims at them per node and lands near
+    them. Limits: with ``n_params=0`` every op node is constant-derived; a
+    duplicate reads nothing new, so above about 0.4 duplicates the other live
+    nodes cannot read every live node and the extra sinks become outputs.
     """
 
     n_nodes: int
@@ -227,14 +227,15 @@ def random_function(spec_or_n_nodes: GraphSpec | int, seed: int | None = None,
 
 
 def _build(spec: GraphSpec, name: str, private: bool,
-           helpers: Mapping[str, Function] | None = None, call_weight: float = 0.0) -> Function:
+           helpers: Mapping[str, Function] | None = None, call_weight: float = 0.0,
+           base: tuple[int, ...] | None = None, helper: bool = False) -> Function:
     if spec.shapes == "scalar":
         from ._gen_bulk import build_scalar_function
 
         return build_scalar_function(spec, name, private, helpers or {}, call_weight)
     from ._gen_small import build_small_function
 
-    return build_small_function(spec, name, private, helpers or {}, call_weight)
+    return build_small_function(spec, name, private, helpers or {}, call_weight, base, helper)
 
 
 def random_module(spec_or_n_nodes: GraphSpec | int, seed: int | None = None,
@@ -261,12 +262,17 @@ def random_module(spec_or_n_nodes: GraphSpec | int, seed: int | None = None,
     if isinstance(n_helpers, bool) or not isinstance(n_helpers, int) or n_helpers < 0:
         raise ValueError(f"n_helpers must be an int >= 0, got {n_helpers!r}")
     rng = np.random.default_rng([spec.seed, 0xCA11])
+    base = None
+    if spec.shapes == "small":
+        from ._gen_small import base_shape
+
+        base = base_shape(spec)  # helpers share main's shapes so that calls can match
     helpers: dict[str, Function] = {}
     for k in range(n_helpers):
         hspec = spec.replace(n_nodes=int(rng.integers(3, 12)), seed=int(rng.integers(2**31)),
                              n_params=int(rng.integers(1, 4)), n_outputs=1, dead_fraction=0.0,
                              duplicate_fraction=0.0)
-        func = _build(hspec, f"helper{k}", private=True)
+        func = _build(hspec, f"helper{k}", private=True, base=base, helper=True)
         if len(func.outputs) == 1 and 1 <= len(func.params) <= 3:
             helpers[f"helper{k}"] = func
     main = _build(spec, "main", private=False, helpers=helpers, call_weight=_call_weight(spec))
@@ -286,10 +292,20 @@ def random_inputs(func: Function | IRModule, seed: int = 0,
                   special_values: bool = True) -> list[np.ndarray]:
     """Arrays for ``func``'s params (entry ``main`` of a module), of the right dtype and shape.
 
-    Floats are normal draws (scale 2) with, when ``special_values``, about 5 %
-    of entries replaced by NaN, +-inf or -0.0; ints are in [-50, 50] with
-    occasional extremes (int overflow wraps, so nothing is undefined); bools
-    are fair coins.
+    Parameters
+    ----------
+    func : Function or IRModule
+    seed : int
+        Equal seeds give equal arrays.
+    special_values : bool
+        Floats: about 5 % of entries become NaN, +inf, -inf or -0.0. Ints: about
+        6 % become the dtype's min or max (overflow wraps, so nothing is undefined).
+
+    Returns
+    -------
+    list of numpy.ndarray
+        One C-contiguous array per parameter, in signature order. Floats are
+        normal draws (scale 2), ints lie in [-50, 50], bools are fair coins.
     """
     if isinstance(func, IRModule):
         func = func["main"]
@@ -395,104 +411,10 @@ def graph_fractions(func: Function) -> dict[str, float]:
 
 
 # ---------------------------------------------------------------------------
-# Hypothesis strategies
+# Hypothesis strategies (irkernel._strategies; hypothesis is imported lazily)
 # ---------------------------------------------------------------------------
 
-def _st() -> Any:
-    try:
-        from hypothesis import strategies as st
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("irkernel.testing strategies need hypothesis "
-                          "(pip install 'irkernel[test]')") from exc
-    return st
-
-
-def graph_specs(**overrides: Any) -> SearchStrategy[GraphSpec]:
-    """Strategy of valid :class:`GraphSpec`; shrinks towards small, plain graphs.
-
-    Each keyword fixes a field (a value) or draws it (a strategy). Defaults:
-    ``n_nodes`` 1..200, ``shapes`` scalar or small, ``dtypes`` a non-empty
-    subset, ``ops`` the default mix or a subset that always keeps ``reshape``
-    (which applies to every dtype), fractions in [0, 0.3] (constants up to 0.5),
-    1..3 outputs, 0..4 params.
-    """
-    st = _st()
-    known = {f.name for f in fields(GraphSpec) if f.init}
-    for key in overrides:
-        if key not in known:
-            raise TypeError(f"graph_specs: unknown GraphSpec field {key!r}")
-    frac = st.floats(0.0, 0.3, allow_nan=False)
-    ops_subset = st.lists(st.sampled_from(DEFAULT_OPS), min_size=1, max_size=8, unique=True).map(
-        lambda names: tuple(sorted(set(names) | {"reshape"}, key=DEFAULT_OPS.index)))
-    defaults: dict[str, Any] = {
-        "n_nodes": st.integers(1, 200),
-        "seed": st.integers(0, 2**32 - 1),
-        "ops": st.one_of(st.just(DEFAULT_OPS), ops_subset),
-        "dtypes": st.lists(st.sampled_from(DTYPE_NAMES), min_size=1, max_size=5,
-                           unique=True).map(tuple),
-        "shapes": st.sampled_from(("scalar", "small")),
-        "max_rank": st.integers(0, 3),
-        "max_dim": st.integers(1, 4),
-        "n_params": st.integers(0, 4),
-        "const_fraction": st.floats(0.0, 0.5, allow_nan=False),
-        "const_subgraph_fraction": frac,
-        "dead_fraction": frac,
-        "duplicate_fraction": frac,
-        "n_outputs": st.integers(1, 3),
-    }
-
-    @st.composite
-    def draw_spec(draw: Any) -> GraphSpec:
-        values = {}
-        for name, default in defaults.items():
-            given = overrides.get(name, default)
-            values[name] = draw(given) if isinstance(given, st.SearchStrategy) else given
-        if values["const_fraction"] == 0.0 and "const_subgraph_fraction" not in overrides:
-            values["const_subgraph_fraction"] = 0.0
-        if values["n_params"] == 0 and values["const_fraction"] == 0.0 and (
-                "n_params" not in overrides):
-            values["n_params"] = 1
-        return GraphSpec(**values)
-
-    return draw_spec()
-
-
-def functions(**overrides: Any) -> SearchStrategy[Function]:
-    """Strategy of random Functions: :func:`graph_specs` (same keywords) mapped through
-    :func:`random_function`."""
-    return graph_specs(**overrides).map(random_function)
-
-
-def modules(call_funcs: Any = None, **overrides: Any) -> SearchStrategy[IRModule]:
-    """Strategy of random IRModules; ``call_funcs`` is a bool, a strategy, or None (drawn)."""
-    st = _st()
-    calls = st.booleans() if call_funcs is None else (
-        call_funcs if isinstance(call_funcs, st.SearchStrategy) else st.just(call_funcs))
-    return st.tuples(graph_specs(**overrides), calls).map(
-        lambda sc: random_module(sc[0], call_funcs=sc[1]))
-
-
-def functions_with_inputs(module: bool = False, special_values: Any = None,
-                          **overrides: Any) -> SearchStrategy[tuple[Any, list[np.ndarray]]]:
-    """Strategy of ``(Function or IRModule, inputs)`` with inputs from :func:`random_inputs`.
-
-    Parameters
-    ----------
-    module : bool
-        Draw modules (via :func:`modules`, which may call helpers) instead of Functions.
-    special_values : bool, strategy or None
-        Passed to :func:`random_inputs`; drawn when None.
-    **overrides
-        As for :func:`graph_specs`.
-    """
-    st = _st()
-    graphs = modules(**overrides) if module else functions(**overrides)
-    specials = st.booleans() if special_values is None else (
-        special_values if isinstance(special_values, st.SearchStrategy)
-        else st.just(special_values))
-    return st.tuples(graphs, st.integers(0, 2**32 - 1), specials).map(
-        lambda t: (t[0], random_inputs(t[0], seed=t[1], special_values=t[2])))
-
+from ._strategies import functions, functions_with_inputs, graph_specs, modules  # noqa: E402
 
 __all__ = [
     "DEFAULT_OPS",

@@ -27,15 +27,14 @@ _PREFETCH_DISTANCE = 16
 
 @kernel
 def value_hash_kernel(kind, a0, a1, extra, attr_id, dtype, shape_id, op_encoding, op_pure,
-                      op_commutative):
+                      op_commutative, vh):
     """A Merkle hash per node: equal subexpressions get equal hashes (not conversely).
 
-    Arrays: as in ``hash_cons_kernel``. Returns vh uint64[n]. Params and impure
-    ops hash their own id (they are never merged). A forward sweep: operands'
-    hashes are final when a node is visited.
+    Arrays: as in ``hash_cons_kernel``; writes vh uint64[n] (the wrapper's
+    buffer). Params and impure ops hash their own id (they are never merged).
+    A forward sweep: operands' hashes are final when a node is visited.
     """
     n = kind.shape[0]
-    vh = np.empty(n, np.uint64)
     for i in range(n):
         k = kind[i]
         enc = op_encoding[k]
@@ -58,36 +57,36 @@ def value_hash_kernel(kind, a0, a1, extra, attr_id, dtype, shape_id, op_encoding
         h = (h ^ (np.uint64(attr_id[i]) << np.uint64(32)) ^ np.uint64(shape_id[i])
              ^ (np.uint64(dtype[i]) << np.uint64(56))) * np.uint64(0x94D049BB133111EB)
         vh[i] = h ^ (h >> np.uint64(31))
-    return vh
 
 
 @kernel
 def hash_cons_kernel(vh, kind, a0, a1, extra, attr_id, dtype, shape_id, op_encoding, op_pure,
-                     op_commutative):
+                     op_commutative, slots, rep):
     """Find, for every node, an earlier node computing the same value.
 
     Arrays: vh uint64[n] from ``value_hash_kernel``; kind int16[n]; a0, a1,
     attr_id, shape_id int32[n]; dtype int8[n]; extra int32[m]; op_encoding
-    int8[n_ops]; op_pure, op_commutative bool[n_ops].
-    Returns (rep int32[n]: NONE or the earlier equal node, n_merged).
+    int8[n_ops]; op_pure, op_commutative bool[n_ops]. Scratch written (the
+    wrapper's buffers): slots int64[cap] (a power of two >= 2n, all -1);
+    output written: rep int32[n] (all NONE on entry; NONE or the earlier equal
+    node). Returns n_merged.
     """
     n = kind.shape[0]
-    cap = 16
-    while cap < 2 * n:
-        cap *= 2
+    cap = slots.shape[0]
     mask = np.uint64(cap - 1)
     # A slot holds (fingerprint << 32) | node: a probe that meets another key is
     # rejected by the fingerprint without touching that node's columns.
-    slots = np.full(cap, -1, np.int64)
-    canon = np.empty(n, np.int32)
-    rep = np.full(n, -1, np.int32)
     n_merged = 0
+
+    def canon(v):  # the earliest node equal to v: a replacement target is never replaced
+        r = rep[v]
+        return v if r < 0 else r
+
     for i in range(n):
         if i + _PREFETCH_DISTANCE < n:
             prefetch(slots, vh[i + _PREFETCH_DISTANCE] & mask)
         k = kind[i]
         enc = op_encoding[k]
-        canon[i] = i
         if enc == ENC_PARAM or not op_pure[k]:
             continue
         h = vh[i]
@@ -106,10 +105,10 @@ def hash_cons_kernel(vh, kind, a0, a1, extra, attr_id, dtype, shape_id, op_encod
                 if enc == ENC_CONST:
                     same = a0[j] == a0[i]
                 elif enc == ENC_UNARY:
-                    same = canon[a0[j]] == canon[a0[i]]
+                    same = canon(a0[j]) == canon(a0[i])
                 elif enc == ENC_BINARY:
-                    p, q = canon[a0[j]], canon[a1[j]]
-                    x, y = canon[a0[i]], canon[a1[i]]
+                    p, q = canon(a0[j]), canon(a1[j])
+                    x, y = canon(a0[i]), canon(a1[i])
                     if op_commutative[k]:
                         p, q = min(p, q), max(p, q)
                         x, y = min(x, y), max(x, y)
@@ -118,16 +117,15 @@ def hash_cons_kernel(vh, kind, a0, a1, extra, attr_id, dtype, shape_id, op_encod
                     same = a1[j] == a1[i]
                     if same:
                         for t in range(a1[i]):
-                            if canon[extra[a0[j] + t]] != canon[extra[a0[i] + t]]:
+                            if canon(extra[a0[j] + t]) != canon(extra[a0[i] + t]):
                                 same = False
                                 break
             if same:
                 rep[i] = j
-                canon[i] = j
                 n_merged += 1
                 break
             slot = (slot + np.uint64(1)) & mask
-    return rep, n_merged
+    return n_merged
 
 
 def eliminate_common_subexpr(func: Function) -> tuple[Function, int]:
@@ -135,7 +133,18 @@ def eliminate_common_subexpr(func: Function) -> tuple[Function, int]:
     table = ops.op_arrays()
     columns = (func.kind, func.a0, func.a1, func.extra, func.attr_id, func.dtype, func.shape_id,
                table.encoding, table.pure, table.commutative)
-    rep, n_merged = hash_cons_kernel(value_hash_kernel(*columns), *columns)
+    n = func.num_nodes
+    # NOTE: the large buffers come from NumPy, not from inside the kernels: NumPy asks
+    # for transparent huge pages and Numba's allocator does not. With 4 KiB pages the
+    # first touch of the 2n-slot table alone costs more than the probing (1e7 nodes).
+    vh = np.empty(n, np.uint64)
+    value_hash_kernel(*columns, vh)
+    vh.setflags(write=False)
+    cap = 16
+    while cap < 2 * n:
+        cap *= 2
+    rep = np.full(n, -1, np.int32)
+    n_merged = hash_cons_kernel(vh, *columns, np.full(cap, -1, np.int64), rep)
     if n_merged == 0:
         return func, 0
     return rebuild(func, rep=rep, pass_name="EliminateCommonSubexpr"), int(n_merged)

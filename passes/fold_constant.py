@@ -31,6 +31,7 @@ from irkernel.ops import (
     OP_CALL_FUNC,
     OP_CALL_TIR,
     OP_CONCAT,
+    OP_CONST,
     OP_MATMUL,
     OP_MAX,
     OP_MEAN,
@@ -65,8 +66,10 @@ def fold_sweep_kernel(kind, a0, a1, extra, dtype, shape_id, shape_size, op_encod
     Arrays: kind int16[n]; a0, a1, shape_id int32[n]; dtype int8[n]; extra int32[m];
     shape_size int64[s]; op_encoding int8[n_ops]; op_pure bool[n_ops];
     const_* [k] (pool columns; fval/ival are the two views of sval).
-    Scratch written: state int8[n] (UNKNOWN/SCALAR/TENSOR), fval float64[n],
-    ival int64[n] (the value of SCALAR nodes). Returns (node, status).
+    Scratch written: state int8[n] (UNKNOWN/SCALAR/TENSOR) and the value of
+    SCALAR nodes in fval float64[n] / ival int64[n], two views of one buffer
+    (like the pool's sval: float64 bits for float dtypes, the int64 value
+    else). Returns (node, status).
     """
     n = kind.shape[0]
     for i in range(start, n):
@@ -78,8 +81,7 @@ def fold_sweep_kernel(kind, a0, a1, extra, dtype, shape_id, shape_size, op_encod
             c = a0[i]
             if shape_size[const_shape_id[c]] == 1:
                 state[i] = SCALAR
-                fval[i] = const_fval[c]
-                ival[i] = const_ival[c]
+                ival[i] = const_ival[c]  # the raw bits, whatever the dtype
             else:
                 state[i] = TENSOR
             continue
@@ -111,10 +113,12 @@ def fold_sweep_kernel(kind, a0, a1, extra, dtype, shape_id, shape_size, op_encod
         x = a0[i] if enc != ENC_VARIADIC else extra[first]
         if (k == OP_SUM or k == OP_MAX or k == OP_MEAN or k == OP_RESHAPE
                 or k == OP_PERMUTE_DIMS or k == OP_BROADCAST_TO or k == OP_CONCAT):
-            # one element in, one element out: the value passes through unchanged
+            # one element in, one element out: the value passes through unchanged,
+            # except that NumPy's float sum/mean add it to +0.0 (-0.0 becomes +0.0)
             state[i] = SCALAR
-            fval[i] = fval[x]
             ival[i] = ival[x]
+            if (k == OP_SUM or k == OP_MEAN) and (dtype[i] == FLOAT32 or dtype[i] == FLOAT64):
+                fval[i] = fval[x] + 0.0
             continue
         if enc == ENC_VARIADIC:  # where(cond, x, y)
             y, z = extra[first + 1], extra[first + 2]
@@ -129,27 +133,28 @@ def fold_sweep_kernel(kind, a0, a1, extra, dtype, shape_id, shape_size, op_encod
         if not ok:
             return i, SWEEP_NEEDS_PYTHON
         state[i] = SCALAR
-        fval[i] = f
-        ival[i] = iv
+        if dtype[i] == FLOAT32 or dtype[i] == FLOAT64:
+            # NumPy's matmul accumulates the one product onto +0.0 (-0.0 becomes +0.0)
+            fval[i] = f + 0.0 if k == OP_MATMUL else f
+        else:
+            ival[i] = iv
     return n, SWEEP_DONE
 
 
 @kernel
 def intern_scalars_kernel(pool_dtype, pool_shape_id, pool_sval, pool_is_scalar, node_dtype,
-                          node_shape_id, node_bits):
+                          node_shape_id, node_bits, slots):
     """Const ids for new one-element values, reusing equal pool entries.
 
     Arrays: pool_* [k] (pool_is_scalar bool marks one-element entries);
-    node_* [m] the values to intern (bits: float64 bits for floats, int64 else).
+    node_* [m] the values to intern (bits: float64 bits for floats, int64 else);
+    slots int64[cap] scratch, all -1 (cap a power of two >= 2 (k + m) + 2).
     Returns (const_id int32[m], new_index int32[m'] into node_*: the entries appended,
     in order, at ids k, k+1, ...).
     """
     k = pool_dtype.shape[0]
     m = node_dtype.shape[0]
-    cap = 1
-    while cap < 2 * (k + m) + 2:
-        cap *= 2
-    slots = np.full(cap, -1, np.int64)  # >= 0: pool id; < -1: -(2 + node index)
+    cap = slots.shape[0]  # >= 0: pool id; < -1: -(2 + node index)
     mask = cap - 1
     const_id = np.empty(m, np.int32)
     new_index = np.empty(m, np.int32)
@@ -191,6 +196,38 @@ def intern_scalars_kernel(pool_dtype, pool_shape_id, pool_sval, pool_is_scalar, 
     return const_id, new_index[:n_new]
 
 
+@kernel
+def collect_folded_kernel(kind, state, ival):
+    """The folded nodes: ids of all, ids and raw value bits of the one-element ones.
+
+    Arrays: kind int16[n]; state int8[n]; ival int64[n] (the sweep's values:
+    float64 bits for float dtypes, else the int64 value). Returns
+    (folded_ids int32[f], scalar_ids int32[s], bits int64[s]).
+    """
+    n = kind.shape[0]
+    n_folded = 0
+    n_scalar = 0
+    for i in range(n):
+        if state[i] != UNKNOWN and kind[i] != OP_CONST:
+            n_folded += 1
+            n_scalar += state[i] == SCALAR
+    folded_ids = np.empty(n_folded, np.int32)
+    scalar_ids = np.empty(n_scalar, np.int32)
+    bits = np.empty(n_scalar, np.int64)
+    f = 0
+    s = 0
+    for i in range(n):
+        if state[i] == UNKNOWN or kind[i] == OP_CONST:
+            continue
+        folded_ids[f] = i
+        f += 1
+        if state[i] == SCALAR:
+            scalar_ids[s] = i
+            bits[s] = ival[i]
+            s += 1
+    return folded_ids, scalar_ids, bits
+
+
 def _operand_value(func: Function, v: int, state: np.ndarray, fval: np.ndarray,
                    ival: np.ndarray, tensors: dict[int, np.ndarray]) -> np.ndarray:
     dt = NUMPY_DTYPES[int(func.dtype[v])]
@@ -228,8 +265,8 @@ def fold_function(func: Function, max_elements: int) -> tuple[Function, int]:
     n = func.num_nodes
     table = ops.op_arrays()
     state = np.zeros(n, np.int8)
-    fval = np.zeros(n, np.float64)
-    ival = np.zeros(n, np.int64)
+    ival = np.zeros(n, np.int64)  # the values of one-element nodes, as the pool's sval
+    fval = ival.view(np.float64)
     tensors: dict[int, np.ndarray] = {}
     pool = func.consts
     i = 0
@@ -242,26 +279,28 @@ def fold_function(func: Function, max_elements: int) -> tuple[Function, int]:
             break
         _evaluate_in_python(func, i, state, fval, ival, tensors)
         i += 1
-    folded = (state != UNKNOWN) & (func.kind != ops.OP_CONST)
-    folded_ids = np.nonzero(folded)[0].astype(np.int32)
+    for arr in (state, fval, ival):
+        arr.setflags(write=False)
+    folded_ids, scalar_ids, bits = collect_folded_kernel(func.kind, state, ival)
     if not len(folded_ids):
         return func, 0
-    return _rewrite(func, folded_ids, state, fval, ival, tensors), len(folded_ids)
+    return (_rewrite(func, folded_ids, scalar_ids, bits, state, tensors),
+            len(folded_ids))
 
 
-def _rewrite(func: Function, folded_ids: np.ndarray, state: np.ndarray, fval: np.ndarray,
-             ival: np.ndarray, tensors: dict[int, np.ndarray]) -> Function:
+def _rewrite(func: Function, folded_ids: np.ndarray, scalar_ids: np.ndarray, bits: np.ndarray,
+             state: np.ndarray, tensors: dict[int, np.ndarray]) -> Function:
     """Turn folded rows into CONST rows pointing at (interned) pool entries."""
     pool = func.consts
-    scalar_ids = folded_ids[state[folded_ids] == SCALAR]
-    tensor_ids = folded_ids[state[folded_ids] == TENSOR]
+    tensor_ids = folded_ids[state[folded_ids] == TENSOR] if tensors else folded_ids[:0]
     node_dtype = func.dtype[scalar_ids]
-    is_float = (node_dtype == FLOAT32) | (node_dtype == FLOAT64)
-    bits = np.where(is_float, fval[scalar_ids].view(np.int64), ival[scalar_ids])
     pool_is_scalar = func.shapes.size[pool.shape_id] == 1
+    cap = 1
+    while cap < 2 * (len(pool) + len(scalar_ids)) + 2:
+        cap *= 2
     const_id, new_index = intern_scalars_kernel(
         pool.dtype, pool.shape_id, pool.sval, pool_is_scalar, node_dtype,
-        func.shape_id[scalar_ids], bits)
+        func.shape_id[scalar_ids], bits, np.full(cap, -1, np.int64))
     k = len(pool)
     m = len(new_index)
     new_pool = ConstPool(
@@ -318,7 +357,8 @@ def FoldConstant(max_elements: int | None = None) -> transform.FunctionPass:
     --------
     >>> mod = passes.FoldConstant()(mod)            # doctest: +SKIP
     """
-    if max_elements is not None and (not isinstance(max_elements, int) or max_elements < 1):
+    if max_elements is not None and (not isinstance(max_elements, int)
+                                     or isinstance(max_elements, bool) or max_elements < 1):
         raise ValueError(f"FoldConstant: max_elements must be an int >= 1, got {max_elements!r}")
 
     def fold_constant(func: Function, mod: object, ctx: transform.PassContext) -> Function:

@@ -77,23 +77,21 @@ def _perm_at_kernel(perm_ptr, perm, attr, rank, j):
 
 @kernel
 def simplify_kernel(kind, a0, a1, dtype, shape_id, attr_id, shape_ndim, const_class, perm_ptr,
-                    perm, broadcast_attr, zero_const):
-    """One forward sweep applying the rules; returns (rep, kind, a0, a1, attr_id, n_changed).
+                    perm, broadcast_attr, zero_const, rep, canon, new_kind, new_a0, new_a1,
+                    new_attr):
+    """One forward sweep applying the rules; returns n_changed.
 
     Arrays: kind int16[n]; a0, a1, shape_id, attr_id int32[n]; dtype int8[n];
     shape_ndim int32[s]; const_class int8[k] per pool entry; perm_ptr int32[t]
     (start of each permute attr's axes in ``perm``, -1 = reverse, NO_PERM);
     broadcast_attr int32[s]: attr id of broadcast_to to shape s;
     zero_const int32[s]: const id of int zeros of shape s for the node's dtype
-    column ``2 * s + (dtype == INT64)`` (-1 = none). Outputs are fresh copies.
+    column ``2 * s + (dtype == INT64)`` (-1 = none). Written (the wrapper's
+    buffers): rep int32[n] (all NONE on entry), canon int32[n] scratch, and
+    new_kind, new_a0, new_a1, new_attr (copies of the columns on entry) with
+    the rewritten rows.
     """
     n = kind.shape[0]
-    rep = np.full(n, -1, np.int32)
-    canon = np.empty(n, np.int32)
-    new_kind = kind.copy()
-    new_a0 = a0.copy()
-    new_a1 = a1.copy()
-    new_attr = attr_id.copy()
     n_changed = 0
     for i in range(n):
         canon[i] = i
@@ -180,7 +178,7 @@ def simplify_kernel(kind, a0, a1, dtype, shape_id, attr_id, shape_ndim, const_cl
             new_a0[i] = keep
             new_a1[i] = -1
             new_attr[i] = broadcast_attr[shape_id[i]]
-    return rep, new_kind, new_a0, new_a1, new_attr, n_changed
+    return n_changed
 
 
 def _const_classes(pool: ConstPool, shapes: ShapeTable) -> np.ndarray:
@@ -248,9 +246,15 @@ def simplify_function(func: Function, max_elements: int = 1 << 16) -> tuple[Func
                 zeros = np.zeros(shapes[sid], NUMPY_DTYPES[INT64 if is64 else INT32])
                 zero_const[code] = pool_builder.add(zeros, sid)
         pool = pool_builder.freeze()
-    rep, kind, a0, a1, attr_id, n_changed = simplify_kernel(
+    # NOTE: the n-sized buffers come from NumPy (transparent huge pages), not from inside
+    # the kernel: with Numba's 4 KiB pages their first touch dominated a 1e7-node sweep.
+    n = func.num_nodes
+    rep = np.full(n, -1, np.int32)
+    kind, a0, a1, attr_id = func.kind.copy(), func.a0.copy(), func.a1.copy(), func.attr_id.copy()
+    n_changed = simplify_kernel(
         func.kind, func.a0, func.a1, func.dtype, func.shape_id, func.attr_id, shapes.ndim,
-        _const_classes(pool, shapes), perm_ptr, perm, np.array(broadcast_ids, np.int32), zero_const)
+        _const_classes(pool, shapes), perm_ptr, perm, np.array(broadcast_ids, np.int32), zero_const,
+        rep, np.empty(n, np.int32), kind, a0, a1, attr_id)
     if n_changed == 0:
         return func, 0
     changes: dict[str, object] = {"kind": kind, "a0": a0, "a1": a1, "attr_id": attr_id}

@@ -1,1 +1,21 @@
-"""TIR -> LLVM lowering, JIT, on-disk cache and executors (llvmlite stays in here)."""
+"""TIR -> LLVM lowering, JIT, on-disk cache and executors (llvmlite stays in here).
+
+``runtime.build(mod)`` compiles every PrimFunc of a module for the host CPU
+and returns an :class:`Executable`; ``ex["f"](*arrays)`` runs one
+(destination-passing: outputs are arrays the caller allocates). Modules:
+``target`` (host CPU), ``lower`` + ``codegen_expr`` (TIR -> ``llvmlite.ir``),
+``jit`` (O3 pipeline, objects, engine), ``cache`` (on-disk objects), ``abi``
+(argument checks), ``threadpool`` (parallel loops), ``executable``, ``build``.
+Imports irkernel and passes; nothing imports runtime.
+"""
+
+from __future__ import annotations
+
+from .abi import empty
+from .build import build
+from .cache import DiskCache, default_directory
+from .executable import Executable, Kernel
+from .threadpool import get_num_threads, set_num_threads
+
+__all__ = ["DiskCache", "Executable", "Kernel", "build", "default_directory", "empty",
+           "get_num_threads", "set_num_threads"]

@@ -26,3 +26,8 @@ def _check_immutable():
     ctx.override_instruments([*previous, instrument.CheckImmutable()])
     yield
     ctx.override_instruments(previous)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-goldens", action="store_true", default=False,
+                     help="rewrite the expected sections of tests/passes/golden/*/*.ir")

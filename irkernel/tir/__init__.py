@@ -1,0 +1,85 @@
+"""TIR: loop-level kernels (PrimFuncs) as immutable dataclass trees.
+
+Write them with ``from irkernel.tir import script as T`` and ``@T.prim_func``
+(see docs/tir.md), or build the nodes directly. Modules: ``dtype`` (dtype
+strings), ``expr`` / ``buffer`` / ``stmt`` / ``function`` (the nodes),
+``functor`` (traversal, ``Mutator``, ``substitute``), ``analysis`` (bounds,
+affine forms), ``printer``, ``verify``, ``script`` (the tracer) and
+``interp`` (a slow reference interpreter, the semantic oracle for passes and
+codegen). Never imports ``passes`` or ``runtime``.
+"""
+
+from __future__ import annotations
+
+from . import analysis, dtype, functor, script
+from .buffer import Buffer, BufferLoad
+from .expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    MATH_OPS,
+    MAX_DEPTH,
+    NE,
+    Add,
+    And,
+    BinaryOp,
+    Broadcast,
+    Call,
+    Cast,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Let,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Node,
+    Not,
+    Or,
+    PrimExpr,
+    Ramp,
+    Select,
+    Sub,
+    Var,
+    as_expr,
+    call,
+    cast,
+    const,
+    eq,
+    ne,
+    select,
+    truncdiv,
+    truncmod,
+)
+from .function import Attrs, PrimFunc
+from .functor import Mutator, free_vars, post_order, substitute
+from .interp import run as interpret
+from .stmt import (
+    FOR_KINDS,
+    Allocate,
+    BufferStore,
+    Evaluate,
+    For,
+    IfThenElse,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+    seq,
+)
+from .verify import verify_prim_func
+
+__all__ = [
+    "EQ", "FOR_KINDS", "GE", "GT", "LE", "LT", "MATH_OPS", "MAX_DEPTH", "NE", "Add", "Allocate",
+    "And", "Attrs", "BinaryOp", "Broadcast", "Buffer", "BufferLoad", "BufferStore", "Call",
+    "Cast", "Div", "Evaluate", "FloatImm", "FloorDiv", "FloorMod", "For", "IfThenElse",
+    "IntImm", "Let", "LetStmt", "Max", "Min", "Mod", "Mul", "Mutator", "Node", "Not", "Or",
+    "PrimExpr", "PrimFunc", "Ramp", "Select", "SeqStmt", "Stmt", "Sub", "Var", "analysis",
+    "as_expr", "call", "cast", "const", "dtype", "eq", "free_vars", "functor", "interpret",
+    "ne", "post_order", "script", "select", "seq", "substitute", "truncdiv", "truncmod",
+    "verify_prim_func",
+]

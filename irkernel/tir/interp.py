@@ -1,0 +1,290 @@
+"""A reference interpreter for PrimFuncs: the semantic oracle for TIR passes and codegen.
+
+Slow on purpose (one Python step per loop iteration): every value is a NumPy
+array of ``lanes`` elements of the exact dtype, so float32 math stays float32
+and ints wrap exactly as the generated code does. The division rules match
+lowering: int ``x // 0``, ``x % 0``, truncating ``x / 0`` are 0; ``MIN / -1``
+wraps; float-to-int casts saturate (NaN is 0). Loop kinds do not change
+meaning (a parallel loop must not carry dependences; that is the author's
+contract, as in TVM). Reads outside a buffer raise IndexError naming it.
+Imports numpy and the TIR node modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import dtype as dt
+from .buffer import Buffer, BufferLoad
+from .expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    BinaryOp,
+    Broadcast,
+    Call,
+    Cast,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Let,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Ramp,
+    Select,
+    Sub,
+    Var,
+)
+from .function import PrimFunc
+from .stmt import (
+    Allocate,
+    BufferStore,
+    Evaluate,
+    For,
+    IfThenElse,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+)
+
+Env = dict[str, np.ndarray]
+
+
+def _int_div(a: np.ndarray, b: np.ndarray, floor: bool) -> np.ndarray:
+    safe = np.where((b == 0) | (b == -1), 1, b).astype(a.dtype)
+    q = a // safe  # NumPy's integer // is floor division
+    if not floor:  # truncate: one up when the remainder is nonzero and the signs differ
+        q = q + ((q * safe != a) & ((a < 0) != (safe < 0)))
+    q = np.where(b == -1, -a, q)
+    return np.where(b == 0, 0, q).astype(a.dtype)
+
+
+def _int_mod(a: np.ndarray, b: np.ndarray, floor: bool) -> np.ndarray:
+    q = _int_div(a, b, floor)
+    return np.where(b == 0, 0, a - q * b).astype(a.dtype)
+
+
+def _float_to_int(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Saturating conversion (LLVM's fptosi.sat): NaN is 0, out-of-range clamps."""
+    lo, hi = dt.int_range(dtype)
+    x64 = x.astype(np.float64)
+    ok = ((x64 > float(lo - 1)) | (x64 >= float(lo))) & (x64 < float(hi + 1))
+    out = np.zeros(x.shape, dtype=dtype)
+    out[ok] = x64[ok].astype(dtype)
+    out[~ok & (x64 > 0)] = hi
+    out[~ok & (x64 < 0)] = lo
+    return out
+
+
+def _cast(value: np.ndarray, target: str) -> np.ndarray:
+    elem = dt.element(target)
+    if elem == "bool":
+        return value != 0
+    if elem in dt.INT_ELEMENTS and value.dtype.kind == "f":
+        return _float_to_int(value, elem)
+    return value.astype(elem)
+
+
+_MATH: dict[str, Callable[..., np.ndarray]] = {
+    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
+    "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "fabs": np.abs, "floor": np.floor,
+    "ceil": np.ceil, "round": np.rint, "pow": np.power, "abs": np.abs,
+    "fma": lambda a, b, c: (a.astype(np.float64) * b + c).astype(a.dtype),
+}
+
+
+def _binary(e: BinaryOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    is_int = a.dtype.kind in "iu"
+    if isinstance(e, Add):
+        return a + b
+    if isinstance(e, Sub):
+        return a - b
+    if isinstance(e, Mul):
+        return a * b
+    if isinstance(e, Div):
+        return _int_div(a, b, floor=False) if is_int else a / b
+    if isinstance(e, Mod):
+        return _int_mod(a, b, floor=False)
+    if isinstance(e, FloorDiv):
+        return _int_div(a, b, floor=True) if is_int else np.floor(a / b)
+    if isinstance(e, FloorMod):
+        return _int_mod(a, b, floor=True) if is_int else np.remainder(a, b)
+    if isinstance(e, Min):
+        return np.logical_and(a, b) if a.dtype == bool else np.minimum(a, b)
+    if isinstance(e, Max):
+        return np.logical_or(a, b) if a.dtype == bool else np.maximum(a, b)
+    if isinstance(e, (And, Or)):
+        return np.logical_and(a, b) if isinstance(e, And) else np.logical_or(a, b)
+    return {EQ: np.equal, NE: np.not_equal, LT: np.less, LE: np.less_equal, GT: np.greater,
+            GE: np.greater_equal}[type(e)](a, b)
+
+
+class _Interpreter:
+    def __init__(self, func: PrimFunc) -> None:
+        self.func = func
+        self.memory: dict[str, np.ndarray] = {}
+
+    # -- expressions -------------------------------------------------------
+    def eval(self, e: PrimExpr, env: Env) -> np.ndarray:
+        if isinstance(e, (IntImm, FloatImm)):
+            return np.array([e.value], dtype=dt.element(e.dtype))
+        if isinstance(e, Var):
+            return env[e.name]
+        if isinstance(e, BinaryOp):
+            out = _binary(e, self.eval(e.a, env), self.eval(e.b, env))
+            return np.asarray(out, dtype=dt.element(e.dtype))
+        if isinstance(e, BufferLoad):
+            return self.load(e.buffer, e.indices, env)
+        if isinstance(e, Not):
+            return np.logical_not(self.eval(e.a, env))
+        if isinstance(e, Select):
+            c = self.eval(e.condition, env)
+            return np.where(c, self.eval(e.true_value, env), self.eval(e.false_value, env))
+        if isinstance(e, Cast):
+            return _cast(self.eval(e.value, env), e.dtype)
+        if isinstance(e, Call):
+            args = [self.eval(a, env) for a in e.args]
+            return np.asarray(_MATH[e.op](*args), dtype=dt.element(e.dtype))
+        if isinstance(e, Ramp):
+            base, stride = self.eval(e.base, env), self.eval(e.stride, env)
+            return (base + stride * np.arange(e.lanes, dtype=base.dtype)).astype(base.dtype)
+        if isinstance(e, Broadcast):
+            return np.repeat(self.eval(e.value, env), e.lanes)
+        if isinstance(e, Let):
+            return self.eval(e.body, {**env, e.var.name: self.eval(e.value, env)})
+        raise TypeError(f"interpret: unsupported expression {type(e).__name__}")
+
+    def _where(self, buf: Buffer, indices: tuple[PrimExpr, ...], env: Env,
+               lanes: int) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+        arr = self.memory[buf.name]
+        idx = tuple(np.broadcast_to(self.eval(i, env), (lanes,)).astype(np.int64)
+                    for i in indices)
+        for axis, (i, n) in enumerate(zip(idx, arr.shape, strict=True)):
+            if np.any(i < 0) or np.any(i >= n):
+                raise IndexError(f"interpret: buffer {buf.name} index {axis} = {i.tolist()} "
+                                 f"outside [0, {n})")
+        return arr, idx
+
+    def load(self, buf: Buffer, indices: tuple[PrimExpr, ...], env: Env) -> np.ndarray:
+        lanes = max((i.lanes for i in indices), default=1)
+        if not indices:
+            return self.memory[buf.name].reshape(1).copy()
+        arr, idx = self._where(buf, indices, env, lanes)
+        return arr[idx].copy()
+
+    # -- statements --------------------------------------------------------
+    def exec(self, s: Stmt, env: Env) -> None:  # noqa: C901
+        if isinstance(s, SeqStmt):
+            for x in s.stmts:
+                self.exec(x, env)
+        elif isinstance(s, BufferStore):
+            value = self.eval(s.value, env)
+            if not s.indices:
+                self.memory[s.buffer.name][()] = value[0]
+                return
+            arr, idx = self._where(s.buffer, s.indices, env, value.shape[0])
+            arr[idx] = value
+        elif isinstance(s, For):
+            lo, ext = int(self.eval(s.min, env)[0]), int(self.eval(s.extent, env)[0])
+            vdt = s.loop_var.dtype
+            for k in range(lo, lo + ext):
+                self.exec(s.body, {**env, s.loop_var.name: np.array([k], dtype=vdt)})
+        elif isinstance(s, LetStmt):
+            self.exec(s.body, {**env, s.var.name: self.eval(s.value, env)})
+        elif isinstance(s, IfThenElse):
+            if bool(self.eval(s.condition, env)[0]):
+                self.exec(s.then_case, env)
+            elif s.else_case is not None:
+                self.exec(s.else_case, env)
+        elif isinstance(s, Allocate):
+            shape = tuple(int(self.eval(x, env)[0]) for x in s.buffer.shape)
+            saved = self.memory.get(s.buffer.name)
+            self.memory[s.buffer.name] = np.zeros(shape, dtype=s.buffer.dtype)
+            self.exec(s.body, env)
+            if saved is not None:
+                self.memory[s.buffer.name] = saved
+        elif isinstance(s, Evaluate):
+            self.eval(s.value, env)
+        else:
+            raise TypeError(f"interpret: unsupported statement {type(s).__name__}")
+
+
+def _flat_view(arr: np.ndarray) -> np.ndarray:
+    """A 1-d view from the array's first element over every element it can address."""
+    if arr.size == 0:
+        return arr.reshape(-1)
+    span = 1 + sum((n - 1) * (s // arr.itemsize) for n, s in zip(arr.shape, arr.strides,
+                                                                   strict=True))
+    return np.lib.stride_tricks.as_strided(arr, shape=(span,), strides=(arr.itemsize,))
+
+
+def run(func: PrimFunc, *args: Any) -> None:
+    """Execute ``func`` on NumPy arrays in place (destination-passing, like the runtime).
+
+    Parameters
+    ----------
+    func : PrimFunc
+    *args : numpy.ndarray or scalar
+        One per parameter: arrays of the buffer's dtype and shape (written in
+        place), Python numbers for scalar parameters.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a wrong number of arguments, dtype or shape (naming the parameter).
+    IndexError
+        When the function reads or writes outside a buffer.
+    """
+    if len(args) != len(func.params):
+        raise TypeError(f"interpret: expected {len(func.params)} arguments, got {len(args)}")
+    it = _Interpreter(func)
+    env: Env = {}
+    flat = bool(func.attrs.get("tir.flattened", False))
+    for param, arg in zip(func.params, args, strict=True):
+        if isinstance(param, Var):
+            env[param.name] = np.array([arg], dtype=param.dtype)
+            continue
+        if not isinstance(arg, np.ndarray) or arg.dtype != np.dtype(param.dtype) \
+                or arg.ndim != param.ndim:
+            raise TypeError(f"interpret: argument {param.name!r} must be a {param.ndim}-d "
+                            f"{param.dtype} array, got {getattr(arg, 'dtype', type(arg))}")
+        for dim, n in zip(param.shape, arg.shape, strict=True):
+            if isinstance(dim, Var):
+                env.setdefault(dim.name, np.array([n], dtype=dim.dtype))
+        for k, s in enumerate(param.strides):
+            if isinstance(s, Var):
+                env.setdefault(s.name, np.array([arg.strides[k] // arg.itemsize], s.dtype))
+        it.memory[param.name] = _flat_view(arg) if flat else arg
+    with np.errstate(all="ignore"):
+        it.exec(func.body, env)
+
+
+
+
+def evaluate(expr: PrimExpr, env: dict[str, Any] | None = None) -> np.ndarray:
+    """The value of an expression without buffer loads, as an array of ``lanes`` elements.
+
+    Constant folding (``passes.tir.Simplify``) calls this, so folded results
+    are the interpreter's by construction.
+    """
+    values = {k: np.asarray(v).reshape(-1) for k, v in (env or {}).items()}
+    with np.errstate(all="ignore"):
+        return _Interpreter(None).eval(expr, values)  # type: ignore[arg-type]
+
+
+__all__ = ["evaluate", "run"]

@@ -1,0 +1,229 @@
+"""The calling convention of compiled PrimFuncs: NumPy arrays in, checked, then a ctypes call.
+
+Destination-passing, as TVM: every buffer is an argument (outputs are
+preallocated by the caller and written in place) and the kernel returns
+None. Arguments are the PrimFunc's parameters in order (or by keyword):
+
+* a buffer parameter takes a ``numpy.ndarray`` with exactly the declared
+  dtype and number of dimensions; constant extents must match, shape vars
+  are bound from the first array that uses them and must agree everywhere;
+  without declared strides the array must be C-contiguous, with declared
+  strides its element strides must equal them; its data pointer must have the
+  declared alignment; a buffer the kernel stores to must be writeable;
+* a scalar parameter takes a Python/NumPy number of its kind (ints are
+  range-checked, bools only for bool);
+* buffers passed to the kernel must not overlap when one of them is written
+  (the code is compiled with ``noalias``).
+
+Violations raise ``TypeError`` (wrong kind or dtype, wrong argument count)
+or ``ValueError`` (shape, layout, alignment, aliasing) naming the argument,
+before any native code runs: bad input is never a segfault. The native
+signature is ``(buffer pointers..., scalars..., shape vars...)`` (see
+``runtime/lower.py``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import numbers
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from irkernel.tir import dtype as dt
+from irkernel.tir.buffer import Buffer
+from irkernel.tir.expr import IntImm, PrimExpr, Var
+from irkernel.tir.function import PrimFunc
+from irkernel.tir.functor import post_order
+from irkernel.tir.interp import evaluate
+from irkernel.tir.printer import expr_text
+from irkernel.tir.stmt import BufferStore
+
+_CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double, "int32": ctypes.c_int32,
+           "int64": ctypes.c_int64, "bool": ctypes.c_uint8}
+
+
+def _describe(buf: Buffer) -> str:
+    return f"{buf.dtype}[{', '.join(expr_text(s) for s in buf.shape)}]"
+
+
+def empty(shape: int | Sequence[int], dtype: Any = np.float32, align: int = 64) -> np.ndarray:
+    """An uninitialized C-contiguous array whose data is ``align``-byte aligned.
+
+    For buffers declared with ``align=``; NumPy itself only guarantees 16 bytes.
+    """
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    dtype = np.dtype(dtype)
+    if align < 1 or align & (align - 1):
+        raise ValueError(f"empty: align must be a power of two, got {align}")
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + align, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % align
+    return raw[offset:offset + nbytes].view(dtype).reshape(shape)
+
+
+class CallingConvention:
+    """Argument checking and packing for one PrimFunc (built from its *unlowered* params).
+
+    Parameters
+    ----------
+    func : PrimFunc
+    name : str
+        Used in every error message.
+    """
+
+    def __init__(self, func: PrimFunc, name: str) -> None:
+        self.name = name
+        self.params = func.params
+        self.shape_vars = func.shape_vars
+        self.written = frozenset(n.buffer.name for n in post_order(func.body)
+                                 if isinstance(n, BufferStore))
+        self.argtypes = [ctypes.c_void_p if isinstance(p, Buffer) else _CTYPES[p.dtype]
+                         for p in self.params]
+        self.argtypes += [_CTYPES[v.dtype] for v in self.shape_vars]
+        self.positions = {p.name: k for k, p in enumerate(self.params)}
+
+    @property
+    def signature(self) -> str:
+        """``name(a: float32[n], out: float32[n] (written), k: int64)``."""
+        parts = []
+        for p in self.params:
+            if isinstance(p, Buffer):
+                parts.append(f"{p.name}: {_describe(p)}"
+                             + (" (written)" if p.name in self.written else ""))
+            else:
+                parts.append(f"{p.name}: {p.dtype}")
+        return f"{self.name}({', '.join(parts)})"
+
+    def _arguments(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[Any]:
+        n = len(self.params)
+        if len(args) > n:
+            raise TypeError(f"{self.signature} takes {n} arguments, got {len(args)}")
+        out: list[Any] = list(args) + [_MISSING] * (n - len(args))
+        for key, value in kwargs.items():
+            pos = self.positions.get(key)
+            if pos is None:
+                raise TypeError(f"{self.signature}: unknown argument {key!r}")
+            if out[pos] is not _MISSING:
+                raise TypeError(f"{self.signature}: argument {key!r} given twice")
+            out[pos] = value
+        missing = [p.name for p, v in zip(self.params, out, strict=True) if v is _MISSING]
+        if missing:
+            raise TypeError(f"{self.signature}: missing argument(s) {', '.join(missing)} "
+                            f"(got {len(args) + len(kwargs)} of {n})")
+        return out
+
+    def pack(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[Any]:
+        """Check every argument and return the native argument values.
+
+        Raises
+        ------
+        TypeError, ValueError
+            Naming the argument and what is wrong with it.
+        """
+        values = self._arguments(args, kwargs)
+        env: dict[str, int] = {}
+        deferred: list[tuple[str, PrimExpr, int]] = []
+        native: list[Any] = []
+        arrays: list[tuple[str, np.ndarray]] = []
+        for param, value in zip(self.params, values, strict=True):
+            if isinstance(param, Var):
+                native.append(self._scalar(param, value))
+                continue
+            arr = self._array(param, value, env, deferred)
+            arrays.append((param.name, arr))
+            native.append(arr.ctypes.data)
+        for what, expr, actual in deferred:
+            want = int(evaluate(expr, env)[0])
+            if want != actual:
+                raise ValueError(f"{self.name}: {what} is {actual}, expected "
+                                 f"{expr_text(expr)} = {want}")
+        self._check_aliasing(arrays)
+        native.extend(env[v.name] for v in self.shape_vars)
+        return native
+
+    def _bind(self, what: str, expr: PrimExpr, actual: int, env: dict[str, int],
+              deferred: list[tuple[str, PrimExpr, int]]) -> None:
+        if isinstance(expr, IntImm):
+            if actual != expr.value:
+                raise ValueError(f"{self.name}: {what} is {actual}, expected {expr.value}")
+        elif isinstance(expr, Var):
+            bound = env.setdefault(expr.name, actual)
+            if bound != actual:
+                raise ValueError(f"{self.name}: {what} is {actual}, but {expr.name} = {bound} "
+                                 "from an earlier argument")
+        else:
+            deferred.append((what, expr, actual))
+
+    def _array(self, param: Buffer, value: Any, env: dict[str, int],
+               deferred: list[tuple[str, PrimExpr, int]]) -> np.ndarray:
+        arg = f"argument {param.name!r}"
+        if not isinstance(value, np.ndarray):
+            raise TypeError(f"{self.name}: {arg} must be a numpy.ndarray ({_describe(param)}), "
+                            f"got {type(value).__name__}")
+        if value.dtype != np.dtype(param.dtype):
+            raise TypeError(f"{self.name}: {arg} has dtype {value.dtype}, expected "
+                            f"{param.dtype}")
+        if value.ndim != param.ndim:
+            raise ValueError(f"{self.name}: {arg} has {value.ndim} dimension(s) "
+                             f"{value.shape}, expected {param.ndim} ({_describe(param)})")
+        for k, (dim, n) in enumerate(zip(param.shape, value.shape, strict=True)):
+            self._bind(f"{arg} dimension {k}", dim, n, env, deferred)
+        if not param.strides:
+            if not value.flags.c_contiguous:
+                raise ValueError(f"{self.name}: {arg} is not C-contiguous (strides "
+                                 f"{value.strides}); pass numpy.ascontiguousarray(...)")
+        else:
+            for k, (stride, nbytes) in enumerate(zip(param.strides, value.strides,
+                                                     strict=True)):
+                if nbytes % value.itemsize or nbytes < 0:
+                    raise ValueError(f"{self.name}: {arg} has byte stride {nbytes} in "
+                                     f"dimension {k}, not a non-negative element multiple")
+                self._bind(f"{arg} stride {k}", stride, nbytes // value.itemsize, env,
+                           deferred)
+        address = value.ctypes.data
+        if value.size and address % param.align:
+            raise ValueError(f"{self.name}: {arg} data address {address:#x} is not "
+                             f"{param.align}-byte aligned (allocate it with "
+                             f"runtime.empty(shape, dtype, align={param.align}))")
+        if param.name in self.written and not value.flags.writeable:
+            raise ValueError(f"{self.name}: {arg} is read-only, but the kernel writes it")
+        return value
+
+    def _scalar(self, param: Var, value: Any) -> Any:
+        arg = f"argument {param.name!r}"
+        elem = param.dtype
+        if elem == "bool":
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"{self.name}: {arg} must be a bool, got {value!r}")
+            return int(bool(value))
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{self.name}: {arg} must be a {elem} number, got {value!r}")
+        if dt.is_int(elem):
+            if not isinstance(value, numbers.Integral):
+                raise TypeError(f"{self.name}: {arg} must be an int ({elem}), got {value!r}")
+            lo, hi = dt.int_range(elem)
+            if not lo <= int(value) <= hi:
+                raise ValueError(f"{self.name}: {arg} = {value} does not fit {elem}")
+            return int(value)
+        return float(value)
+
+    def _check_aliasing(self, arrays: list[tuple[str, np.ndarray]]) -> None:
+        for i, (name_a, a) in enumerate(arrays):
+            for name_b, b in arrays[i + 1:]:
+                if (name_a in self.written or name_b in self.written) \
+                        and np.may_share_memory(a, b):
+                    raise ValueError(f"{self.name}: arguments {name_a!r} and {name_b!r} "
+                                     "overlap in memory, and the kernel writes one of them "
+                                     "(buffers are noalias; pass a copy)")
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+_MISSING = _Missing()
+
+__all__ = ["CallingConvention", "empty"]

@@ -1,0 +1,195 @@
+"""``runtime.build(mod)``: compile every PrimFunc of a module into an :class:`Executable`.
+
+Per PrimFunc, under the current ``PassContext``:
+
+1. ``verify`` it, and derive its calling convention from the *unlowered*
+   parameters (``runtime/abi.py``);
+2. look up the cache index by the TIR key (structural digest, symbol,
+   lowering config, target, code version); on a hit load the object and stop;
+3. otherwise run the lowering passes (``passes.tir.LOWERING`` as a
+   ``Sequential``, so instruments and ``disabled_pass`` apply), verify the
+   result, generate LLVM IR (``runtime/lower.py``), look up the object by the
+   hash of that IR (another PrimFunc may lower to the same code), else
+   optimize and emit it (``runtime/jit.py``), and store both entries.
+
+All objects of one build are linked into one JIT engine. Graph Functions are
+skipped (lowering them is a later issue); a module with no PrimFunc gives an
+empty executable.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import irkernel
+from irkernel import transform
+from irkernel.module import IRModule
+from irkernel.tir.function import PrimFunc
+from passes.tir import FAST_MATH, LOWERING
+from passes.tir.unroll_loop import CONFIG_KEY as UNROLL_KEY
+
+from . import threadpool  # noqa: F401  (registers irkernel_parallel_launch with LLVM)
+from .abi import CallingConvention
+from .cache import DiskCache, digest
+from .executable import Executable, Kernel
+from .jit import Engine, compile_ir
+from .lower import lower
+from .target import Target, host
+
+_SOURCE_DIRS = ("runtime", "passes/tir", "irkernel/tir")
+
+
+@functools.cache
+def code_version() -> str:
+    """A digest of the code that turns TIR into objects (part of the cache index key)."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.blake2b(digest_size=16)
+    h.update(irkernel.__version__.encode())
+    for sub in _SOURCE_DIRS:
+        for path in sorted((root / sub).glob("*.py")):
+            h.update(path.name.encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _symbol(name: str, func: PrimFunc) -> str:
+    symbol = str(func.attrs.get("global_symbol", name))
+    return re.sub(r"[^A-Za-z0-9_]", "_", symbol) or "main"
+
+
+def _settings(ctx: transform.PassContext) -> tuple[Any, ...]:
+    """What of the context changes lowering (part of the cache key; replayed for sources)."""
+    unroll = ctx.get_config(UNROLL_KEY)
+    return (ctx.opt_level, tuple(sorted(ctx.disabled_pass)),
+            bool(ctx.get_config(FAST_MATH)), tuple(sorted(dict(unroll).items())))
+
+
+def _lower_tir(name: str, func: PrimFunc) -> PrimFunc:
+    pipeline = transform.Sequential([transform.get_pass(p) for p in LOWERING],
+                                     name="LowerTIR")
+    lowered = pipeline(IRModule({name: func}))[name]
+    lowered.verify(name)
+    return lowered
+
+
+class _Compiled:
+    """One kernel's object and a way to regenerate its sources."""
+
+    def __init__(self, name: str, func: PrimFunc, symbol: str, settings: tuple[Any, ...],
+                 obj: bytes, target: Target) -> None:
+        self.name, self.func, self.symbol, self.obj = name, func, symbol, obj
+        self.settings = settings
+        self.target = target
+        self._ir: str | None = None
+        self._tir: str | None = None
+
+    def remember(self, tir_text: str, ir_text: str) -> None:
+        self._tir, self._ir = tir_text, ir_text
+
+    def source(self, kind: str) -> str:
+        """``"tir"`` or unoptimized ``"llvm"`` text, re-lowered if it came from the cache."""
+        if self._ir is None or self._tir is None:
+            opt_level, disabled, fast_math, unroll = self.settings
+            with transform.PassContext(opt_level=opt_level, disabled_pass=list(disabled),
+                                       config={FAST_MATH: fast_math, UNROLL_KEY: dict(unroll)}):
+                lowered = _lower_tir(self.name, self.func)
+            self.remember(lowered.script(self.name),
+                          lower(lowered, self.symbol, self.target, fast_math))
+        return self._tir if kind == "tir" else self._ir  # type: ignore[return-value]
+
+
+def _compile(name: str, func: PrimFunc, symbol: str, ctx: transform.PassContext,
+             cache: DiskCache | None) -> _Compiled:
+    target = host()
+    settings = _settings(ctx)
+    tir_key = digest(func.structural_digest(), symbol, repr(settings), target.key,
+                     code_version())
+    if cache is not None:
+        obj_key = cache.get("index", tir_key)
+        obj = cache.get("obj", obj_key.decode()) if obj_key else None
+        if obj is not None:
+            return _Compiled(name, func, symbol, settings, obj, target)
+    lowered = _lower_tir(name, func)
+    ir_text = lower(lowered, symbol, target, fast_math=settings[2])
+    obj_key = digest(ir_text, target.key, irkernel.__version__)
+    obj = cache.get("obj", obj_key) if cache is not None else None
+    if obj is None:
+        obj = compile_ir(ir_text).obj
+        if cache is not None:
+            cache.put("obj", obj_key, obj)
+    if cache is not None:
+        cache.put("index", tir_key, obj_key.encode())
+    compiled = _Compiled(name, func, symbol, settings, obj, target)
+    compiled.remember(lowered.script(name), ir_text)
+    return compiled
+
+
+def build(mod: IRModule | PrimFunc, *, cache: bool | DiskCache = True) -> Executable:
+    """Compile every PrimFunc of ``mod`` for the host CPU.
+
+    Parameters
+    ----------
+    mod : IRModule or PrimFunc
+        A lone PrimFunc is built under its ``global_symbol`` (or ``"main"``).
+    cache : bool or DiskCache
+        Use the on-disk cache (default: ``$IRKERNEL_CACHE_DIR`` or
+        ``~/.cache/irkernel``), a given one, or none.
+
+    Returns
+    -------
+    Executable
+        ``ex["name"](*arrays)`` runs a kernel; ``ex.get_source("llvm" | "asm" | "tir")``.
+
+    Raises
+    ------
+    irkernel.IRError
+        When a PrimFunc does not verify.
+    ValueError
+        When two PrimFuncs share a symbol.
+
+    Examples
+    --------
+    >>> import numpy as np, runtime
+    >>> from irkernel.tir import script as T
+    >>> @T.prim_func
+    ... def double(a: T.Buffer((4,), "float32"), b: T.Buffer((4,), "float32")):
+    ...     for i in T.serial(4):
+    ...         b[i] = a[i] * 2.0
+    >>> ex = runtime.build(double)
+    >>> out = np.empty(4, np.float32)
+    >>> ex["double"](np.arange(4, dtype=np.float32), out)
+    >>> out.tolist()
+    [0.0, 2.0, 4.0, 6.0]
+    """
+    if isinstance(mod, PrimFunc):
+        mod = IRModule({str(mod.attrs.get("global_symbol", "main")): mod})
+    if not isinstance(mod, IRModule):
+        raise TypeError(f"build: expected an IRModule or PrimFunc, got {type(mod).__name__}")
+    disk = cache if isinstance(cache, DiskCache) else (DiskCache() if cache else None)
+    ctx = transform.PassContext.current()
+    compiled: dict[str, _Compiled] = {}
+    owners: dict[str, str] = {}
+    for name, func in mod.functions.items():
+        if not transform.is_prim_func(func):
+            continue
+        func.verify(name)
+        symbol = _symbol(name, func)
+        if symbol in owners:
+            raise ValueError(f"build: functions {owners[symbol]!r} and {name!r} both compile "
+                             f"to the symbol {symbol!r}; give one another global_symbol")
+        owners[symbol] = name
+        compiled[name] = _compile(name, func, symbol, ctx, disk)
+    engine = Engine()
+    engine.add_objects([c.obj for c in compiled.values()])
+    kernels = {name: Kernel(name, CallingConvention(c.func, name), engine.address(c.symbol),
+                            engine) for name, c in compiled.items()}
+    sources: dict[str, Callable[[str], str]] = {n: c.source for n, c in compiled.items()}
+    return Executable(kernels, sources, engine)
+
+
+__all__ = ["build", "code_version"]

@@ -1,0 +1,447 @@
+"""Expression lowering: TIR expressions -> ``llvmlite.ir`` values (the base of ``Lowerer``).
+
+Semantics match ``irkernel.tir.interp`` exactly (except math functions,
+which are libm/libmvec's, and fast math when enabled):
+
+* ints wrap (no ``nsw``/``nuw`` on data arithmetic); integer division never
+  traps: ``x / 0``, ``x % 0``, ``x // 0`` give 0 and ``MIN / -1`` wraps, via a
+  divisor patched to 1 (constant divisors skip the guard, powers of two use
+  shifts and masks);
+* floats are IEEE unless the ``tir.fast_math`` config sets ``fast`` flags;
+  ``min``/``max`` are ``llvm.minimum``/``llvm.maximum`` (NaN-propagating, as
+  NumPy); ``//`` on floats is ``floor(a / b)``, ``%`` NumPy's remainder;
+* float -> int casts are ``llvm.fptosi.sat`` (saturating, NaN is 0);
+* bools are ``i1`` in registers and one byte in memory;
+* math calls are LLVM intrinsics (``llvm.exp.f32`` ...); a *vector* call of a
+  transcendental becomes calls of glibc's libmvec variants (``_ZGVeN16v_expf``)
+  when the target has them: LLVM would otherwise scalarize it into libm
+  calls, and it does not map intrinsics to libmvec itself here.
+
+llvmlite objects never leave ``runtime/``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from llvmlite import ir
+
+from irkernel.tir import dtype as dt
+from irkernel.tir.buffer import Buffer, BufferLoad
+from irkernel.tir.expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    BinaryOp,
+    Broadcast,
+    Call,
+    Cast,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Let,
+    Max,
+    Min,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Ramp,
+    Select,
+    Sub,
+    Var,
+)
+
+I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+F32, F64 = ir.FloatType(), ir.DoubleType()
+PTR = ir.PointerType()
+_ELEM = {"float32": F32, "float64": F64, "int32": I32, "int64": I64, "bool": I1}
+_CMP = {EQ: "==", NE: "!=", LT: "<", LE: "<=", GT: ">", GE: ">="}
+_INTRINSIC = {"exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log", "log2": "llvm.log2",
+              "sqrt": "llvm.sqrt", "tanh": "llvm.tanh", "sin": "llvm.sin", "cos": "llvm.cos",
+              "fabs": "llvm.fabs", "floor": "llvm.floor", "ceil": "llvm.ceil",
+              "round": "llvm.roundeven", "pow": "llvm.pow", "fma": "llvm.fma"}
+#: Math ops with libmvec variants (the rest are single instructions on x86).
+_MVEC = frozenset({"exp", "exp2", "log", "log2", "tanh", "sin", "cos", "pow"})
+
+
+def value_type(dtype: str) -> ir.Type:
+    """The register type of a TIR dtype (``<n x T>`` for vectors)."""
+    elem = _ELEM[dt.element(dtype)]
+    n = dt.lanes(dtype)
+    return elem if n == 1 else ir.VectorType(elem, n)
+
+
+def memory_type(dtype: str) -> ir.Type:
+    """The in-memory type (bools are bytes)."""
+    elem = I8 if dt.is_bool(dtype) else _ELEM[dt.element(dtype)]
+    n = dt.lanes(dtype)
+    return elem if n == 1 else ir.VectorType(elem, n)
+
+
+def mangle(typ: ir.Type) -> str:
+    """The overload suffix of an intrinsic name: ``f32``, ``i64``, ``v16f32``."""
+    if isinstance(typ, ir.VectorType):
+        return f"v{typ.count}{mangle(typ.element)}"
+    if isinstance(typ, ir.IntType):
+        return f"i{typ.width}"
+    return {F32: "f32", F64: "f64"}[typ]
+
+
+def known_multiple(e: PrimExpr) -> int:
+    """A positive int that divides every value of ``e`` (0 for the constant 0)."""
+    if isinstance(e, IntImm):
+        return abs(e.value)
+    if isinstance(e, Mul):
+        for x, y in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(y, IntImm):
+                return known_multiple(x) * abs(y.value)
+        return known_multiple(e.a) * known_multiple(e.b)
+    if isinstance(e, (Add, Sub)):
+        return math.gcd(known_multiple(e.a), known_multiple(e.b))
+    if isinstance(e, Cast):
+        return known_multiple(e.value)
+    return 1
+
+
+def _imm_value(e: PrimExpr) -> int | None:
+    if isinstance(e, Broadcast):
+        e = e.value
+    return e.value if isinstance(e, IntImm) else None
+
+
+class ExprCodegen:
+    """Lowers expressions with ``self.builder``; subclasses set the state below."""
+
+    module: ir.Module
+    builder: ir.IRBuilder
+    values: dict[str, ir.Value]
+    buffers: dict[str, tuple[ir.Value, Buffer]]
+    fast_math: bool
+    nontemporal: bool
+    mvec: tuple[str, int, int] | None
+
+    # -- helpers -----------------------------------------------------------
+    @property
+    def _fm(self) -> tuple[str, ...]:
+        return ("fast",) if self.fast_math else ()
+
+    def intrinsic(self, name: str, ret: ir.Type, args: list[ir.Type],
+                  overloads: list[ir.Type]) -> ir.Function:
+        full = ".".join([name, *(mangle(t) for t in overloads)])
+        fn = self.module.globals.get(full)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, args), full)
+        return fn
+
+    def declare(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, args), name)
+        return fn
+
+    def const(self, typ: ir.Type, value: Any) -> ir.Constant:
+        if isinstance(typ, ir.VectorType):
+            return ir.Constant(typ, [value] * typ.count)
+        return ir.Constant(typ, value)
+
+    def splat(self, v: ir.Value, lanes: int) -> ir.Value:
+        vt = ir.VectorType(v.type, lanes)
+        first = self.builder.insert_element(ir.Constant(vt, ir.Undefined), v, I32(0))
+        return self.builder.shuffle_vector(first, ir.Constant(vt, ir.Undefined),
+                                           ir.Constant(ir.VectorType(I32, lanes), [0] * lanes))
+
+    def index64(self, v: ir.Value) -> ir.Value:
+        elem = v.type.element if isinstance(v.type, ir.VectorType) else v.type
+        if elem == I64:
+            return v
+        lanes = v.type.count if isinstance(v.type, ir.VectorType) else 1
+        return self.builder.sext(v, I64 if lanes == 1 else ir.VectorType(I64, lanes))
+
+    # -- dispatch ----------------------------------------------------------
+    def expr(self, e: PrimExpr) -> ir.Value:
+        method: Callable[[Any], ir.Value] | None = getattr(self, "_e_" + type(e).__name__, None)
+        if method is None:
+            if isinstance(e, BinaryOp):
+                return self._binary(e)
+            raise TypeError(f"codegen: unsupported expression {type(e).__name__}")
+        return method(e)
+
+    def _e_IntImm(self, e: IntImm) -> ir.Value:
+        return ir.Constant(_ELEM[e.dtype], e.value)
+
+    def _e_FloatImm(self, e: FloatImm) -> ir.Value:
+        return ir.Constant(_ELEM[e.dtype], e.value)
+
+    def _e_Var(self, e: Var) -> ir.Value:
+        try:
+            return self.values[e.name]
+        except KeyError:
+            raise TypeError(f"codegen: var {e.name!r} is not bound (verify the PrimFunc)") \
+                from None
+
+    def _e_Broadcast(self, e: Broadcast) -> ir.Value:
+        return self.splat(self.expr(e.value), e.lanes)
+
+    def _e_Ramp(self, e: Ramp) -> ir.Value:
+        vt = value_type(e.dtype)
+        steps = ir.Constant(vt, list(range(e.lanes)))
+        base = self.splat(self.expr(e.base), e.lanes)
+        stride = _imm_value(e.stride)
+        if stride != 1:
+            steps = self.builder.mul(steps, self.splat(self.expr(e.stride), e.lanes))
+        return self.builder.add(base, steps)
+
+    def _e_Let(self, e: Let) -> ir.Value:
+        saved = self.values.get(e.var.name)
+        self.values[e.var.name] = self.expr(e.value)
+        try:
+            return self.expr(e.body)
+        finally:
+            if saved is None:
+                del self.values[e.var.name]
+            else:
+                self.values[e.var.name] = saved
+
+    def _e_Not(self, e: Not) -> ir.Value:
+        a = self.expr(e.a)
+        return self.builder.xor(a, self.const(a.type, 1))
+
+    def _e_Select(self, e: Select) -> ir.Value:
+        return self.builder.select(self.expr(e.condition), self.expr(e.true_value),
+                                   self.expr(e.false_value))
+
+    def _e_BufferLoad(self, e: BufferLoad) -> ir.Value:
+        from_memory = self.load(e.buffer, e.indices[0] if e.indices else IntImm(0), e.lanes)
+        if dt.is_bool(e.dtype):
+            return self.builder.icmp_unsigned("!=", from_memory,
+                                              self.const(from_memory.type, 0))
+        return from_memory
+
+    # -- arithmetic ----------------------------------------------------------
+    def _binary(self, e: BinaryOp) -> ir.Value:
+        a, b = self.expr(e.a), self.expr(e.b)
+        elem = dt.element(e.a.dtype)
+        if elem == "bool":
+            return self._bool_binary(e, a, b)
+        if type(e) in _CMP:
+            op = _CMP[type(e)]
+            if elem in dt.FLOAT_ELEMENTS:
+                if isinstance(e, NE):
+                    return self.builder.fcmp_unordered(op, a, b, flags=self._fm)
+                return self.builder.fcmp_ordered(op, a, b, flags=self._fm)
+            return self.builder.icmp_signed(op, a, b)
+        if elem in dt.FLOAT_ELEMENTS:
+            return self._float_binary(e, a, b)
+        return self._int_binary(e, a, b)
+
+    def _bool_binary(self, e: BinaryOp, a: ir.Value, b: ir.Value) -> ir.Value:
+        if isinstance(e, (And, Min)):
+            return self.builder.and_(a, b)
+        if isinstance(e, (Or, Max)):
+            return self.builder.or_(a, b)
+        if type(e) in _CMP:
+            return self.builder.icmp_unsigned(_CMP[type(e)], a, b)
+        raise TypeError(f"codegen: {type(e).__name__} is not defined for bools")
+
+    def _float_binary(self, e: BinaryOp, a: ir.Value, b: ir.Value) -> ir.Value:
+        bld, fm = self.builder, self._fm
+        if isinstance(e, Add):
+            return bld.fadd(a, b, flags=fm)
+        if isinstance(e, Sub):
+            return bld.fsub(a, b, flags=fm)
+        if isinstance(e, Mul):
+            return bld.fmul(a, b, flags=fm)
+        if isinstance(e, Div):
+            return bld.fdiv(a, b, flags=fm)
+        if isinstance(e, FloorDiv):
+            return self.math("floor", [bld.fdiv(a, b, flags=fm)])
+        if isinstance(e, FloorMod):  # NumPy: r = fmod(a, b); r + b when r and b differ in sign
+            r = bld.frem(a, b, flags=fm)
+            zero = self.const(a.type, 0.0)
+            differ = bld.xor(bld.fcmp_ordered("<", r, zero), bld.fcmp_ordered("<", b, zero))
+            fix = bld.and_(bld.fcmp_ordered("!=", r, zero), differ)
+            return bld.select(fix, bld.fadd(r, b, flags=fm), r)
+        if isinstance(e, (Min, Max)):
+            name = "llvm.minimum" if isinstance(e, Min) else "llvm.maximum"
+            fn = self.intrinsic(name, a.type, [a.type, a.type], [a.type])
+            return bld.call(fn, [a, b], fastmath=fm)
+        raise TypeError(f"codegen: {type(e).__name__} is not defined for floats")
+
+    def _int_binary(self, e: BinaryOp, a: ir.Value, b: ir.Value) -> ir.Value:
+        bld = self.builder
+        if isinstance(e, Add):
+            return bld.add(a, b)
+        if isinstance(e, Sub):
+            return bld.sub(a, b)
+        if isinstance(e, Mul):
+            return bld.mul(a, b)
+        if isinstance(e, (Min, Max)):
+            name = "llvm.smin" if isinstance(e, Min) else "llvm.smax"
+            return bld.call(self.intrinsic(name, a.type, [a.type, a.type], [a.type]), [a, b])
+        return self._int_division(e, a, b, _imm_value(e.b))
+
+    def _int_division(self, e: BinaryOp, a: ir.Value, b: ir.Value,
+                      c: int | None) -> ir.Value:
+        bld = self.builder
+        floor = isinstance(e, (FloorDiv, FloorMod))
+        want_quotient = isinstance(e, (Div, FloorDiv))
+        if c is not None and c > 0 and c & (c - 1) == 0 and floor:
+            if want_quotient:  # floor division by 2^k is an arithmetic shift
+                return bld.ashr(a, self.const(a.type, c.bit_length() - 1))
+            return bld.and_(a, self.const(a.type, c - 1))
+        zero, one = self.const(a.type, 0), self.const(a.type, 1)
+        guarded = c is None or c in (0, -1)
+        if guarded:  # never trap: divide by 1 instead of 0 or -1 and patch the result
+            is_zero = bld.icmp_signed("==", b, zero)
+            is_m1 = bld.icmp_signed("==", b, self.const(a.type, -1))
+            divisor = bld.select(bld.or_(is_zero, is_m1), one, b)
+        else:
+            divisor = b
+        q, r = bld.sdiv(a, divisor), bld.srem(a, divisor)
+        if floor:
+            differ = bld.xor(bld.icmp_signed("<", r, zero), bld.icmp_signed("<", divisor, zero))
+            fix = bld.and_(bld.icmp_signed("!=", r, zero), differ)
+            if want_quotient:
+                q = bld.sub(q, bld.zext(fix, a.type))
+            else:
+                r = bld.select(fix, bld.add(r, divisor), r)
+        out = q if want_quotient else r
+        if guarded:
+            if want_quotient:
+                out = bld.select(is_m1, bld.sub(zero, a), out)
+            out = bld.select(is_zero, zero, out)
+        return out
+
+    # -- casts and math ----------------------------------------------------
+    def _e_Cast(self, e: Cast) -> ir.Value:
+        v = self.expr(e.value)
+        src, dst = dt.element(e.value.dtype), dt.element(e.dtype)
+        target = value_type(e.dtype)
+        bld = self.builder
+        if src == dst:
+            return v
+        if dst == "bool":
+            if src in dt.FLOAT_ELEMENTS:
+                return bld.fcmp_unordered("!=", v, self.const(v.type, 0.0))
+            return bld.icmp_signed("!=", v, self.const(v.type, 0))
+        if src == "bool":
+            return bld.uitofp(v, target) if dst in dt.FLOAT_ELEMENTS else bld.zext(v, target)
+        if src in dt.FLOAT_ELEMENTS and dst in dt.FLOAT_ELEMENTS:
+            return bld.fpext(v, target) if dst == "float64" else bld.fptrunc(v, target)
+        if src in dt.INT_ELEMENTS and dst in dt.INT_ELEMENTS:
+            return bld.sext(v, target) if dst == "int64" else bld.trunc(v, target)
+        if src in dt.INT_ELEMENTS:
+            return bld.sitofp(v, target)
+        fn = self.intrinsic("llvm.fptosi.sat", target, [v.type], [target, v.type])
+        return bld.call(fn, [v])
+
+    def _e_Call(self, e: Call) -> ir.Value:
+        args = [self.expr(a) for a in e.args]
+        if e.op == "abs":
+            fn = self.intrinsic("llvm.abs", args[0].type, [args[0].type, I1], [args[0].type])
+            return self.builder.call(fn, [args[0], I1(0)])
+        if e.lanes > 1 and e.op in _MVEC and self.mvec is not None:
+            return self.vector_math(e.op, args, dt.element(e.dtype))
+        return self.math(e.op, args)
+
+    def math(self, op: str, args: list[ir.Value]) -> ir.Value:
+        typ = args[0].type
+        fn = self.intrinsic(_INTRINSIC[op], typ, [typ] * len(args), [typ])
+        return self.builder.call(fn, args, fastmath=self._fm)
+
+    def vector_math(self, op: str, args: list[ir.Value], elem: str) -> ir.Value:
+        """``op`` on vectors through libmvec, in chunks of the variant's width."""
+        assert self.mvec is not None
+        isa, w32, w64 = self.mvec
+        width = w32 if elem == "float32" else w64
+        lanes = args[0].type.count
+        vt = ir.VectorType(_ELEM[elem], width)
+        name = f"_ZGV{isa}N{width}{'v' * len(args)}_{op}{'f' if elem == 'float32' else ''}"
+        fn = self.declare(name, vt, [vt] * len(args))
+        bld = self.builder
+        chunks = []
+        for start in range(0, lanes, width):
+            mask = ir.Constant(ir.VectorType(I32, width),
+                               [min(start + k, lanes - 1) for k in range(width)])
+            parts = [bld.shuffle_vector(a, a, mask) for a in args]
+            chunks.append(bld.call(fn, parts))
+        while len(chunks) > 1:  # concatenate pairwise (pad with the last chunk)
+            if len(chunks) % 2:
+                chunks.append(chunks[-1])
+            n = chunks[0].type.count
+            cat = ir.Constant(ir.VectorType(I32, 2 * n), list(range(2 * n)))
+            chunks = [bld.shuffle_vector(chunks[k], chunks[k + 1], cat)
+                      for k in range(0, len(chunks), 2)]
+        out = chunks[0]
+        if out.type.count != lanes:
+            out = bld.shuffle_vector(out, out, ir.Constant(ir.VectorType(I32, lanes),
+                                                           list(range(lanes))))
+        return out
+
+    # -- memory ------------------------------------------------------------
+    def address(self, buf: Buffer, index: ir.Value) -> ir.Value:
+        ptr = self.buffers[buf.name][0]
+        return self.builder.gep(ptr, [self.index64(index)], inbounds=True,
+                                source_etype=memory_type(buf.dtype))
+
+    def alignment(self, buf: Buffer, base: PrimExpr) -> int:
+        """Bytes of alignment provable for ``buf[base]``."""
+        declared = self.buffers[buf.name][1].align
+        elem = dt.ELEMENT_BYTES[buf.dtype]
+        multiple = known_multiple(base) * elem
+        if multiple == 0:
+            return declared
+        return min(declared, multiple & -multiple)
+
+    def load(self, buf: Buffer, index: PrimExpr, lanes: int) -> ir.Value:
+        bld = self.builder
+        elem_t = memory_type(buf.dtype)
+        if lanes == 1:
+            return bld.load(self.address(buf, self.expr(index)), typ=elem_t,
+                            align=self.alignment(buf, index))
+        if isinstance(index, Ramp) and _imm_value(index.stride) == 1:
+            addr = self.address(buf, self.expr(index.base))
+            return bld.load(addr, typ=ir.VectorType(elem_t, lanes),
+                            align=self.alignment(buf, index.base))
+        if isinstance(index, Broadcast):
+            return self.splat(self.load(buf, index.value, 1), lanes)
+        vi = self.expr(index)  # gather, one lane at a time
+        out = ir.Constant(ir.VectorType(elem_t, lanes), ir.Undefined)
+        for k in range(lanes):
+            addr = self.address(buf, bld.extract_element(vi, I32(k)))
+            out = bld.insert_element(out, bld.load(addr, typ=elem_t,
+                                                   align=dt.ELEMENT_BYTES[buf.dtype]), I32(k))
+        return out
+
+    def store(self, buf: Buffer, index: PrimExpr, value: ir.Value, lanes: int) -> None:
+        bld = self.builder
+        if dt.is_bool(buf.dtype):
+            value = bld.zext(value, memory_type(dt.with_lanes("bool", lanes)))
+        if lanes == 1:
+            bld.store(value, self.address(buf, self.expr(index)),
+                      align=self.alignment(buf, index))
+        elif isinstance(index, Ramp) and _imm_value(index.stride) == 1:
+            st = bld.store(value, self.address(buf, self.expr(index.base)),
+                           align=self.alignment(buf, index.base))
+            if self.nontemporal:
+                st.set_metadata("nontemporal", self.module.add_metadata([I32(1)]))
+        else:  # scatter, one lane at a time, in lane order
+            vi = self.expr(index)
+            for k in range(lanes):
+                addr = self.address(buf, bld.extract_element(vi, I32(k)))
+                bld.store(bld.extract_element(value, I32(k)), addr,
+                          align=dt.ELEMENT_BYTES[buf.dtype])
+
+
+__all__ = ["F32", "F64", "I1", "I8", "I32", "I64", "PTR", "ExprCodegen", "known_multiple",
+           "memory_type", "value_type"]

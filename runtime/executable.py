@@ -1,0 +1,122 @@
+"""Executable and Kernel: what ``runtime.build`` returns.
+
+``ex["name"]`` is a :class:`Kernel`, called with NumPy arrays in
+destination-passing style (see ``runtime/abi.py``); ``ex.get_source(fmt)``
+returns the lowered TIR (``"tir"``), the optimized LLVM IR (``"llvm"``/``"ll"``)
+or the host assembly (``"asm"``/``"s"``) of every kernel. Sources of kernels
+that came from the on-disk cache are regenerated on demand.
+
+The executable owns the JIT engine; kernels keep a reference to it, so a
+kernel stays callable after the executable is dropped.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from .abi import CallingConvention
+from .jit import Engine, assembly, optimized_ir
+from .threadpool import take_error
+
+
+class Kernel:
+    """A compiled PrimFunc: ``kernel(*arrays)`` checks the arguments and runs it (returns None).
+
+    Attributes
+    ----------
+    name : str
+    signature : str
+        The expected arguments, e.g. ``add(a: float32[n], c: float32[n] (written))``.
+    """
+
+    def __init__(self, name: str, convention: CallingConvention, address: int,
+                 engine: Engine) -> None:
+        self.name = name
+        self._convention = convention
+        self._engine = engine  # keeps the machine code alive
+        self._cfunc = ctypes.CFUNCTYPE(None, *convention.argtypes)(address)
+
+    @property
+    def signature(self) -> str:
+        return self._convention.signature
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        """Run the kernel on ``args`` (checked first; see ``runtime/abi.py``).
+
+        Raises
+        ------
+        TypeError, ValueError
+            For a bad argument, naming it; nothing runs in that case.
+        RuntimeError
+            When the thread pool failed to run a parallel loop.
+        """
+        native = self._convention.pack(args, kwargs)
+        self._cfunc(*native)
+        error = take_error()
+        if error is not None:
+            raise RuntimeError(f"{self.name}: a parallel loop failed to run") from error
+
+    def __repr__(self) -> str:
+        return f"<Kernel {self.signature}>"
+
+
+class Executable(Mapping[str, Kernel]):
+    """The compiled PrimFuncs of a module, by name."""
+
+    def __init__(self, kernels: dict[str, Kernel], sources: dict[str, Callable[[str], str]],
+                 engine: Engine) -> None:
+        self._kernels = kernels
+        self._sources = sources
+        self._engine = engine
+        self._memo: dict[tuple[str, str], str] = {}
+
+    def __getitem__(self, name: str) -> Kernel:
+        try:
+            return self._kernels[name]
+        except KeyError:
+            known = ", ".join(self._kernels) or "none"
+            raise KeyError(f"executable has no function {name!r} (functions: {known})") \
+                from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._kernels)
+
+    def __len__(self) -> int:
+        return len(self._kernels)
+
+    def get_source(self, fmt: str = "llvm") -> str:
+        """The generated code of every kernel, in module order.
+
+        Parameters
+        ----------
+        fmt : {"llvm", "ll", "asm", "s", "tir"}
+            Optimized LLVM IR, host assembly, or the lowered TIR script.
+
+        Raises
+        ------
+        ValueError
+            For another format.
+        """
+        kind = {"llvm": "llvm", "ll": "llvm", "asm": "asm", "s": "asm", "tir": "tir"}.get(fmt)
+        if kind is None:
+            raise ValueError(f"get_source: unknown format {fmt!r}; use 'llvm', 'asm' or 'tir'")
+        parts = []
+        for name, source in self._sources.items():
+            key = (name, kind)
+            if key not in self._memo:
+                text = source("tir" if kind == "tir" else "llvm")
+                if kind == "llvm":
+                    text = optimized_ir(text)
+                elif kind == "asm":
+                    text = assembly(text)
+                self._memo[key] = text
+            parts.append(self._memo[key])
+        return "\n".join(parts)
+
+    def __repr__(self) -> str:
+        return f"<Executable: {', '.join(self._kernels) or 'empty'}>"
+
+
+__all__ = ["Executable", "Kernel"]

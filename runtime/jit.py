@@ -1,0 +1,101 @@
+"""LLVM IR text -> optimized module -> object code, and objects -> callable addresses.
+
+Optimization uses llvmlite 0.50's new pass manager (the legacy
+PassManagerBuilder is gone): ``create_pipeline_tuning_options`` with
+``speed_level = 3`` and loop and SLP vectorization set *explicitly* (as
+Numba's ``create_pass_builder`` does), then ``create_pass_builder(tm, pto)``
+and its module pass manager. Objects are emitted by the host TargetMachine
+and loaded into an MCJIT ``ExecutionEngine`` (``add_object_file``) built on an
+empty module, so a cached object is loaded without any compilation.
+
+LLVM compilation is serialized by a lock (llvmlite's global context is not
+meant for concurrent use). llvmlite objects never leave ``runtime/``.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+
+from .target import host
+
+_COMPILE_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """An object file and the optimized IR it came from (``ir`` empty when loaded from cache)."""
+
+    obj: bytes
+    ir: str
+
+
+def optimize(ir_text: str) -> llvm.ModuleRef:
+    """Parse, verify and optimize ``ir_text`` at O3 for the host."""
+    target = host()
+    module = llvm.parse_assembly(ir_text)
+    module.verify()
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_interleaving = True
+    pto.loop_unrolling = True
+    pb = llvm.create_pass_builder(target.machine, pto)
+    pm = pb.getModulePassManager()
+    pm.run(module, pb)
+    return module
+
+
+def compile_ir(ir_text: str) -> Compiled:
+    """Optimize ``ir_text`` and emit a host object file."""
+    with _COMPILE_LOCK:
+        module = optimize(ir_text)
+        obj = host().machine.emit_object(module)
+        return Compiled(obj, str(module))
+
+
+def assembly(ir_text: str) -> str:
+    """Host assembly of ``ir_text`` after optimization (for ``get_source("asm")``)."""
+    with _COMPILE_LOCK:
+        return str(host().machine.emit_assembly(optimize(ir_text)))
+
+
+def optimized_ir(ir_text: str) -> str:
+    """The optimized LLVM IR of ``ir_text``."""
+    with _COMPILE_LOCK:
+        return str(optimize(ir_text))
+
+
+class Engine:
+    """An MCJIT engine holding loaded objects; addresses stay valid while it lives."""
+
+    def __init__(self) -> None:
+        target = host()
+        with _COMPILE_LOCK:
+            self._empty = llvm.parse_assembly(
+                f'target triple = "{target.triple}"\n'
+                f'target datalayout = "{target.data_layout}"\n')
+            # the engine owns (and frees) its TargetMachine: give it a private one
+            self._engine = llvm.create_mcjit_compiler(self._empty, target.new_machine())
+        self._objects: list[llvm.ObjectFileRef] = []
+
+    def add_objects(self, objects: list[bytes]) -> None:
+        """Link ``objects`` into the engine (their symbols resolve against the process)."""
+        with _COMPILE_LOCK:
+            for data in objects:
+                ref = llvm.ObjectFileRef.from_data(data)
+                self._engine.add_object_file(ref)
+                self._objects.append(ref)
+            self._engine.finalize_object()
+
+    def address(self, symbol: str) -> int:
+        """The address of a loaded function; LookupError when the objects lack it."""
+        addr = self._engine.get_function_address(symbol)
+        if not addr:
+            raise LookupError(f"symbol {symbol!r} is not defined by the loaded objects")
+        return int(addr)
+
+
+__all__ = ["Compiled", "Engine", "assembly", "compile_ir", "optimize", "optimized_ir"]

@@ -1,0 +1,100 @@
+"""The host target: LLVM initialization, triple, CPU name and features, the TargetMachine.
+
+One ``Target`` per process (the host does not change while we run), created
+on first use. It also knows whether glibc's vector math library (libmvec)
+is available, which ISA variant of it the CPU can run, and loads it into the
+process so that JIT-linked objects resolve its symbols.
+
+``llvm.initialize()`` no longer exists in llvmlite 0.50 (it raises); the
+native target and asm printer are initialized instead, as Numba does.
+llvmlite objects never leave ``runtime/``.
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import functools
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import llvmlite
+import llvmlite.binding as llvm
+
+#: libmvec ISA letters and the (float32, float64) lane counts of each.
+_MVEC_ISA = (("avx512f", "e", 16, 8), ("avx2", "d", 8, 4), ("sse4.2", "b", 4, 2))
+
+
+@dataclass(frozen=True)
+class Target:
+    """The host CPU as LLVM sees it (immutable; get it with :func:`host`)."""
+
+    triple: str
+    cpu: str
+    features: str
+    data_layout: str
+    #: ``(isa letter, float32 lanes, float64 lanes)`` of usable libmvec variants, or None.
+    mvec: tuple[str, int, int] | None
+    machine: Any  # llvm.TargetMachine (kept here; never returned to callers outside runtime)
+
+    @property
+    def key(self) -> str:
+        """What identifies generated code for this target (part of every cache key)."""
+        return "|".join((self.triple, self.cpu, self.features, str(self.mvec),
+                         llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info))))
+
+    def has_feature(self, name: str) -> bool:
+        return f"+{name}" in self.features.split(",")
+
+    def new_machine(self) -> Any:
+        """A fresh TargetMachine (an MCJIT engine takes ownership of the one it is given
+        and frees it with the engine, so engines never get the shared ``machine``)."""
+        return _create_machine(self.triple, self.cpu, self.features)
+
+
+def _create_machine(triple: str, cpu: str, features: str) -> Any:
+    return llvm.Target.from_triple(triple).create_target_machine(
+        cpu=cpu, features=features, opt=3, codemodel="jitdefault", jit=True)
+
+
+_LOCK = threading.Lock()
+
+
+@functools.cache
+def host() -> Target:
+    """The host target, created once per process.
+
+    Returns
+    -------
+    Target
+        With an O3 ``TargetMachine`` for the host CPU name and features
+        (JIT code model, so objects load anywhere in the address space).
+    """
+    with _LOCK:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        triple = llvm.get_process_triple()
+        cpu = llvm.get_host_cpu_name()
+        features = llvm.get_host_cpu_features().flatten()
+        machine = _create_machine(triple, cpu, features)
+        mvec = _load_libmvec(features) if triple.startswith("x86_64") else None
+        return Target(triple, cpu, features, str(machine.target_data), mvec, machine)
+
+
+def _load_libmvec(features: str) -> tuple[str, int, int] | None:
+    """Load glibc's libmvec into the process; the widest variant this CPU runs."""
+    path = ctypes.util.find_library("mvec")
+    if path is None:
+        return None
+    try:
+        llvm.load_library_permanently(path)
+    except RuntimeError:
+        return None
+    have = set(features.split(","))
+    for feature, letter, f32_lanes, f64_lanes in _MVEC_ISA:
+        if f"+{feature}" in have:
+            return letter, f32_lanes, f64_lanes
+    return None
+
+
+__all__ = ["Target", "host"]

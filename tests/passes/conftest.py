@@ -1,0 +1,50 @@
+"""Options and fixtures of the graph-pass tests.
+
+``--update-goldens`` (or ``IRKERNEL_UPDATE_GOLDENS=1``) makes the golden
+tests rewrite the ``# expected`` section of every ``golden/<Pass>/*.ir``
+file with the current output instead of comparing, so a diff in review is
+the behaviour change. The option is registered here; pytest sees it when
+``tests/passes`` (or a file in it) is on the command line, and the
+environment variable works from any invocation.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    try:
+        parser.addoption("--update-goldens", action="store_true", default=False,
+                         help="rewrite the expected sections of tests/passes/golden/*/*.ir")
+    except ValueError:  # already registered by a conftest higher up
+        pass
+
+
+@pytest.fixture
+def update_goldens(request: pytest.FixtureRequest) -> bool:
+    if os.environ.get("IRKERNEL_UPDATE_GOLDENS", "") not in ("", "0"):
+        return True
+    return bool(request.config.getoption("--update-goldens", default=False))
+
+
+@pytest.fixture
+def impure_op(monkeypatch: pytest.MonkeyPatch) -> str:
+    """Name of an impure unary op (``-x``, but marked impure like a random draw).
+
+    The op registry is append-only: the op goes into copies of its tables that
+    vanish after the test.
+    """
+    import numpy as np
+
+    from irkernel import ops
+
+    monkeypatch.setattr(ops, "_ops", list(ops._ops))
+    monkeypatch.setattr(ops, "_by_name", dict(ops._by_name))
+    monkeypatch.setattr(ops, "_arrays", [])
+    name = "test_impure_negative"
+    ops.register_op(ops.OpDef(name, ops.ENC_UNARY, 1, ops._elementwise_rule(ops.NUMERIC_DTYPES),
+                              ops._ufunc(np.negative), ops.OPAQUE, pure=False))
+    return name
