@@ -114,7 +114,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
         rate = before / max(seconds, 1e-9) / 1e6
         print(f"  {name:<26} {seconds * 1e3:9.1f} {rate:10.1f} {before:14,} {after:13,}",
               file=out)
-    print("\nPass timing tree (both runs):\n" + timing.render(), file=out)
+    print("\nPass timing tree (warm run):\n" + timing.render(), file=out)
     with _step("verify optimized", out, timings):
         verify(optimized)
     print("\nRead more: README.md (quick start), docs/pass_infra.md (passes and "
