@@ -1,4 +1,4 @@
-"""The ``irkernel`` command: demo, opt, print, verify.
+"""The ``irkernel`` command: demo, opt, run, print, verify.
 
 Heavy modules (passes, runtime, the generator) are imported lazily inside the
 subcommands so that ``irkernel --help`` stays instant.
@@ -48,6 +48,13 @@ def cmd_opt(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
+    """Build an .ir file with runtime.build and run it (exit code 2 on a user error)."""
+    from ._cli_run import run_file
+
+    return run_file(args, out, _read_module)
+
+
 def _read_module(path: str) -> IRModule:
     from .text.parser import parse
 
@@ -75,7 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="irkernel", description="JIT-accelerated array-IR optimizer: "
         "struct-of-arrays graphs, Numba passes, llvmlite kernels.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    demo = sub.add_parser("demo", help="optimize a generated graph, compile and run an MLP and a fused chain")
+    demo = sub.add_parser("demo", help="optimize a generated graph; compile and run an MLP "
+                                       "and a fused chain")
     demo.add_argument("--nodes", type=int, default=1_000_000, help="graph size (default 1e6)")
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--pipeline", default="O2", help="textual pipeline (default O2)")
@@ -95,6 +103,17 @@ def build_parser() -> argparse.ArgumentParser:
                      help="print a diff after every pass that changed the module (stderr)")
     opt.add_argument("-o", "--output", help="write the result here instead of stdout")
     opt.set_defaults(run=cmd_opt)
+    run = sub.add_parser("run", help="build an .ir file (runtime.build) and run it on .npy "
+                         "inputs")
+    run.add_argument("file")
+    run.add_argument("--inputs", nargs="*", metavar="NPY", help="one .npy file per parameter")
+    run.add_argument("--entry", default="main", help="graph function to run (default main)")
+    run.add_argument("-o", "--output", help="write the outputs to this .npz file")
+    run.add_argument("-O", "--opt-level", type=int, default=None,
+                     help="opt_level of the build (default: the context's, 2)")
+    run.add_argument("--time-passes", action="store_true",
+                     help="print the timing tree of every pass of the build (stderr)")
+    run.set_defaults(run=cmd_run)
     show = sub.add_parser("print", help="parse an .ir file and print it normalized")
     show.add_argument("file")
     show.set_defaults(run=cmd_print)

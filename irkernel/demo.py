@@ -106,13 +106,13 @@ def optimize_generated(n_nodes: int, seed: int, pipeline_text: str, out: TextIO)
     timing = instrument.PassTimingInstrument()
     pipeline = transform.parse_pipeline(pipeline_text)
     print(f"\n  {pipeline_text} (the first call includes Numba JIT or its cache load):", file=out)
-    with transform.PassContext(opt_level=3, instruments=[timing, counts]):
-        with step(f"{pipeline_text}, first call", out):
-            pipeline(mod)
+    with transform.PassContext(opt_level=3, instruments=[timing, counts]), \
+            step(f"{pipeline_text}, first call", out):
+        pipeline(mod)
     counts.rows.clear()
-    with transform.PassContext(opt_level=3, instruments=[timing, counts]):
-        with step(f"{pipeline_text}, warm", out):
-            optimized = pipeline(mod)
+    with transform.PassContext(opt_level=3, instruments=[timing, counts]), \
+            step(f"{pipeline_text}, warm", out):
+        optimized = pipeline(mod)
     print(f"\n  {'pass':<26} {'ms':>9} {'M nodes/s':>10} {'nodes before':>14} "
           f"{'nodes after':>13}", file=out)
     for name, before, after, seconds in counts.rows:
@@ -141,7 +141,7 @@ def mlp_module(batch: int, hidden: int, layers: int) -> IRModule:
 
 def mlp_numpy(x: np.ndarray, *weights: np.ndarray) -> np.ndarray:
     h = x
-    for w, b in zip(weights[0::2], weights[1::2]):
+    for w, b in zip(weights[0::2], weights[1::2], strict=False):
         h = np.maximum(h @ w + b, np.float32(0))
     return h
 
@@ -194,21 +194,22 @@ def compile_and_compare(label: str, mod: IRModule, inputs: Sequence[np.ndarray],
     print(f"\n  {label}", file=out)
     with step("build (graph passes, legalize, fuse, LLVM)", out):
         ex = runtime.build(mod)
-    kernels = sum(1 for f in ex.module.functions.values() if not isinstance(f, Function)) \
-        if hasattr(ex, "module") else None
-    if kernels is not None:
-        print(f"  {'kernels after fusion':<44} {kernels:9d}", file=out)
+    main = ex["main"]
+    plan = ex.memory_plan("main")
+    print(f"  {'kernels launched per call (after fusion)':<44} {main.num_kernels:9d}", file=out)
+    print(f"  {'intermediate bytes, unplanned -> planned':<44} "
+          f"{plan.naive_bytes:,} -> {plan.planned_bytes:,}", file=out)
     with step("run once (compiled)", out):
-        got = ex["main"](*inputs)[0]
+        got = main(*inputs)[0]
     with step("reference interpreter", out):
         want = interpret(mod, *inputs)[0]
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-5)
     np.testing.assert_allclose(got, reference(*inputs), rtol=2e-5, atol=1e-5)
     print(f"  {'matches the interpreter and NumPy':<44} {'yes':>9}", file=out)
-    compiled = median_seconds(lambda: ex["main"](*inputs), repeat)
+    compiled = median_seconds(lambda: main(*inputs), repeat)
     numpy_time = median_seconds(lambda: reference(*inputs), repeat)
-    print(f"  {'irkernel (median of %d)' % repeat:<44} {compiled * 1e3:9.2f} ms", file=out)
-    print(f"  {'NumPy (median of %d)' % repeat:<44} {numpy_time * 1e3:9.2f} ms", file=out)
+    print(f"  {f'irkernel (median of {repeat})':<44} {compiled * 1e3:9.2f} ms", file=out)
+    print(f"  {f'NumPy (median of {repeat})':<44} {numpy_time * 1e3:9.2f} ms", file=out)
     print(f"  {'speed vs NumPy':<44} {numpy_time / compiled:9.2f}x", file=out)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from . import ops
 from .errors import IRError
 from .graph import Function
-from .ids import ENC_BINARY, ENC_UNARY, ENC_VARIADIC, NUMPY_DTYPES
+from .ids import ENC_BINARY, ENC_UNARY, ENC_VARIADIC, NUMPY_DTYPES, dtype_code
 from .module import IRModule
 
 MAX_CALL_DEPTH = 64
@@ -91,6 +91,8 @@ def _run(mod: IRModule | None, func: Function, name: str, inputs: list[np.ndarra
             attrs = attrs_of[attr_ids[i]]
             if k == ops.OP_CALL_FUNC:
                 out = _call_func(mod, name, i, attrs["callee"], args, depth)
+            elif k == ops.OP_CALL_TIR:
+                out = _call_tir(mod, name, i, attrs, args)
             elif opdef.reference is None:
                 raise IRError(f"{name}: node {i} ({opdef.name}): the interpreter cannot "
                               f"evaluate this op")
@@ -115,6 +117,22 @@ def _call_func(mod: IRModule | None, name: str, node: int, callee: str, args: li
                       f"function of the module")
     results = _run(mod, target, callee, _check_inputs(target, callee, args), depth + 1)
     return results[0]
+
+
+def _call_tir(mod: IRModule | None, name: str, node: int, attrs: dict[str, Any],
+              args: list[np.ndarray]) -> np.ndarray:
+    """Run the callee PrimFunc with the TIR interpreter on a fresh output array."""
+    from .tir.function import PrimFunc
+    from .tir.interp import run
+
+    callee = attrs["callee"]
+    target = None if mod is None else mod.functions.get(callee)
+    if not isinstance(target, PrimFunc):
+        raise IRError(f"{name}: node {node} (call_tir): callee {callee!r} is not a PrimFunc "
+                      f"of the module")
+    out = np.empty(attrs["shape"], dtype=NUMPY_DTYPES[dtype_code(attrs["dtype"])])
+    run(target, *[a if a.flags.c_contiguous else a.copy() for a in args], out)
+    return out
 
 
 def interpret(mod: IRModule | Function, *inputs: Any, entry: str = "main") -> list[np.ndarray]:

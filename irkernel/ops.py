@@ -113,6 +113,9 @@ class OpDef:
     commutative: bool = False
     doc: str = ""
     opcode: int = field(default=-1, compare=False)
+    #: ``legalize(operand types, attrs, result type) -> tir.PrimFunc`` (canonical form, attrs
+    #: ``op_pattern``/``op_name``); the built-ins' live in ``irkernel.op_templates``.
+    legalize: Callable[..., Any] | None = field(default=None, compare=False)
 
     def normalize_attrs(self, given: Mapping[str, object]) -> tuple[tuple[str, object], ...]:
         """Canonical sorted (name, value) pairs with defaults filled; TypeError on a bad key."""
@@ -513,6 +516,20 @@ def register_op(op: OpDef) -> OpDef:
 
 for _op in BUILTIN_OPS:
     register_op(_op)
+
+
+def set_legalize(name: str, legalize: Callable[..., Any] | None) -> OpDef:
+    """Install the TIR template (LegalizeOps hook) of a registered op; returns the new row."""
+    with _lock:
+        op = _by_name.get(name)
+        if op is None:
+            raise ValueError(f"set_legalize: unknown op {name!r}")
+        if legalize is not None and not callable(legalize):
+            raise TypeError(f"set_legalize: legalize of {name!r} must be callable")
+        op = OpDef(**{**op.__dict__, "legalize": legalize})
+        _ops[op.opcode] = op
+        _by_name[name] = op
+        return op
 
 
 def get_op(name_or_opcode: str | int) -> OpDef:

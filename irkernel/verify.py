@@ -14,7 +14,9 @@ earlier ones validated, so no kernel ever sees an out-of-range id):
    table's rule gives for its operands and attributes, and every attribute
    set is the op's own normalized record;
 6. module: call_func callees exist, are graph Functions, and their signature
-   matches the call; the call graph is acyclic.
+   matches the call; call_tir callees are PrimFuncs whose buffers are the
+   operands then the result (same dtypes and static shapes); the call graph
+   is acyclic.
 
 Every failure raises ``IRError`` naming the function, node id, op and rule.
 """
@@ -169,6 +171,8 @@ class _TypeRule:
                         "dtype and shape rule") from None
         if opdef.opcode == ops.OP_CALL_FUNC and self.mod is not None:
             self.check_call(i, dict(record), types, (code, shape))
+        if opdef.opcode == ops.OP_CALL_TIR and self.mod is not None:
+            self.check_call_tir(i, dict(record), types, (code, shape))
         return code, f.shapes.index.get(shape, -2)
 
     def check_call(self, i: int, attrs: dict[str, Any], types: list[tuple[int, tuple[int, ...]]],
@@ -191,6 +195,33 @@ class _TypeRule:
             raise _fail(self.fname, i, "call_func", f"result {_type_str(*result)} does not match "
                         f"{callee}'s outputs (" + ", ".join(_type_str(*t) for t in outs) + ")",
                         "call signature")
+
+
+    def check_call_tir(self, i: int, attrs: dict[str, Any],
+                       types: list[tuple[int, tuple[int, ...]]],
+                       result: tuple[int, tuple[int, ...]]) -> None:
+        """The callee is a PrimFunc of the module whose buffers are the operands, then the
+        result (static shapes, destination passing)."""
+        assert self.mod is not None
+        callee = attrs["callee"]
+        target = self.mod.functions.get(callee)
+        if not getattr(target, "_irkernel_prim_func", False):
+            what = "does not exist" if target is None else "is not a tir.PrimFunc"
+            raise _fail(self.fname, i, "call_tir", f"callee {callee!r} {what}", "call targets")
+        params = target.params  # type: ignore[union-attr]
+        if len(params) != len(types) + 1:
+            raise _fail(self.fname, i, "call_tir", f"{len(types)} operands + 1 result, but "
+                        f"{callee} has {len(params)} parameters", "call_tir signature")
+        for k, (param, want) in enumerate(zip(params, [*types, result], strict=True)):
+            shape = tuple(getattr(d, "value", None) for d in getattr(param, "shape", (None,)))
+            dtype = getattr(param, "dtype", None)
+            if not hasattr(param, "shape") or dtype != DTYPE_NAMES[want[0]] or shape != want[1]:
+                role = "the result" if k == len(types) else f"operand {k}"
+                got = (f"{dtype}[{', '.join(map(str, shape))}]" if hasattr(param, "shape")
+                       else f"scalar {dtype}")
+                raise _fail(self.fname, i, "call_tir", f"{callee} parameter {k} "
+                            f"({param.name}) is {got}, but {role} is {_type_str(*want)}",
+                            "call_tir signature")
 
 
 def _check_types(fname: str, func: Function, mod: IRModule | None) -> None:

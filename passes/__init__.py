@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from irkernel import transform
 
+from . import tir as tir  # registers the TIR passes: Simplify, FlattenBuffer, ...
 from .cse import EliminateCommonSubexpr
 from .dead_code import DeadCodeElimination
 from .fold_constant import FoldConstant
+from .fuse_ops import FuseOps
+from .fuse_tir import FuseTIR
+from .legalize_ops import LegalizeOps
 from .simplify_arith import SimplifyArith
 
 
@@ -27,5 +31,5 @@ def fixpoint(*passes: transform.Pass) -> transform.Pass:
     return transform.FixedPoint(list(passes))
 
 
-__all__ = ["DeadCodeElimination", "EliminateCommonSubexpr", "FoldConstant", "O2",
-           "SimplifyArith", "fixpoint"]
+__all__ = ["DeadCodeElimination", "EliminateCommonSubexpr", "FoldConstant", "FuseOps", "FuseTIR",
+           "LegalizeOps", "O2", "SimplifyArith", "fixpoint"]

@@ -5,7 +5,9 @@ and returns an :class:`Executable`; ``ex["f"](*arrays)`` runs one
 (destination-passing: outputs are arrays the caller allocates). Modules:
 ``target`` (host CPU), ``lower`` + ``codegen_expr`` (TIR -> ``llvmlite.ir``),
 ``jit`` (O3 pipeline, objects, engine), ``cache`` (on-disk objects), ``abi``
-(argument checks), ``threadpool`` (parallel loops), ``executable``, ``build``.
+(argument checks), ``threadpool`` (parallel loops), ``executable``, ``build``,
+``memory_plan`` (arena of a graph's intermediates) and ``executor`` (runs graphs:
+``runtime.build(graph_mod)["main"](*arrays) -> list of arrays``).
 Imports irkernel and passes; nothing imports runtime.
 """
 
@@ -15,7 +17,9 @@ from .abi import empty
 from .build import build
 from .cache import DiskCache, default_directory
 from .executable import Executable, Kernel
+from .executor import GraphExecutor
+from .memory_plan import MemoryPlan, plan_memory
 from .threadpool import get_num_threads, set_num_threads
 
-__all__ = ["DiskCache", "Executable", "Kernel", "build", "default_directory", "empty",
-           "get_num_threads", "set_num_threads"]
+__all__ = ["DiskCache", "Executable", "GraphExecutor", "Kernel", "MemoryPlan", "build",
+           "default_directory", "empty", "get_num_threads", "plan_memory", "set_num_threads"]

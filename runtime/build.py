@@ -12,17 +12,29 @@ Per PrimFunc, under the current ``PassContext``:
    hash of that IR (another PrimFunc may lower to the same code), else
    optimize and emit it (``runtime/jit.py``), and store both entries.
 
-All objects of one build are linked into one JIT engine. Graph Functions are
-skipped (lowering them is a later issue); a module with no PrimFunc gives an
-empty executable.
+All objects of one build are linked into one JIT engine.
+
+A module with graph Functions first goes through :data:`GRAPH_PIPELINE` as one
+``transform.Sequential`` ("GraphLowering") under the current PassContext, so
+instruments see every graph pass and, nested inside the build, every TIR
+lowering pass: graph simplification, ``LegalizeOps`` (graph ops ->
+``call_tir``), ``FuseOps`` + ``FuseTIR`` (fused PrimFuncs) and
+``DeadCodeElimination`` (drops unused PrimFuncs). A pass not registered is
+skipped with a logged warning. Then every PrimFunc compiles as above and each
+graph Function gets a :class:`~runtime.executor.GraphExecutor` (memory plan +
+launch list). ``build(mod, opt_level=N)`` runs all of it in a context derived
+from the current one with only ``opt_level`` replaced (see
+:func:`build_context`).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +49,18 @@ from . import threadpool  # noqa: F401  (registers irkernel_parallel_launch with
 from .abi import CallingConvention
 from .cache import DiskCache, digest
 from .executable import Executable, Kernel
+from .executor import GraphExecutor, make_kernels
 from .jit import Engine, compile_ir
 from .lower import lower
 from .target import Target, host
 
 _SOURCE_DIRS = ("runtime", "passes/tir", "irkernel/tir")
+_LOG = logging.getLogger("runtime.build")
+
+#: The default lowering pipeline of graph modules (registered pass names, in order).
+GRAPH_PIPELINE = ("FoldConstant", "SimplifyArith", "EliminateCommonSubexpr",
+                  "DeadCodeElimination", "LegalizeOps", "FuseOps", "FuseTIR",
+                  "DeadCodeElimination")
 
 
 @functools.cache
@@ -129,13 +148,60 @@ def _compile(name: str, func: PrimFunc, symbol: str, ctx: transform.PassContext,
     return compiled
 
 
-def build(mod: IRModule | PrimFunc, *, cache: bool | DiskCache = True) -> Executable:
-    """Compile every PrimFunc of ``mod`` for the host CPU.
+def graph_pipeline() -> transform.Sequential:
+    """:data:`GRAPH_PIPELINE` as one Sequential; unregistered passes are skipped (logged)."""
+    known = set(transform.list_passes())
+    missing = [name for name in GRAPH_PIPELINE if name not in known]
+    if missing:
+        _LOG.warning("runtime.build: passes %s are not registered; the graph lowering "
+                     "pipeline runs without them", ", ".join(dict.fromkeys(missing)))
+    return transform.Sequential([transform.get_pass(n) for n in GRAPH_PIPELINE if n in known],
+                                name="GraphLowering")
+
+
+@contextmanager
+def build_context(opt_level: int | None) -> Iterator[transform.PassContext]:
+    """The current PassContext, or one derived from it with ``opt_level`` replaced.
+
+    The derived context keeps required/disabled passes and config, and the
+    *same* instrument objects. They are installed without calling their
+    ``enter_pass_ctx``/``exit_pass_ctx`` again: the user's context already
+    entered them, and re-entering would reset state such as a
+    PassTimingInstrument's profile. Pass statistics of the build land in the
+    derived context.
+    """
+    ctx = transform.PassContext.current()
+    if opt_level is None or opt_level == ctx.opt_level:
+        yield ctx
+        return
+    derived = transform.PassContext(opt_level=opt_level, required_pass=ctx.required_pass,
+                                    disabled_pass=ctx.disabled_pass, config=dict(ctx.config))
+    with derived:
+        # NOTE: private on purpose; see the docstring (no enter/exit hook calls).
+        derived._set_instruments(ctx.instruments)
+        try:
+            yield derived
+        finally:
+            derived._set_instruments(())
+
+
+def _lower_graphs(mod: IRModule) -> IRModule:
+    irkernel.verify(mod)
+    return graph_pipeline()(mod)
+
+
+def build(mod: IRModule | PrimFunc, opt_level: int | None = None, *,
+          cache: bool | DiskCache = True) -> Executable:
+    """Compile ``mod`` for the host CPU: its PrimFuncs, and its graph Functions if any.
 
     Parameters
     ----------
     mod : IRModule or PrimFunc
         A lone PrimFunc is built under its ``global_symbol`` (or ``"main"``).
+        Graph Functions are lowered by :func:`graph_pipeline` first.
+    opt_level : int, optional
+        Overrides the current context's opt_level for this build only
+        (:func:`build_context`); None keeps it.
     cache : bool or DiskCache
         Use the on-disk cache (default: ``$IRKERNEL_CACHE_DIR`` or
         ``~/.cache/irkernel``), a given one, or none.
@@ -143,12 +209,14 @@ def build(mod: IRModule | PrimFunc, *, cache: bool | DiskCache = True) -> Execut
     Returns
     -------
     Executable
-        ``ex["name"](*arrays)`` runs a kernel; ``ex.get_source("llvm" | "asm" | "tir")``.
+        ``ex["name"](*arrays)`` runs a kernel (destination passing) or a graph
+        function (``-> list[np.ndarray]``); ``ex.get_source("llvm" | "asm" | "tir")``;
+        ``ex.memory_plan("main")``.
 
     Raises
     ------
     irkernel.IRError
-        When a PrimFunc does not verify.
+        When a function does not verify, or a lowered graph node cannot run.
     ValueError
         When two PrimFuncs share a symbol.
 
@@ -171,7 +239,14 @@ def build(mod: IRModule | PrimFunc, *, cache: bool | DiskCache = True) -> Execut
     if not isinstance(mod, IRModule):
         raise TypeError(f"build: expected an IRModule or PrimFunc, got {type(mod).__name__}")
     disk = cache if isinstance(cache, DiskCache) else (DiskCache() if cache else None)
-    ctx = transform.PassContext.current()
+    with build_context(opt_level) as ctx:
+        has_graphs = any(not transform.is_prim_func(f) for f in mod.functions.values())
+        lowered = _lower_graphs(mod) if has_graphs else mod
+        return _build_lowered(lowered, ctx, disk, has_graphs)
+
+
+def _build_lowered(mod: IRModule, ctx: transform.PassContext, disk: DiskCache | None,
+                   has_graphs: bool) -> Executable:
     compiled: dict[str, _Compiled] = {}
     owners: dict[str, str] = {}
     for name, func in mod.functions.items():
@@ -189,7 +264,13 @@ def build(mod: IRModule | PrimFunc, *, cache: bool | DiskCache = True) -> Execut
     kernels = {name: Kernel(name, CallingConvention(c.func, name), engine.address(c.symbol),
                             engine) for name, c in compiled.items()}
     sources: dict[str, Callable[[str], str]] = {n: c.source for n, c in compiled.items()}
-    return Executable(kernels, sources, engine)
+    graphs: dict[str, GraphExecutor] = {}
+    if has_graphs:
+        native = make_kernels(kernels)
+        for name, func in mod.functions.items():
+            if not transform.is_prim_func(func):
+                graphs[name] = GraphExecutor(name, func, native, graphs)
+    return Executable(kernels, sources, engine, graphs, mod if has_graphs else None)
 
 
-__all__ = ["build", "code_version"]
+__all__ = ["GRAPH_PIPELINE", "build", "build_context", "code_version", "graph_pipeline"]

@@ -9,7 +9,7 @@ which are libm/libmvec's, and fast math when enabled):
   shifts and masks);
 * floats are IEEE unless the ``tir.fast_math`` config sets ``fast`` flags;
   ``min``/``max`` are ``llvm.minimum``/``llvm.maximum`` (NaN-propagating, as
-  NumPy); ``//`` on floats is ``floor(a / b)``, ``%`` NumPy's remainder;
+  NumPy, and ``-0.0 < 0.0``, which the interpreter follows); ``//`` on floats is ``floor(a / b)``, ``%`` NumPy's remainder;
 * float -> int casts are ``llvm.fptosi.sat`` (saturating, NaN is 0);
 * bools are ``i1`` in registers and one byte in memory;
 * math calls are LLVM intrinsics (``llvm.exp.f32`` ...); a *vector* call of a
@@ -265,12 +265,15 @@ class ExprCodegen:
             return bld.fdiv(a, b, flags=fm)
         if isinstance(e, FloorDiv):
             return self.math("floor", [bld.fdiv(a, b, flags=fm)])
-        if isinstance(e, FloorMod):  # NumPy: r = fmod(a, b); r + b when r and b differ in sign
-            r = bld.frem(a, b, flags=fm)
+        if isinstance(e, FloorMod):  # NumPy: r = fmod(a, b); r + b when r and b differ in
+            r = bld.frem(a, b, flags=fm)  # sign; a zero r takes b's sign (copysign(0, b))
             zero = self.const(a.type, 0.0)
             differ = bld.xor(bld.fcmp_ordered("<", r, zero), bld.fcmp_ordered("<", b, zero))
             fix = bld.and_(bld.fcmp_ordered("!=", r, zero), differ)
-            return bld.select(fix, bld.fadd(r, b, flags=fm), r)
+            fixed = bld.select(fix, bld.fadd(r, b, flags=fm), r)
+            copysign = self.intrinsic("llvm.copysign", a.type, [a.type, a.type], [a.type])
+            signed_zero = bld.call(copysign, [zero, b])
+            return bld.select(bld.fcmp_ordered("==", r, zero), signed_zero, fixed)
         if isinstance(e, (Min, Max)):
             name = "llvm.minimum" if isinstance(e, Min) else "llvm.maximum"
             fn = self.intrinsic(name, a.type, [a.type, a.type], [a.type])

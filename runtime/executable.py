@@ -14,11 +14,17 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .abi import CallingConvention
 from .jit import Engine, assembly, optimized_ir
 from .threadpool import take_error
+
+if TYPE_CHECKING:
+    from irkernel.module import IRModule
+
+    from .executor import GraphExecutor
+    from .memory_plan import MemoryPlan
 
 
 class Kernel:
@@ -34,6 +40,7 @@ class Kernel:
     def __init__(self, name: str, convention: CallingConvention, address: int,
                  engine: Engine) -> None:
         self.name = name
+        self.address = address
         self._convention = convention
         self._engine = engine  # keeps the machine code alive
         self._cfunc = ctypes.CFUNCTYPE(None, *convention.argtypes)(address)
@@ -41,6 +48,11 @@ class Kernel:
     @property
     def signature(self) -> str:
         return self._convention.signature
+
+    @property
+    def convention(self) -> CallingConvention:
+        """The argument checks and native types (the graph executor calls unchecked)."""
+        return self._convention
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         """Run the kernel on ``args`` (checked first; see ``runtime/abi.py``).
@@ -62,29 +74,54 @@ class Kernel:
         return f"<Kernel {self.signature}>"
 
 
-class Executable(Mapping[str, Kernel]):
-    """The compiled PrimFuncs of a module, by name."""
+class Executable(Mapping[str, "Kernel | GraphExecutor"]):
+    """The compiled functions of a module, by name.
+
+    A PrimFunc's entry is a :class:`Kernel` (destination passing); a graph
+    Function's entry is a :class:`runtime.executor.GraphExecutor`
+    (``ex["main"](*arrays) -> list[np.ndarray]``). The graph executors are
+    listed first; ``ex.memory_plan(name)`` describes a graph's arena.
+    """
 
     def __init__(self, kernels: dict[str, Kernel], sources: dict[str, Callable[[str], str]],
-                 engine: Engine) -> None:
+                 engine: Engine, graphs: dict[str, GraphExecutor] | None = None,
+                 lowered: IRModule | None = None) -> None:
         self._kernels = kernels
         self._sources = sources
         self._engine = engine
+        self._graphs = graphs or {}
         self._memo: dict[tuple[str, str], str] = {}
+        #: The module after the lowering pipeline (None for a module of PrimFuncs only).
+        self.lowered_module = lowered
 
-    def __getitem__(self, name: str) -> Kernel:
-        try:
-            return self._kernels[name]
-        except KeyError:
-            known = ", ".join(self._kernels) or "none"
-            raise KeyError(f"executable has no function {name!r} (functions: {known})") \
-                from None
+    def __getitem__(self, name: str) -> Kernel | GraphExecutor:
+        found = self._graphs.get(name) or self._kernels.get(name)
+        if found is None:
+            known = ", ".join(self) or "none"
+            raise KeyError(f"executable has no function {name!r} (functions: {known})")
+        return found
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._kernels)
+        yield from self._graphs
+        yield from self._kernels
 
     def __len__(self) -> int:
-        return len(self._kernels)
+        return len(self._graphs) + len(self._kernels)
+
+    def memory_plan(self, name: str = "main") -> MemoryPlan:
+        """The memory plan of graph function ``name`` (``naive_bytes``, ``planned_bytes``...).
+
+        Raises
+        ------
+        KeyError
+            When ``name`` is not a graph function of the executable.
+        """
+        graph = self._graphs.get(name)
+        if graph is None:
+            known = ", ".join(self._graphs) or "none"
+            raise KeyError(f"executable has no graph function {name!r} (graph functions: "
+                           f"{known})")
+        return graph.plan
 
     def get_source(self, fmt: str = "llvm") -> str:
         """The generated code of every kernel, in module order.
@@ -116,7 +153,7 @@ class Executable(Mapping[str, Kernel]):
         return "\n".join(parts)
 
     def __repr__(self) -> str:
-        return f"<Executable: {', '.join(self._kernels) or 'empty'}>"
+        return f"<Executable: {', '.join(self) or 'empty'}>"
 
 
 __all__ = ["Executable", "Kernel"]

@@ -3,10 +3,13 @@
 Optimization uses llvmlite 0.50's new pass manager (the legacy
 PassManagerBuilder is gone): ``create_pipeline_tuning_options`` with
 ``speed_level = 3`` and loop and SLP vectorization set *explicitly* (as
-Numba's ``create_pass_builder`` does), then ``create_pass_builder(tm, pto)``
-and its module pass manager. Objects are emitted by the host TargetMachine
-and loaded into an MCJIT ``ExecutionEngine`` (``add_object_file``) built on an
-empty module, so a cached object is loaded without any compilation.
+Numba's ``create_pass_builder`` does; the options are ``target.PIPELINE``,
+which is part of every cache key), then ``create_pass_builder(tm, pto)``
+and its module pass manager. The pass builder takes the host TargetMachine,
+so the vectorizers' cost model sees the CPU's real vector width. Objects are
+emitted by the host TargetMachine and loaded into an MCJIT ``ExecutionEngine``
+(``add_object_file``) built on an empty module, so a cached object is loaded
+without any compilation.
 
 LLVM compilation is serialized by a lock (llvmlite's global context is not
 meant for concurrent use). llvmlite objects never leave ``runtime/``.
@@ -19,29 +22,28 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
-from .target import host
+from .target import PIPELINE, host
 
 _COMPILE_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
 class Compiled:
-    """An object file and the optimized IR it came from (``ir`` empty when loaded from cache)."""
+    """An object file."""
 
     obj: bytes
-    ir: str
 
 
 def optimize(ir_text: str) -> llvm.ModuleRef:
-    """Parse, verify and optimize ``ir_text`` at O3 for the host."""
+    """Parse, verify and optimize ``ir_text`` for the host with the ``PIPELINE`` options."""
     target = host()
     module = llvm.parse_assembly(ir_text)
     module.verify()
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
-    pto.loop_vectorization = True
-    pto.slp_vectorization = True
-    pto.loop_interleaving = True
-    pto.loop_unrolling = True
+    pto = llvm.create_pipeline_tuning_options(speed_level=PIPELINE["speed_level"])
+    pto.loop_vectorization = PIPELINE["loop_vectorization"]
+    pto.slp_vectorization = PIPELINE["slp_vectorization"]
+    pto.loop_interleaving = PIPELINE["loop_interleaving"]
+    pto.loop_unrolling = PIPELINE["loop_unrolling"]
     pb = llvm.create_pass_builder(target.machine, pto)
     pm = pb.getModulePassManager()
     pm.run(module, pb)
@@ -52,8 +54,7 @@ def compile_ir(ir_text: str) -> Compiled:
     """Optimize ``ir_text`` and emit a host object file."""
     with _COMPILE_LOCK:
         module = optimize(ir_text)
-        obj = host().machine.emit_object(module)
-        return Compiled(obj, str(module))
+        return Compiled(host().machine.emit_object(module))
 
 
 def assembly(ir_text: str) -> str:

@@ -25,6 +25,14 @@ import llvmlite.binding as llvm
 _MVEC_ISA = (("avx512f", "e", 16, 8), ("avx2", "d", 8, 4), ("sse4.2", "b", 4, 2))
 
 
+#: Options of the O3 pipeline (``runtime/jit.py``); part of every cache key, since they
+#: change the generated code. LLVM's own loop unroller is off: TIR schedules unroll
+#: explicitly (``T.unroll``, ``tir.UnrollLoop``), and LLVM's runtime unrolling of loops
+#: that are already vector blocks only adds code (and 25-40% to compile time).
+PIPELINE = {"speed_level": 3, "loop_vectorization": True, "slp_vectorization": True,
+            "loop_interleaving": True, "loop_unrolling": False}
+
+
 @dataclass(frozen=True)
 class Target:
     """The host CPU as LLVM sees it (immutable; get it with :func:`host`)."""
@@ -41,7 +49,8 @@ class Target:
     def key(self) -> str:
         """What identifies generated code for this target (part of every cache key)."""
         return "|".join((self.triple, self.cpu, self.features, str(self.mvec),
-                         llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info))))
+                         llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info)),
+                         repr(sorted(PIPELINE.items()))))
 
     def has_feature(self, name: str) -> bool:
         return f"+{name}" in self.features.split(",")

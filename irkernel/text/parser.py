@@ -825,6 +825,11 @@ def parse(text: str) -> IRModule:
         tok = cur.peek()
         if tok[0] == "eol":
             continue
+        if tok[0] == "glob" and tok[1].startswith("@T.prim_func"):
+            raise cur.error("PrimFuncs (@T.prim_func) are not part of the text format: "
+                            "ik.parse reads graph functions only; rebuild a PrimFunc by "
+                            "running its printed script with T = irkernel.tir.script "
+                            "(see docs/tir.md)", tok)
         if tok[0] == "glob":
             name, name_tok, attrs, brace = _header(cur)
             if name in functions:

@@ -27,6 +27,7 @@ Imports ``irkernel.tir.dtype`` only.
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -202,9 +203,14 @@ class IntImm(PrimExpr):
         _depth(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class FloatImm(PrimExpr):
-    """A float constant, rounded to ``dtype`` when built (so equality is exact)."""
+    """A float constant, rounded to ``dtype`` when built (so equality is exact).
+
+    Equality and hash compare the value's bits, not ``==`` on floats: ``0.0``
+    and ``-0.0`` are different constants (``x * -0.0`` is not ``x * 0.0``) and
+    a NaN equals a NaN, so ``==``, ``hash`` and ``structural_digest`` agree.
+    """
 
     value: float
     dtype: str = "float64"
@@ -220,6 +226,16 @@ class FloatImm(PrimExpr):
         _set(self, "value", value)
         _set(self, "dtype", dtype)
         _depth(self)
+
+    def _key(self) -> tuple[Any, str]:
+        bits = "nan" if math.isnan(self.value) else struct.pack("<d", self.value)
+        return bits, self.dtype
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is FloatImm and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,12 +335,14 @@ class FloorMod(BinaryOp):
     pass
 
 
-@_binop("min(a, b); NaN-propagating for floats (np.minimum)")
+@_binop("min(a, b); for floats IEEE 754-2019 minimum: NaN-propagating (np.minimum), "
+        "and -0.0 < 0.0 (np.minimum returns b for equal zeros)")
 class Min(BinaryOp):
     pass
 
 
-@_binop("max(a, b); NaN-propagating for floats (np.maximum)")
+@_binop("max(a, b); for floats IEEE 754-2019 maximum: NaN-propagating (np.maximum), "
+        "and -0.0 < 0.0 (np.maximum returns b for equal zeros)")
 class Max(BinaryOp):
     pass
 

@@ -12,7 +12,9 @@ Imports numpy and the TIR node modules.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -104,8 +106,41 @@ _MATH: dict[str, Callable[..., np.ndarray]] = {
     "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
     "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "fabs": np.abs, "floor": np.floor,
     "ceil": np.ceil, "round": np.rint, "pow": np.power, "abs": np.abs,
-    "fma": lambda a, b, c: (a.astype(np.float64) * b + c).astype(a.dtype),
+    "fma": lambda a, b, c: _fma(a, b, c),
 }
+
+
+def _fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``a * b + c`` rounded once, as ``llvm.fma``.
+
+    float32: the float64 product is exact and one float64 add rounds; float64:
+    exact rational arithmetic per finite lane (the non-finite ones follow IEEE).
+    """
+    if a.dtype == np.float32:
+        return (a.astype(np.float64) * b + c).astype(np.float32)
+    with np.errstate(all="ignore"):
+        out = a * b + c
+    # the exact product of finite lanes never overflows: an infinite c wins
+    out = np.where(np.isfinite(a) & np.isfinite(b) & np.isinf(c), c, out)
+    for k in np.flatnonzero(np.isfinite(a) & np.isfinite(b) & np.isfinite(c)):
+        exact = Fraction(float(a[k])) * Fraction(float(b[k])) + Fraction(float(c[k]))
+        try:
+            out[k] = float(exact)
+        except OverflowError:
+            out[k] = math.copysign(math.inf, exact)
+    return out
+
+
+def _min_max(a: np.ndarray, b: np.ndarray, is_min: bool) -> np.ndarray:
+    """IEEE 754-2019 minimum/maximum (LLVM's ``llvm.minimum``/``maximum``): NaN-propagating
+    like ``np.minimum``, but ordering ``-0.0 < 0.0`` where NumPy returns ``b`` for a tie."""
+    if a.dtype == bool:
+        return np.logical_and(a, b) if is_min else np.logical_or(a, b)
+    out = np.minimum(a, b) if is_min else np.maximum(a, b)
+    if a.dtype.kind != "f":
+        return out
+    prefer_a = np.signbit(a) if is_min else np.signbit(b)
+    return np.where((a == b) & (a == 0), np.where(prefer_a, a, b), out)
 
 
 def _binary(e: BinaryOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -124,10 +159,8 @@ def _binary(e: BinaryOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return _int_div(a, b, floor=True) if is_int else np.floor(a / b)
     if isinstance(e, FloorMod):
         return _int_mod(a, b, floor=True) if is_int else np.remainder(a, b)
-    if isinstance(e, Min):
-        return np.logical_and(a, b) if a.dtype == bool else np.minimum(a, b)
-    if isinstance(e, Max):
-        return np.logical_or(a, b) if a.dtype == bool else np.maximum(a, b)
+    if isinstance(e, (Min, Max)):
+        return _min_max(a, b, isinstance(e, Min))
     if isinstance(e, (And, Or)):
         return np.logical_and(a, b) if isinstance(e, And) else np.logical_or(a, b)
     return {EQ: np.equal, NE: np.not_equal, LT: np.less, LE: np.less_equal, GT: np.greater,
@@ -263,9 +296,15 @@ def run(func: PrimFunc, *args: Any) -> None:
                 or arg.ndim != param.ndim:
             raise TypeError(f"interpret: argument {param.name!r} must be a {param.ndim}-d "
                             f"{param.dtype} array, got {getattr(arg, 'dtype', type(arg))}")
-        for dim, n in zip(param.shape, arg.shape, strict=True):
+        for axis, (dim, n) in enumerate(zip(param.shape, arg.shape, strict=True)):
             if isinstance(dim, Var):
-                env.setdefault(dim.name, np.array([n], dtype=dim.dtype))
+                bound = int(env.setdefault(dim.name, np.array([n], dtype=dim.dtype))[0])
+                if bound != n:
+                    raise ValueError(f"interpret: argument {param.name!r} dimension {axis} is "
+                                     f"{n}, but {dim.name} = {bound} from an earlier argument")
+            elif isinstance(dim, IntImm) and dim.value != n:
+                raise ValueError(f"interpret: argument {param.name!r} dimension {axis} is {n}, "
+                                 f"expected {dim.value}")
         for k, s in enumerate(param.strides):
             if isinstance(s, Var):
                 env.setdefault(s.name, np.array([arg.strides[k] // arg.itemsize], s.dtype))

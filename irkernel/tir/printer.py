@@ -85,8 +85,10 @@ def _immediate(e: PrimExpr, literal: bool) -> str:
         text = format_float(inner.value, inner.dtype)
         if not literal or text.startswith('"'):
             text = f"T.{inner.dtype}({text})"
-    elif inner.dtype == "bool":
+    elif inner.dtype == "bool":  # a bare Python bool is only accepted next to a bool operand
         text = "True" if inner.value else "False"
+        if not literal:
+            text = f"T.bool({text})"
     else:
         text = str(inner.value)
         if not literal and inner.dtype != dt.INDEX:
@@ -139,16 +141,19 @@ class _Printer:
         if isinstance(e, Broadcast):
             return f"T.broadcast({self.expr(e.value)}, {e.lanes})", _ATOM
         if isinstance(e, Let):
-            var = f'T.var("{e.var.dtype}", name="{e.var.name}")'
+            # a walrus names the var for the body that follows (arguments run left to right)
+            var = f'({e.var.name} := T.var("{e.var.dtype}", name="{e.var.name}"))'
             return f"T.let_expr({var}, {self.expr(e.value)}, {self.expr(e.body)})", _ATOM
         raise TypeError(f"cannot print {type(e).__name__}")
 
     def _binary(self, e: BinaryOp) -> tuple[str, int]:
         # a literal converts back to its dtype only next to a non-literal of that dtype
-        a_lit = _is_imm(e.a) and not _is_imm(e.b)
+        # (not left of <, <=, >, >=: Python would reflect `3 < x` into `x > 3`)
+        a_lit = _is_imm(e.a) and not _is_imm(e.b) and type(e) not in (LT, LE, GT, GE)
         b_lit = _is_imm(e.b) and not _is_imm(e.a)
-        if _is_imm(e.a) and _is_imm(e.b) and isinstance(e.a, IntImm):
-            # two literals would be folded by Python itself: spell the left one out
+        if isinstance(e.a, IntImm) and (_is_imm(e.b) or type(e) in (LT, LE, GT, GE)):
+            # two literals would be folded by Python itself, and `3 < x` reflected into
+            # `x > 3`: spell the left one out
             left = f"T.{e.a.dtype}({e.a.value})"
             sym, prec = _INFIX.get(type(e), ("", 0))
             if sym:
@@ -235,7 +240,8 @@ def script(func: PrimFunc, name: str) -> str:
             params.append(f"{param.name}: T.Buffer({_buffer_args(param)})")
         else:
             params.append(f"{param.name}: T.{param.dtype}")
-    p.line(0, "@T.prim_func")
+    # without a global_symbol the tracer must not add one (it would name the function)
+    p.line(0, "@T.prim_func" if "global_symbol" in func.attrs else "@T.prim_func(private=True)")
     p.line(0, f"def {name}({', '.join(params)}):")
     if func.attrs:
         p.line(1, f"T.func_attr({_attrs(func.attrs)})")

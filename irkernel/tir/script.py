@@ -251,7 +251,15 @@ def prim_func(fn: Callable[..., Any] | None = None, *, name: str | None = None,
     """
     if fn is None:
         return functools.partial(prim_func, name=name, private=private)
-    hints = inspect.get_annotations(fn, eval_str=True)
+    # string annotations (``from __future__ import annotations``) are evaluated with
+    # the decorating scope's locals too, so shapes from an enclosing function work
+    scope = sys._getframe(1).f_locals
+    try:
+        hints = inspect.get_annotations(fn, locals=dict(scope), eval_str=True)
+    except NameError as exc:
+        raise NameError(f"prim_func {fn.__name__}: cannot evaluate a parameter annotation "
+                        f"({exc}); string annotations see the module's globals and the "
+                        "locals where @T.prim_func is applied") from exc
     params: list[_BufferNode | Var] = []
     for pname in inspect.signature(fn).parameters:
         spec = hints.get(pname)

@@ -94,6 +94,8 @@ def _is_const_tree(e: PrimExpr) -> bool:
 def _fold(e: PrimExpr) -> PrimExpr | None:
     if isinstance(e, (IntImm, FloatImm, Call)) or not _is_const_tree(e):
         return None
+    if isinstance(e, Broadcast) and isinstance(e.value, (IntImm, FloatImm)):
+        return None  # already canonical: folding would rebuild an equal node (not idempotent)
     vals = evaluate(e)
     if vals.tobytes() != vals[:1].repeat(len(vals)).tobytes():
         return None  # a vector of distinct constants (e.g. a constant Ramp): keep it

@@ -62,12 +62,14 @@ def test_opt_prints_to_stdout_and_times_passes(program: Path,
 
 def test_print_normalizes_and_verify_reports(program: Path) -> None:
     code, text = run_cli("print", str(program))
-    assert code == 0 and ik.structural_equal(ik.parse(text), ik.parse(PROGRAM))
+    assert code == 0
+    assert ik.structural_equal(ik.parse(text), ik.parse(PROGRAM))
     code, text = run_cli("verify", str(program))
-    assert code == 0 and "OK (1 functions, 8 graph nodes)" in text
+    assert code == 0
+    assert "OK (1 functions, 8 graph nodes)" in text
 
 
-@pytest.mark.parametrize("argv, message", [
+@pytest.mark.parametrize(("argv", "message"), [
     (("print", "missing.ir"), "No such file"),
     (("opt", "{prog}", "-p", "NoSuchPass"), "NoSuchPass"),
 ])
@@ -76,7 +78,8 @@ def test_errors_are_one_line_with_exit_code(argv: tuple[str, ...], message: str,
     code, _ = run_cli(*(a.format(prog=program) for a in argv))
     err = capsys.readouterr().err
     assert code != 0
-    assert message in err and "Traceback" not in err
+    assert message in err
+    assert "Traceback" not in err
 
 
 def test_parse_error_names_line_and_column(tmp_path: Path,
@@ -85,4 +88,6 @@ def test_parse_error_names_line_and_column(tmp_path: Path,
     bad.write_text(PROGRAM.replace("add %x, %three", "add %x, %nope", 1))
     code, _ = run_cli("verify", str(bad))
     err = capsys.readouterr().err
-    assert code != 0 and "6:16" in err and "%nope" in err
+    assert code != 0
+    assert "6:16" in err
+    assert "%nope" in err

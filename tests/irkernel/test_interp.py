@@ -588,11 +588,13 @@ def test_call_func_recursion_is_an_ir_error_not_a_crash():
         ik.interpret(mod, np.int32(1))
 
 
-def test_call_tir_is_not_interpreted():
+def test_call_tir_needs_a_prim_func_callee():
+    # call_tir runs its PrimFunc with tir.interpret (tests/passes/test_legalize_ops.py)
     bb = ik.GraphBuilder("main")
     x = bb.param("x", (2,), "float32")
     f = bb.finish([bb.call_tir(x, callee="k", dtype="float32", shape=(2,))])
-    with pytest.raises(ik.IRError, match=r"main: node 1 \(call_tir\): the interpreter cannot"):
+    with pytest.raises(ik.IRError, match=r"main: node 1 \(call_tir\): callee 'k' is not a "
+                                         r"PrimFunc"):
         ik.interpret(f, np.zeros(2, np.float32))
 
 

@@ -1,0 +1,406 @@
+"""A small tensor-expression layer (TVM's ``te``) that writes PrimFuncs in canonical form.
+
+Why: op templates (LegalizeOps) describe *what* each output element is, and
+FuseTIR needs to read that description back to compose kernels. Both sides
+agree on one shape of PrimFunc, the **canonical compute form**:
+
+* injective (elementwise, broadcast, injective ops): a perfect nest of serial
+  ``For`` loops over the output axes (one per axis, extent = the static dim,
+  ``min`` 0, distinct vars ``i0, i1, ...``) whose innermost body is exactly
+  one ``BufferStore(out, value, (i0, i1, ...))``; ``value`` reads the input
+  buffers with ``BufferLoad`` at index expressions of the loop vars. A 0-d
+  output has no loops.
+* reduction: the nest over the output axes holds ``out[idx] = init``, then a
+  nest of serial loops over the reduction axes (``k0, k1, ...``) with
+  ``out[idx] = combine(out[idx], source)``, then optionally a finishing store
+  ``out[idx] = finish(out[idx])`` (mean divides by the count).
+
+:func:`create_prim_func` builds this form from :func:`placeholder` /
+:func:`compute` tensors; :func:`extract_compute` is its inverse (None for any
+PrimFunc that is not canonical, e.g. a scheduled matmul).
+
+Composition: indexing a *non-reducing* compute tensor inlines its
+expression (``b = compute(..., lambda i: a[i] * 2); c = compute(...,
+lambda i: b[i] + 1)`` gives one store of ``a[i] * 2 + 1``), so templates can be
+written in stages without intermediate buffers. Indexing a reduction tensor
+is an error (a reduction is always the last stage).
+Imports the TIR node modules only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import dtype as dt
+from .buffer import Buffer, BufferLoad
+from .expr import (
+    GT,
+    NE,
+    Add,
+    FloatImm,
+    IntImm,
+    Or,
+    PrimExpr,
+    Select,
+    Var,
+    as_expr,
+    const,
+)
+from .function import PrimFunc
+from .functor import post_order, substitute
+from .stmt import BufferStore, For, SeqStmt, Stmt, seq
+
+#: Names of the output axis vars and the reduction axis vars (canonical, deterministic).
+AXIS_PREFIX, REDUCE_PREFIX = "i", "k"
+
+
+@dataclass(frozen=True)
+class ReduceAxis:
+    """A reduction axis: an index var over ``[0, extent)`` (made by :func:`reduce_axis`)."""
+
+    var: Var
+    extent: int
+
+
+@dataclass(frozen=True)
+class Reduce:
+    """A reduction, returned by :func:`sum`/:func:`max`/:func:`mean` inside an fcompute."""
+
+    combiner: str  # "sum" or "max"
+    source: PrimExpr
+    axes: tuple[ReduceAxis, ...]
+    init: PrimExpr
+    divisor: int | None = None  # mean: divide the finished sum by this count
+
+
+@dataclass(frozen=True, eq=False)
+class Tensor:
+    """A placeholder (an input buffer) or the result of :func:`compute`."""
+
+    buffer: Buffer
+    axes: tuple[Var, ...] = ()
+    body: PrimExpr | Reduce | None = None  # None: a placeholder
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(int(s.value) for s in self.buffer.shape)  # type: ignore[attr-defined]
+
+    @property
+    def dtype(self) -> str:
+        return self.buffer.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.buffer.ndim
+
+    def __getitem__(self, index: Any) -> PrimExpr:
+        idx = index if isinstance(index, tuple) else (index,)
+        idx = tuple(as_expr(i, dt.INDEX) for i in idx)
+        if len(idx) != self.ndim:
+            raise IndexError(f"te tensor {self.buffer.name}: {len(idx)} indices for a "
+                             f"{self.ndim}-d tensor")
+        if self.body is None:
+            return BufferLoad(self.buffer, idx)
+        if isinstance(self.body, Reduce):
+            raise ValueError(f"te tensor {self.buffer.name}: a reduction cannot be read by "
+                             "another compute (it must be the output)")
+        return substitute(self.body, {v.name: e for v, e in zip(self.axes, idx, strict=True)})
+
+
+def _static_shape(shape: Sequence[int], what: str) -> tuple[int, ...]:
+    out = []
+    for d in shape:
+        if isinstance(d, bool) or (not isinstance(d, int) and not hasattr(d, "__index__")):
+            raise TypeError(f"{what}: shape entries must be ints, got {d!r}")
+        if int(d) < 0:
+            raise ValueError(f"{what}: negative extent {d}")
+        out.append(int(d))
+    return tuple(out)
+
+
+def placeholder(shape: Sequence[int], dtype: str, name: str) -> Tensor:
+    """An input tensor of static ``shape`` and ``dtype`` (becomes a buffer parameter)."""
+    return Tensor(Buffer(name, _static_shape(shape, f"placeholder {name}"), dtype))
+
+
+def compute(shape: Sequence[int], fcompute: Callable[..., PrimExpr | Reduce], name: str,
+            dtype: str | None = None) -> Tensor:
+    """The tensor whose element at ``(i0, i1, ...)`` is ``fcompute(i0, i1, ...)``.
+
+    ``fcompute`` returns a PrimExpr (or a :class:`Reduce`); ``dtype`` (default:
+    the expression's) converts nothing, it is checked.
+    """
+    shape = _static_shape(shape, f"compute {name}")
+    axes = tuple(Var(f"{AXIS_PREFIX}{k}", dt.INDEX) for k in range(len(shape)))
+    body = fcompute(*axes)
+    if isinstance(body, Reduce):
+        got = body.init.dtype
+    else:
+        body = as_expr(body)
+        got = body.dtype
+    if dtype is not None and dt.normalize(dtype) != got:
+        raise TypeError(f"compute {name}: expression is {got}, expected {dtype}")
+    return Tensor(Buffer(name, shape, got), axes, body)
+
+
+def reduce_axis(extent: int, index: int = 0) -> ReduceAxis:
+    """A reduction axis over ``[0, extent)``; ``index`` numbers it (var ``k<index>``)."""
+    return ReduceAxis(Var(f"{REDUCE_PREFIX}{index}", dt.INDEX), int(extent))
+
+
+def reduce_axes(extents: Sequence[int]) -> tuple[ReduceAxis, ...]:
+    """Reduction axes ``k0, k1, ...`` over ``extents``."""
+    return tuple(reduce_axis(e, k) for k, e in enumerate(extents))
+
+
+def _axes(axis: ReduceAxis | Sequence[ReduceAxis]) -> tuple[ReduceAxis, ...]:
+    return (axis,) if isinstance(axis, ReduceAxis) else tuple(axis)
+
+
+def min_value(dtype: str) -> PrimExpr:
+    """The identity of ``max``: -inf for floats, the smallest int otherwise."""
+    if dt.is_float(dtype):
+        return FloatImm(float("-inf"), dtype)
+    return IntImm(dt.int_range(dtype)[0], dtype)
+
+
+def sum(source: PrimExpr, axis: ReduceAxis | Sequence[ReduceAxis]) -> Reduce:
+    """Sum of ``source`` over the reduction axes, accumulated in its dtype (ints wrap)."""
+    return Reduce("sum", source, _axes(axis), const(0, source.dtype))
+
+
+def max(source: PrimExpr, axis: ReduceAxis | Sequence[ReduceAxis]) -> Reduce:
+    """NaN-propagating max of ``source`` over the reduction axes."""
+    return Reduce("max", source, _axes(axis), min_value(source.dtype))
+
+
+def mean(source: PrimExpr, axis: ReduceAxis | Sequence[ReduceAxis]) -> Reduce:
+    """Float sum divided by the element count (np.mean's arithmetic, in the input dtype)."""
+    axes = _axes(axis)
+    if not dt.is_float(source.dtype):
+        raise TypeError(f"te.mean: float sources only, got {source.dtype}")
+    count = 1
+    for ax in axes:
+        count *= ax.extent
+    return Reduce("sum", source, axes, const(0, source.dtype), divisor=count)
+
+
+def combine(combiner: str, acc: PrimExpr, value: PrimExpr) -> PrimExpr:
+    """One reduction step. max: ``value`` when it is greater or NaN (so NaN sticks)."""
+    if combiner == "sum":
+        return Add(acc, value)
+    if combiner == "max":
+        cond = GT(value, acc)
+        if dt.is_float(value.dtype):
+            cond = Or(cond, NE(value, value))
+        return Select(cond, value, acc)
+    raise ValueError(f"te: unknown combiner {combiner!r}")
+
+
+# ---------------------------------------------------------------------------
+# Tensor -> PrimFunc
+# ---------------------------------------------------------------------------
+
+
+def _nest(vars_: Sequence[Var], extents: Sequence[int], body: Stmt) -> Stmt:
+    for v, n in zip(reversed(vars_), reversed(extents), strict=True):
+        body = For(v, IntImm(0, dt.INDEX), IntImm(n, dt.INDEX), "serial", body)
+    return body
+
+
+def create_prim_func(inputs: Sequence[Tensor], output: Tensor,
+                     attrs: Mapping[str, Any] | None = None) -> PrimFunc:
+    """The canonical-form PrimFunc computing ``output`` from ``inputs`` (params: inputs, out).
+
+    Raises ValueError when the output reads a placeholder that is not listed.
+    """
+    if output.body is None:
+        raise ValueError(f"create_prim_func: output {output.buffer.name} is a placeholder")
+    for t in inputs:
+        if t.body is not None:
+            raise ValueError(f"create_prim_func: input {t.buffer.name} is not a placeholder")
+    params = tuple(t.buffer for t in inputs)
+    names = {b.name for b in params}
+    out = output.buffer
+    if out.name in names:
+        raise ValueError(f"create_prim_func: output name {out.name!r} repeats an input's")
+    body_expr = output.body
+    exprs = ([body_expr.source, body_expr.init] if isinstance(body_expr, Reduce)
+             else [body_expr])
+    for e in exprs:
+        for node in post_order(e):
+            if isinstance(node, BufferLoad) and node.buffer.name not in names:
+                raise ValueError(f"create_prim_func: the output reads {node.buffer.name}, "
+                                 "which is not among the inputs")
+    idx = output.axes
+    if isinstance(body_expr, Reduce):
+        red = body_expr
+        acc = BufferLoad(out, idx)
+        update = BufferStore(out, combine(red.combiner, acc, red.source), idx)
+        inner = [BufferStore(out, red.init, idx),
+                 _nest([a.var for a in red.axes], [a.extent for a in red.axes], update)]
+        if red.divisor is not None:
+            inner.append(BufferStore(out, acc / const(red.divisor, out.dtype), idx))
+        stmt: Stmt = SeqStmt(tuple(inner))
+    else:
+        stmt = BufferStore(out, body_expr, idx)
+    body = _nest(idx, output.shape, stmt)
+    return PrimFunc((*params, out), body, dict(attrs or {}))
+
+
+# ---------------------------------------------------------------------------
+# PrimFunc -> description (the inverse, for FuseTIR)
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ComputeDesc:
+    """What a canonical PrimFunc computes.
+
+    ``axes`` are the output loop vars (``extents`` their dims). Injective:
+    ``value`` is the stored expression and the reduction fields are empty.
+    Reduction: ``init`` is stored first, ``update`` (which reads ``output`` at
+    ``axes``) for every point of ``reduce_axes``, then ``finish`` (or None);
+    ``combiner``/``source`` are set when ``update`` is a te ``sum``/``max`` step.
+    """
+
+    inputs: tuple[Buffer, ...]
+    output: Buffer
+    axes: tuple[Var, ...]
+    extents: tuple[int, ...]
+    value: PrimExpr | None = None
+    init: PrimExpr | None = None
+    reduce_axes: tuple[tuple[Var, int], ...] = ()
+    update: PrimExpr | None = None
+    finish: PrimExpr | None = None
+    combiner: str | None = None
+    source: PrimExpr | None = None
+
+    @property
+    def is_reduction(self) -> bool:
+        return self.update is not None
+
+
+def _peel(stmt: Stmt, count: int | None, taken: set[str]) -> tuple[list[For], Stmt] | None:
+    """Serial loops with min 0 and constant extent from the top of ``stmt`` (``count`` of them
+    exactly, or as many as there are)."""
+    loops: list[For] = []
+    while isinstance(stmt, For) and (count is None or len(loops) < count):
+        if (stmt.kind != "serial" or not isinstance(stmt.min, IntImm) or stmt.min.value != 0
+                or not isinstance(stmt.extent, IntImm) or stmt.loop_var.name in taken
+                or stmt.annotations):
+            return None
+        taken.add(stmt.loop_var.name)
+        loops.append(stmt)
+        stmt = stmt.body
+    if count is not None and len(loops) != count:
+        return None
+    return loops, stmt
+
+
+def _reads(expr: PrimExpr, buf: Buffer) -> list[BufferLoad]:
+    return [n for n in post_order(expr) if isinstance(n, BufferLoad) and n.buffer.name == buf.name]
+
+
+def _is_store_at(s: Stmt, out: Buffer, idx: tuple[Var, ...]) -> bool:
+    return isinstance(s, BufferStore) and s.buffer == out and s.indices == idx
+
+
+def _match_combine(update: PrimExpr, acc: BufferLoad) -> tuple[str, PrimExpr] | None:
+    if isinstance(update, Add) and update.a == acc and not _reads(update.b, acc.buffer):
+        return "sum", update.b
+    if isinstance(update, Select) and update.false_value == acc:
+        src = update.true_value
+        if _reads(src, acc.buffer) or combine("max", acc, src) != update:
+            return None
+        return "max", src
+    return None
+
+
+def extract_compute(func: PrimFunc) -> ComputeDesc | None:
+    """The :class:`ComputeDesc` of a canonical-form PrimFunc, or None when it is not one."""
+    if not isinstance(func, PrimFunc) or not func.params:
+        return None
+    bufs = func.params
+    if not all(isinstance(b, Buffer) and not b.strides for b in bufs):
+        return None
+    if not all(isinstance(s, IntImm) for b in bufs for s in b.shape):
+        return None
+    out = bufs[-1]
+    inputs = tuple(bufs[:-1])
+    peeled = _peel(func.body, out.ndim, set())
+    if peeled is None:
+        return None
+    loops, inner = peeled
+    extents = tuple(int(s.value) for s in out.shape)  # type: ignore[attr-defined]
+    if tuple(int(f.extent.value) for f in loops) != extents:  # type: ignore[attr-defined]
+        return None
+    axes = tuple(f.loop_var for f in loops)
+    taken = {v.name for v in axes}
+    if _is_store_at(inner, out, axes):
+        assert isinstance(inner, BufferStore)
+        if _reads(inner.value, out):
+            return None
+        return ComputeDesc(inputs, out, axes, extents, value=inner.value)
+    return _reduction_desc(inputs, out, axes, extents, inner, taken)
+
+
+def _reduction_desc(inputs: tuple[Buffer, ...], out: Buffer, axes: tuple[Var, ...],
+                    extents: tuple[int, ...], inner: Stmt, taken: set[str]) -> ComputeDesc | None:
+    """The reduction part of :func:`extract_compute`: init; reduce nest; optional finish."""
+    if not isinstance(inner, SeqStmt) or len(inner.stmts) not in (2, 3):
+        return None
+    first, nest = inner.stmts[0], inner.stmts[1]
+    if not _is_store_at(first, out, axes) or _reads(first.value, out):  # type: ignore[union-attr]
+        return None
+    red = _peel(nest, None, taken)
+    if red is None or not red[0]:
+        return None
+    rloops, step = red
+    if not _is_store_at(step, out, axes):
+        return None
+    assert isinstance(step, BufferStore)
+    assert isinstance(first, BufferStore)
+    acc = BufferLoad(out, axes)
+    if any(r != acc for r in _reads(step.value, out)):
+        return None
+    finish = None
+    if len(inner.stmts) == 3:
+        last = inner.stmts[2]
+        if not _is_store_at(last, out, axes):
+            return None
+        assert isinstance(last, BufferStore)
+        if any(r != acc for r in _reads(last.value, out)):
+            return None
+        finish = last.value
+    matched = _match_combine(step.value, acc)
+    return ComputeDesc(inputs, out, axes, extents, init=first.value,
+                       reduce_axes=tuple((f.loop_var, int(f.extent.value))  # type: ignore
+                                         for f in rloops),
+                       update=step.value, finish=finish,
+                       combiner=matched[0] if matched else None,
+                       source=matched[1] if matched else None)
+
+
+def prim_func_from_desc(desc: ComputeDesc, attrs: Mapping[str, Any] | None = None) -> PrimFunc:
+    """Rebuild the canonical PrimFunc of a description (``extract``'s inverse)."""
+    out, idx = desc.output, desc.axes
+    if desc.update is None:
+        assert desc.value is not None
+        stmt: Stmt = BufferStore(out, desc.value, idx)
+    else:
+        assert desc.init is not None
+        rvars = [v for v, _ in desc.reduce_axes]
+        parts = [BufferStore(out, desc.init, idx),
+                 _nest(rvars, [n for _, n in desc.reduce_axes], BufferStore(out, desc.update, idx))]
+        if desc.finish is not None:
+            parts.append(BufferStore(out, desc.finish, idx))
+        stmt = seq(*parts)
+    return PrimFunc((*desc.inputs, out), _nest(idx, desc.extents, stmt), dict(attrs or {}))
+
+
+__all__ = ["ComputeDesc", "Reduce", "ReduceAxis", "Tensor", "combine", "compute",
+           "create_prim_func", "extract_compute", "max", "mean", "min_value", "placeholder",
+           "prim_func_from_desc", "reduce_axes", "reduce_axis", "sum"]

@@ -1,0 +1,467 @@
+"""FuseTIR: each ``Primitive`` graph function (made by FuseOps) becomes one PrimFunc.
+
+The members' PrimFuncs are composed in graph order (TVM's FuseTIR plus
+``compute_inline``):
+
+* a member whose callee is in **canonical injective form** (``irkernel.tir.te``:
+  a perfect serial nest storing ``out[i0, i1, ...] = value``) is not emitted at
+  all; it becomes a *virtual* value ``(axes, value)`` and every load of it in a
+  later member is replaced by ``value`` with the axes substituted by the load's
+  indices. A chain of elementwise/broadcast/injective ops therefore ends as ONE
+  loop nest making one pass over memory;
+* any other member (a reduction, a scheduled matmul, a non-canonical kernel)
+  is emitted as its own statement, its bound vars and scratch buffers renamed
+  to fresh names, its output an ``Allocate``d intermediate (or the function's
+  output buffer for the root);
+* epilogues: when the root is canonical and reads the one emitted heavy member
+  (reduction / matmul) only at its own store indices, that member writes the
+  output buffer directly (no scratch) and, if it comes right before the root,
+  the epilogue moves into it: appended inside its nest when it is a canonical
+  reduction over the output axes, or applied to every stored value when it
+  never reads the output back (a register-tiled matmul storing its tile);
+  otherwise the epilogue runs as a second, in-place nest over the output.
+
+A virtual value whose expression grows deeper than ``INLINE_DEPTH`` is
+materialized into a scratch buffer instead (TIR trees are depth-capped at
+``tir.MAX_DEPTH`` so visitors cannot overflow the stack); so is one read with
+vector indices. Identical fused PrimFuncs are shared (structural digest).
+Callers' ``call_func`` nodes to Primitive functions become ``call_tir`` (a
+kind/attribute rewrite over the columns) and the Primitive functions go.
+Imports irkernel only (never runtime).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from irkernel import ops, transform
+from irkernel.errors import IRError
+from irkernel.graph import Function
+from irkernel.ids import NUMPY_DTYPES
+from irkernel.module import IRModule
+from irkernel.rebuild import rebuild
+from irkernel.tir.buffer import Buffer, BufferLoad
+from irkernel.tir.expr import FloatImm, IntImm, Let, PrimExpr, Var
+from irkernel.tir.function import PrimFunc
+from irkernel.tir.functor import Mutator, post_order, substitute
+from irkernel.tir.stmt import Allocate, BufferStore, For, LetStmt, SeqStmt, Stmt, seq
+from irkernel.tir.te import extract_compute
+
+from ._fuse_epilogue import (
+    fold_into_nest,
+    fold_into_stores,
+    peel,
+    replace_store_value,
+    static_extents,
+)
+from .fuse_ops import _group_name, _sanitize
+
+#: Deepest inlined expression before a virtual value is materialized (tir.MAX_DEPTH is 200;
+#: the margin leaves room for the consumer's own expression around the inlined one).
+INLINE_DEPTH = 120
+
+Virtual = tuple[tuple[Var, ...], PrimExpr]
+
+
+def _fail(fname: str, node: int, what: str) -> IRError:
+    return IRError(f"FuseTIR: {fname}: node {node}: {what} (rule: Primitive function members)")
+
+
+class _Rewriter(Mutator):
+    """Renames a member's bound vars and buffers and inlines its virtual inputs.
+
+    A virtual input read more than once (at one index tuple) is in ``lets``: its
+    value is bound once with a ``Let`` around the store that reads it, instead of
+    being copied into every read (templates such as relu/maximum read their
+    operand four times; copying would grow a chain's expression exponentially).
+    """
+
+    def __init__(self, buffers: dict[str, Buffer], virtuals: dict[str, Virtual],
+                 var_names: dict[str, str], lets: dict[str, Var] | None = None) -> None:
+        self.buffers = buffers
+        self.virtuals = virtuals
+        self.var_names = var_names
+        self.lets = lets or {}
+        self.pending: dict[str, tuple[PrimExpr, ...]] = {}
+
+    def visit_buffer(self, buffer: Buffer) -> Buffer:
+        return self.buffers.get(buffer.name, buffer)
+
+    def visit_Var(self, var: Var) -> Var:
+        new = self.var_names.get(var.name)
+        return var if new is None else Var(new, var.dtype)
+
+    def visit_BufferLoad(self, load: BufferLoad) -> PrimExpr:
+        virtual = self.virtuals.get(load.buffer.name)
+        if virtual is None:
+            return self.generic(load)
+        indices = tuple(self.visit(i) for i in load.indices)
+        bound = self.lets.get(load.buffer.name)
+        if bound is not None:
+            self.pending.setdefault(load.buffer.name, indices)
+            return bound
+        return _inline(virtual, indices)
+
+    def value(self, expr: PrimExpr) -> PrimExpr:
+        """``expr`` rewritten, wrapped in the Lets of the multiply-read inputs it reads."""
+        saved, self.pending = self.pending, {}
+        out = self.visit(expr)
+        bound: set[str] = set()  # params fed by one node share its Var: bind it once
+        for name, indices in self.pending.items():
+            var = self.lets[name]
+            if var.name not in bound:
+                bound.add(var.name)
+                out = Let(var, _inline(self.virtuals[name], indices), out)
+        self.pending = saved
+        return out
+
+    def visit_BufferStore(self, store: BufferStore) -> BufferStore:
+        value = self.value(store.value)
+        indices = tuple(self.visit(i) for i in store.indices)
+        return BufferStore(self.visit_buffer(store.buffer), value, indices)
+
+
+def _inline(virtual: Virtual, indices: tuple[PrimExpr, ...]) -> PrimExpr:
+    axes, value = virtual
+    return substitute(value, {a.name: i for a, i in zip(axes, indices, strict=True)})
+
+
+def _is_leaf(expr: PrimExpr) -> bool:
+    return isinstance(expr, (BufferLoad, Var, IntImm, FloatImm))
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    name, k = base, 0
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    taken.add(name)
+    return name
+
+
+def _nest(vars_: list[Var], extents: tuple[int, ...], body: Stmt) -> Stmt:
+    for v, n in zip(reversed(vars_), reversed(extents), strict=True):
+        body = For(v, IntImm(0, v.dtype), IntImm(n, v.dtype), "serial", body)
+    return body
+
+
+def _loads_of(node: Any, name: str) -> list[BufferLoad]:
+    return [n for n in post_order(node) if isinstance(n, BufferLoad) and n.buffer.name == name]
+
+
+@dataclass(frozen=True)
+class _CalleeInfo:
+    """What composing needs of one callee, computed once per callee and pass run."""
+
+    canonical: Any  # extract_compute's ComputeDesc, or None
+    loads: dict[str, list[BufferLoad]]  # reads of each buffer
+    bound: tuple[Var, ...]  # loop / let vars, in order
+    allocated: tuple[Buffer, ...]
+    signature: tuple[tuple[str, tuple[int, ...] | None], ...]  # per buffer param
+
+
+def _callee_info(callee: PrimFunc) -> _CalleeInfo:
+    loads: dict[str, list[BufferLoad]] = {}
+    bound: list[Var] = []
+    allocated: list[Buffer] = []
+    for node in post_order(callee.body):
+        if isinstance(node, BufferLoad):
+            loads.setdefault(node.buffer.name, []).append(node)
+        elif isinstance(node, For):
+            bound.append(node.loop_var)
+        elif isinstance(node, (LetStmt, Let)):
+            bound.append(node.var)
+        elif isinstance(node, Allocate):
+            allocated.append(node.buffer)
+    signature = tuple((p.dtype, static_extents(p)) if isinstance(p, Buffer) else ("", None)
+                      for p in callee.params)
+    return _CalleeInfo(extract_compute(callee), loads, tuple(dict.fromkeys(bound)),
+                       tuple(allocated), signature)
+
+
+class _Composer:
+    """Builds the fused PrimFunc of one Primitive function."""
+
+    def __init__(self, prim: Function, fname: str, mod: IRModule,
+                 infos: dict[int, _CalleeInfo]) -> None:
+        self.prim, self.fname, self.mod = prim, fname, mod
+        self.infos = infos  # per callee, by identity (the module holds them during the run)
+        types = [(NUMPY_DTYPES[d].name, prim.shapes[s]) for d, s in
+                 zip(prim.dtype.tolist(), prim.shape_id.tolist(), strict=True)]
+        self.types = types  # (dtype, shape) per node
+        self.var_taken: set[str] = set()
+        self.buf_taken: set[str] = set()
+        self.stmts: list[tuple[int, Stmt]] = []  # (member node, statement)
+        self.allocs: list[Buffer] = []
+        self.value: dict[int, Buffer | Virtual] = {}
+
+    def node_buffer(self, node: int, name: str) -> Buffer:
+        dtype, shape = self.types[node]
+        self.buf_taken.add(name)
+        return Buffer(name, shape, dtype)
+
+    def run(self) -> PrimFunc:
+        prim = self.prim
+        n = prim.num_nodes
+        if len(prim.outputs) != 1 or int(prim.outputs[0]) != n - 1:
+            raise _fail(self.fname, n - 1, "a Primitive function has one output, its last node")
+        params = [self.node_buffer(int(p), f"p{j}") for j, p in enumerate(prim.params)]
+        for p, buf in zip(prim.params.tolist(), params, strict=True):
+            self.value[p] = buf
+        out = self.node_buffer(n - 1, "out")
+        names: list[str] = []
+        patterns: list[int] = []
+        first = len(prim.params)
+        if not np.array_equal(prim.params, np.arange(first)):
+            raise _fail(self.fname, 0, "params must be the first nodes")
+        for node in range(first, n):
+            callee_name, callee, info = self.callee(node)
+            names.append(str(callee.attrs.get("op_name", callee_name)))
+            pat = callee.attrs.get("op_pattern", ops.OPAQUE)
+            patterns.append(pat if isinstance(pat, int) else ops.OPAQUE)
+            self.member(node, callee, info, out if node == n - 1 else None)
+        self.epilogue(out)
+        body: Stmt = seq(*(s for _, s in self.stmts)) if self.stmts else SeqStmt(())
+        for buf in reversed(self.allocs):
+            body = Allocate(buf, body)
+        attrs = {"op_pattern": max(patterns), "op_name": _group_name([_sanitize(n) for n in names])}
+        return PrimFunc((*params, out), body, attrs)
+
+    def callee(self, node: int) -> tuple[str, PrimFunc, _CalleeInfo]:
+        prim = self.prim
+        if int(prim.kind[node]) != ops.OP_CALL_TIR:
+            raise _fail(self.fname, node, f"{prim.op(node).name} is not call_tir")
+        name = prim.attr_table.as_dict(int(prim.attr_id[node]))["callee"]
+        callee = self.mod.functions.get(name)
+        if not isinstance(callee, PrimFunc):
+            raise _fail(self.fname, node, f"callee {name!r} is not a PrimFunc of the module")
+        info = self.infos.get(id(callee))
+        if info is None:
+            info = self.infos[id(callee)] = _callee_info(callee)
+        operands = prim.operands(node)
+        if len(callee.params) != len(operands) + 1 or not all(
+                isinstance(p, Buffer) for p in callee.params):
+            raise _fail(self.fname, node, f"callee {name!r} must take {len(operands) + 1} "
+                        "buffers (operands, then the output)")
+        for pos, (sig, v) in enumerate(zip(info.signature, (*operands, node), strict=True)):
+            if sig != self.types[v]:
+                dtype, shape = self.types[v]
+                raise _fail(self.fname, node, f"callee {name!r} buffer {pos} "
+                            f"({callee.params[pos].name}) does not match the value "
+                            f"{dtype}{list(shape)}")
+        return name, callee, info
+
+    # -- members -------------------------------------------------------------
+    def member(self, node: int, callee: PrimFunc, info: _CalleeInfo,
+               out: Buffer | None) -> None:
+        operands = self.prim.operands(node)
+        inputs, result = callee.params[:-1], callee.params[-1]
+        assert isinstance(result, Buffer)
+        canonical = info.canonical
+        lets: dict[str, Var] = {}
+        params_of: dict[int, list[str]] = {}  # operand node -> the params it feeds (x * x: 2)
+        for p, v in zip(inputs, operands, strict=True):
+            params_of.setdefault(v, []).append(p.name)
+        for v, names in params_of.items():
+            value = self.value[v]
+            if isinstance(value, Buffer):
+                continue
+            loads = [ld for name in names for ld in info.loads.get(name, [])]
+            if any(i.lanes != 1 for ld in loads for i in ld.indices):
+                self.materialize(v)
+            elif len(loads) > 1 and not _is_leaf(value[1]):
+                # Bind once (Let) when every read is at one index tuple of a canonical
+                # kernel (reads sit in store values); otherwise compute it once in scratch.
+                if canonical is not None and all(ld.indices == loads[0].indices
+                                                 for ld in loads):
+                    var = Var(_fresh(f"v{v}", self.var_taken), value[1].dtype)
+                    lets.update(dict.fromkeys(names, var))
+                else:
+                    self.materialize(v)
+        buffers = {p.name: self.value[v] for p, v in zip(inputs, operands, strict=True)
+                   if isinstance(self.value[v], Buffer)}
+        virtuals = {p.name: self.value[v] for p, v in zip(inputs, operands, strict=True)
+                    if not isinstance(self.value[v], Buffer)}
+        if out is None and canonical is not None and canonical.value is not None:
+            value = _Rewriter(buffers, virtuals, {}, lets).value(canonical.value)
+            self.value[node] = (canonical.axes, value)
+            if value._depth > INLINE_DEPTH:
+                self.materialize(node)
+            return
+        target = out if out is not None else self.node_buffer(node, f"t{node}")
+        if out is None:
+            self.allocs.append(target)
+        buffers[result.name] = target
+        var_names = {}
+        for v in info.bound:
+            if v.name not in var_names:
+                var_names[v.name] = _fresh(v.name, self.var_taken)
+        for buf in info.allocated:
+            buffers[buf.name] = buf.replace(name=_fresh(buf.name, self.buf_taken))
+        stmt = _Rewriter(buffers, virtuals, var_names, lets).visit(callee.body)
+        self.stmts.append((node, stmt))
+        self.value[node] = target
+
+    def materialize(self, node: int) -> None:
+        """Store a virtual value into a scratch buffer (one nest) and use the buffer."""
+        axes, value = self.value[node]  # type: ignore[misc]
+        buf = self.node_buffer(node, f"t{node}")
+        self.allocs.append(buf)
+        new_vars = [Var(_fresh(a.name, self.var_taken), a.dtype) for a in axes]
+        stored = substitute(value, {a.name: v for a, v in zip(axes, new_vars, strict=True)})
+        extents = static_extents(buf)
+        assert extents is not None
+        self.stmts.append((node, _nest(new_vars, extents, BufferStore(buf, stored,
+                                                                       tuple(new_vars)))))
+        self.value[node] = buf
+
+    # -- epilogue ------------------------------------------------------------
+    def epilogue(self, out: Buffer) -> None:
+        """Let the heavy member write ``out`` and apply the root's expression in place."""
+        if len(self.stmts) < 2 or self.stmts[-1][0] != self.prim.num_nodes - 1:
+            return
+        root_stmt = self.stmts[-1][1]
+        peeled = peel(root_stmt, out.ndim)
+        if peeled is None or not isinstance(peeled[1], BufferStore):
+            return
+        loops, store = peeled
+        axes = tuple(f.loop_var for f in loops)
+        if store.buffer.name != out.name or store.indices != axes:
+            return
+        # The one intermediate the root reads exactly at its own indices, and nowhere else.
+        for pos in range(len(self.stmts) - 2, -1, -1):
+            node = self.stmts[pos][0]
+            buf = self.value[node]
+            if not isinstance(buf, Buffer) or buf.shape != out.shape or buf.dtype != out.dtype:
+                continue
+            loads = _loads_of(store.value, buf.name)
+            if not loads or any(ld.indices != axes for ld in loads):
+                continue
+            if any(_loads_of(s, buf.name) for k, (_, s) in enumerate(self.stmts[:-1])
+                   if k != pos):
+                continue
+            self.in_place(pos, buf, out, axes, store)
+            return
+
+    def in_place(self, pos: int, buf: Buffer, out: Buffer, axes: tuple[Var, ...],
+                 store: BufferStore) -> None:
+        """The heavy member at ``pos`` writes ``out``; the root's ``store`` is applied to it
+        inside its stores (when it never reads them back) or its nest (a canonical
+        reduction), else as a second, in-place nest."""
+        rename = _Rewriter({buf.name: out}, {}, {})
+        node, heavy = self.stmts[pos]
+        heavy = rename.visit(heavy)
+        value = rename.visit(store.value)
+        self.allocs.remove(buf)
+        self.value[node] = out
+        if pos == len(self.stmts) - 2:  # nothing the root reads is computed in between
+            acc = Var(_fresh(f"v{node}", self.var_taken), out.dtype)
+            fused = (fold_into_nest(heavy, out, axes, value)
+                     or fold_into_stores(heavy, out, axes, value, acc))
+            if fused is not None:
+                self.stmts[pos] = (node, fused)
+                del self.stmts[-1]
+                return
+        self.stmts[pos] = (node, heavy)
+        root_node, root_stmt = self.stmts[-1]
+        self.stmts[-1] = (root_node, replace_store_value(root_stmt, out.ndim, value))
+
+
+# ---------------------------------------------------------------------------
+# module rewrite
+# ---------------------------------------------------------------------------
+
+def fuse_primitive(prim: Function, fname: str, mod: IRModule,
+                   cache: dict[int, _CalleeInfo] | None = None) -> PrimFunc:
+    """The PrimFunc computing Primitive graph function ``prim`` (named ``fname``) of ``mod``.
+
+    ``cache`` (optional, one per module) memoizes the analysis of each callee.
+    """
+    return _Composer(prim, fname, mod, {} if cache is None else cache).run()
+
+
+def _redirect_calls(func: Function, fname: str, target: dict[str, str]) -> Function:
+    """call_func nodes to Primitive functions become call_tir to their PrimFuncs."""
+    is_call = func.kind == ops.OP_CALL_FUNC
+    if not np.any(is_call):
+        return func
+    records = func.attr_table.records
+    new_records: list[tuple[tuple[str, Any], ...]] = []
+    touched: list[int] = []
+    for aid in np.unique(func.attr_id[is_call]).tolist():  # distinct records, not nodes
+        attrs = dict(records[aid])
+        if attrs.get("callee") in target:
+            attrs["callee"] = target[attrs["callee"]]
+            new_records.append(ops.get_op("call_tir").normalize_attrs(attrs))
+            touched.append(aid)
+    if not touched:
+        return func
+    table, ids = func.attr_table.extended(new_records)
+    attr_map = np.arange(len(table), dtype=np.int32)
+    attr_map[touched] = ids
+    is_target = np.zeros(len(table), np.bool_)
+    is_target[touched] = True
+    redirect = is_call & is_target[func.attr_id]
+    kind = np.where(redirect, ops.OP_CALL_TIR, func.kind).astype(np.int16)
+    attr_id = np.where(redirect, attr_map[func.attr_id], func.attr_id).astype(np.int32)
+    return rebuild(func, kind=kind, attr_id=attr_id, attr_table=table,
+                   pass_name=f"FuseTIR ({fname})")
+
+
+def _fuse_tir_module(mod: IRModule, ctx: transform.PassContext) -> IRModule:
+    prims = {name: f for name, f in mod.functions.items()
+             if isinstance(f, Function) and f.attrs.get("Primitive", False)}
+    if not prims:
+        return mod
+    target: dict[str, str] = {}
+    by_digest: dict[bytes, str] = {}
+    fused: dict[str, PrimFunc] = {}
+    cache: dict[int, _CalleeInfo] = {}
+    for name, prim in prims.items():
+        pf = fuse_primitive(prim, name, mod, cache)
+        digest = pf.structural_digest()
+        first = by_digest.setdefault(digest, name)
+        target[name] = first
+        if first == name:
+            fused[name] = pf
+    out: dict[str, Any] = {}
+    for name, f in mod.functions.items():
+        if name in prims:
+            if name in fused:
+                out[name] = fused[name]
+        elif isinstance(f, Function):
+            out[name] = _redirect_calls(f, name, target)
+        else:
+            out[name] = f
+    ctx.stat("prim_funcs_created", len(fused))
+    return IRModule(out, mod.attrs)
+
+
+def FuseTIR() -> transform.ModulePass:
+    """Turn every ``Primitive`` graph function into one PrimFunc (opt level 0).
+
+    Opt level 0 because it is a lowering step: a Primitive function left in the
+    module could not be compiled. Members in canonical injective form are
+    inlined into their consumers (one loop nest per elementwise chain); a
+    reduction or matmul keeps its own loops and its elementwise epilogue is
+    applied in place on the output. Callers' ``call_func`` nodes become
+    ``call_tir``; the Primitive functions are removed; identical fused
+    PrimFuncs are shared. Requires nothing (run after FuseOps).
+
+    Returns
+    -------
+    ModulePass
+        Reports ``prim_funcs_created``.
+    """
+    def fuse_tir(mod: IRModule, ctx: transform.PassContext) -> IRModule:
+        return _fuse_tir_module(mod, ctx)
+
+    return transform.module_pass(fuse_tir, opt_level=0, name="FuseTIR")
+
+
+transform.register_pass("FuseTIR", FuseTIR)
+
+__all__ = ["FuseTIR", "fuse_primitive"]

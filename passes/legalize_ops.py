@@ -1,0 +1,242 @@
+"""LegalizeOps: every graph op node becomes a ``call_tir`` to a PrimFunc made by its template.
+
+How it scales (no Python per node): per graph Function, one NumPy pass builds
+a signature row per op node (opcode, attr_id, result dtype/shape_id, operand
+count, operand dtypes and shape_ids); ``np.unique`` groups equal rows; Python
+runs once per *distinct* signature (look up the op's ``legalize`` template,
+memoized with its structural digest) and the kind, operand
+and attribute columns are then rewritten with vectorized scatter: unary and
+binary operands are appended to ``extra`` (call_tir is variadic), variadic
+ops keep their operand lists in place.
+
+PrimFuncs are shared: within the module by structural digest (equal
+templates from different functions, and PrimFuncs already in the module, are
+reused), named ``<op>_<dtype>_<dims>`` (``add_float32_4x4``; ``_1``, ``_2``
+on collisions), private (no ``global_symbol``).
+
+Decision on ``SkipOptimization``: functions carrying it are legalized too.
+Legalization is not an optimization but the step that makes a graph
+executable (TVM's LegalizeOps runs regardless); skipping it would leave a
+module that cannot be built. The attribute is kept on the function so later
+optimizations (fusion) still honour it.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+import irkernel.op_templates as op_templates
+from irkernel import ops, transform
+from irkernel.errors import TypeInferenceError
+from irkernel.graph import Function
+from irkernel.ids import DTYPE_NAMES, ENC_BINARY, ENC_VARIADIC
+from irkernel.module import IRModule
+from irkernel.rebuild import rebuild
+from irkernel.tir.function import PrimFunc
+
+_LEAVES = (ops.OP_PARAM, ops.OP_CONST, ops.OP_CALL_FUNC, ops.OP_CALL_TIR)
+
+
+def _variadic_groups(func: Function, rows: np.ndarray) -> np.ndarray:
+    """int64[len(rows)]: equal ids for variadic rows with equal operand type lists.
+
+    Rows are bucketed by operand count (Python once per distinct count), so the
+    memory is the total operand count, never rows x the longest list.
+    """
+    counts = func.a1[rows].astype(np.int64)
+    group = np.empty(len(rows), np.int64)
+    offset = 0
+    for c in np.unique(counts).tolist():
+        sel = np.nonzero(counts == c)[0]
+        if c == 0:
+            group[sel] = offset
+            offset += 1
+            continue
+        ids = func.extra[func.a0[rows[sel]].astype(np.int64)[:, None] + np.arange(c)]
+        first, inverse = _group_rows(np.concatenate([func.dtype[ids], func.shape_id[ids]],
+                                                    axis=1).astype(np.int64))
+        group[sel] = offset + inverse
+        offset += len(first)
+    return group
+
+
+def _signatures(func: Function, rows: np.ndarray, enc: np.ndarray) -> np.ndarray:
+    """int64[r, 9]: opcode, attr_id, dtype, shape_id, then the operand types of unary and
+    binary rows (dtype, shape_id; -1 when absent) and the operand-list group of variadic
+    rows (-1 otherwise). Equal rows legalize to the same PrimFunc."""
+    r = len(rows)
+    sig = np.full((r, 9), -1, np.int64)
+    sig[:, 0] = func.kind[rows]
+    sig[:, 1] = func.attr_id[rows]
+    sig[:, 2] = func.dtype[rows]
+    sig[:, 3] = func.shape_id[rows]
+    fixed = enc != ENC_VARIADIC
+    x = func.a0[rows[fixed]]
+    sig[fixed, 4] = func.dtype[x]
+    sig[fixed, 5] = func.shape_id[x]
+    binary = np.nonzero(enc == ENC_BINARY)[0]
+    y = func.a1[rows[binary]]
+    sig[binary, 6] = func.dtype[y]
+    sig[binary, 7] = func.shape_id[y]
+    var = np.nonzero(~fixed)[0]
+    if len(var):
+        sig[var, 8] = _variadic_groups(func, rows[var])
+    return sig
+
+
+def _template(opcode: int, record: tuple[tuple[str, Any], ...], types: tuple[Any, ...],
+              result: Any) -> tuple[PrimFunc, bytes]:
+    """The template's PrimFunc and its structural digest, computed once per signature."""
+    return _digested(ops.get_op(opcode).legalize, opcode, record, types, result)
+
+
+@lru_cache(maxsize=8192)
+def _digested(hook: Any, opcode: int, record: tuple[tuple[str, Any], ...],
+              types: tuple[Any, ...], result: Any) -> tuple[PrimFunc, bytes]:
+    # ``hook`` is only part of the key: installing another template misses the cache
+    prim = op_templates.legalize_op(opcode, record, types, result)
+    return prim, prim.structural_digest()
+
+
+def _group_rows(sig: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first row of each distinct row, group of every row), like ``np.unique(axis=0)``.
+
+    Rows become one int64 mixed-radix key (re-densified through ``np.unique``
+    before it could overflow), so the sort is a plain int64 sort: 10-20x faster
+    than ``np.unique(axis=0)``, which sorts byte strings.
+    """
+    key = np.zeros(len(sig), np.int64)
+    span = 1
+    for c in range(sig.shape[1]):
+        col = sig[:, c]
+        lo = int(col.min())
+        radix = int(col.max()) - lo + 1
+        if radix == 1:
+            continue
+        if span * radix >= 2**62:
+            _, key = np.unique(key, return_inverse=True)
+            key = key.reshape(-1).astype(np.int64)
+            span = int(key.max()) + 1
+        key = key * radix + (col - lo)
+        span *= radix
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)
+
+
+def _name(op: str, code: int, shape: tuple[int, ...]) -> str:
+    dims = "x".join(map(str, shape)) if shape else "scalar"
+    return f"{op}_{DTYPE_NAMES[code]}_{dims}"
+
+
+class _Namer:
+    """Module-wide PrimFunc sharing by structural digest, and unique names."""
+
+    def __init__(self, mod: IRModule) -> None:
+        self.taken = set(mod.functions)
+        self.by_digest: dict[bytes, str] = {}
+        for name, f in mod.functions.items():
+            if isinstance(f, PrimFunc):
+                self.by_digest.setdefault(f.structural_digest(), name)
+        self.added: dict[str, PrimFunc] = {}
+
+    def intern(self, prim: PrimFunc, digest: bytes, base: str) -> str:
+        name = self.by_digest.get(digest)
+        if name is not None:
+            return name
+        name, k = base, 0
+        while name in self.taken:
+            k += 1
+            name = f"{base}_{k}"
+        self.taken.add(name)
+        self.by_digest[digest] = name
+        self.added[name] = prim
+        return name
+
+
+def legalize_function(func: Function, fname: str, namer: _Namer) -> tuple[Function, int]:
+    """``func`` with every op node rewritten to call_tir; (new function, nodes legalized)."""
+    is_op = ~np.isin(func.kind, np.array(_LEAVES, np.int16))
+    rows = np.nonzero(is_op)[0]
+    if not len(rows):
+        return func, 0
+    enc = ops.op_arrays().encoding[func.kind[rows]]
+    first, inverse = _group_rows(_signatures(func, rows, enc))
+    shapes = func.shapes
+    records = []
+    for node in rows[first].tolist():  # one step per distinct signature
+        opcode, attr_id = int(func.kind[node]), int(func.attr_id[node])
+        code = int(func.dtype[node])
+        types = tuple((int(func.dtype[o]), shapes[int(func.shape_id[o])])
+                      for o in func.operands(node))
+        result = (code, shapes[int(func.shape_id[node])])
+        op = ops.get_op(opcode)
+        try:
+            prim, digest = _template(opcode, func.attr_table[attr_id], types, result)
+        except (ValueError, TypeError, TypeInferenceError) as exc:
+            raise type(exc)(f"LegalizeOps: {fname}: node {node} ({op.name}): {exc}") from None
+        name = namer.intern(prim, digest, _name(op.name, code, result[1]))
+        records.append(ops.get_op(ops.OP_CALL_TIR).normalize_attrs(
+            {"callee": name, "dtype": DTYPE_NAMES[code], "shape": result[1]}))
+    attr_table, new_ids = func.attr_table.extended(records)
+    kind = func.kind.copy()
+    kind[rows] = ops.OP_CALL_TIR
+    attr_id = func.attr_id.copy()
+    attr_id[rows] = np.asarray(new_ids, np.int32)[inverse]
+    # unary/binary operands move to extra; variadic rows keep their (a0 = start, a1 = count)
+    is_fixed = enc != ENC_VARIADIC
+    fixed = rows[is_fixed]
+    is_binary = enc[is_fixed] == ENC_BINARY
+    fixed_ops = np.stack([func.a0[fixed], np.where(is_binary, func.a1[fixed], -1)], axis=1)
+    counts = np.where(is_binary, 2, 1).astype(np.int64)
+    start = len(func.extra) + np.cumsum(counts) - counts
+    appended = fixed_ops[fixed_ops >= 0].astype(np.int32)  # row-major: operand order kept
+    extra = np.concatenate([func.extra, appended])
+    a0 = func.a0.copy()
+    a1 = func.a1.copy()
+    a0[fixed] = start.astype(np.int32)
+    a1[fixed] = counts.astype(np.int32)
+    out = rebuild(func, kind=kind, a0=a0, a1=a1, attr_id=attr_id, extra=extra,
+                  attr_table=attr_table, pass_name="LegalizeOps")
+    return out, len(rows)
+
+
+def legalize_module(mod: IRModule, ctx: transform.PassContext | None = None) -> IRModule:
+    namer = _Namer(mod)
+    changed: dict[str, Any] = {}
+    total = 0
+    for fname, func in mod.functions.items():
+        if isinstance(func, Function):
+            out, n = legalize_function(func, fname, namer)
+            if out is not func:
+                changed[fname] = out
+                total += n
+    if not changed:
+        return mod
+    if ctx is not None:
+        ctx.stat("nodes_legalized", total)
+        ctx.stat("prim_funcs_added", len(namer.added))
+    return IRModule({**mod.functions, **changed, **namer.added}, mod.attrs)
+
+
+def LegalizeOps() -> transform.ModulePass:
+    """Rewrite graph ops to ``call_tir`` of template PrimFuncs added to the module (opt 0).
+
+    Returns
+    -------
+    ModulePass
+        Leaves params, consts, call_func and call_tir nodes alone; reports
+        ``nodes_legalized`` and ``prim_funcs_added``. Runs on functions with
+        ``SkipOptimization`` too (see the module docstring).
+    """
+    def legalize_ops(mod: IRModule, ctx: transform.PassContext) -> IRModule:
+        return legalize_module(mod, ctx)
+
+    return transform.module_pass(legalize_ops, opt_level=0, name="LegalizeOps")
+
+
+transform.register_pass("LegalizeOps", LegalizeOps)
+
+__all__ = ["LegalizeOps", "legalize_function", "legalize_module"]
