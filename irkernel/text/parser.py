@@ -68,8 +68,6 @@ per node.
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from array import array
 from typing import Any
@@ -81,34 +79,27 @@ from ..builder import GraphBuilder
 from ..errors import ParseError
 from ..graph import Function
 from ..ids import (
-    BOOL,
     DTYPE_NAMES,
     ENC_BINARY,
     ENC_UNARY,
-    FLOAT32,
-    FLOAT64,
-    FLOAT_DTYPES,
-    INT_DTYPES,
     NONE,
     numpy_dtype,
 )
 from ..module import IRModule
+from .lexer import (
+    NOT_FAST,
+    Cursor,
+    Token,
+    attr_dict,
+    const_array,
+    const_literals,
+    describe,
+    fast_literal,
+    operand_tokens,
+    parse_type,
+    string_value,
+)
 from .printer import format_type
-
-Token = tuple[str, str, int]  # (kind, text, 1-based column)
-
-_TOKEN = re.compile(r"""
-    (?P<ws>[ \t\r\f\v]+)
-  | (?P<comment>\#.*)
-  | (?P<var>%\w+)
-  | (?P<glob>@(?:[^\W\d][\w.]*|"(?:[^"\\]|\\.)*"))
-  | (?P<nanbits>nan:0x[0-9A-Fa-f]+(?![\w.]))
-  | (?P<number>(?:-inf|-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)(?![\w.]))
-  | (?P<string>"(?:[^"\\]|\\.)*")
-  | (?P<ident>[^\W\d]\w*)
-  | (?P<punct>[=,:\[\]{}()])
-  | (?P<bad>[^\s=,:\[\]{}()\#"]+)
-""", re.VERBOSE)
 
 _NAME = r"(\w+)"
 _TYPE = r"([a-z0-9]+\[[0-9, ]*\])"
@@ -124,285 +115,6 @@ _FAST_CONST = re.compile(
     r"[ \t]*:[ \t]*" + _TYPE + _END)
 # Below this many pending nodes, GraphBuilder.call per node beats one add_nodes call.
 _SMALL_BATCH = 32
-_INT_LITERAL = re.compile(r"-?[0-9]+\Z")
-_NUMBER_START = frozenset("-.0123456789")
-# Smallest magnitude that rounds to inf in each float dtype (round half to even at the top).
-_OVERFLOW = {FLOAT32: float.fromhex("0x1.ffffffp+127"), FLOAT64: math.inf}
-_KEYWORD_VALUES = {"true": True, "false": False, "none": None, "nan": math.nan, "inf": math.inf}
-
-
-def _describe(tok: Token) -> str:
-    return "end of line" if tok[0] == "eol" else repr(tok[1])
-
-
-def _tokenize(line: str, lineno: int) -> list[Token]:
-    """Tokens of one line (comments and blanks dropped), ending with an ``eol`` token."""
-    toks: list[Token] = []
-    pos, end = 0, len(line)
-    match = _TOKEN.match
-    while pos < end:
-        m = match(line, pos)
-        if m is None:
-            what = ("unterminated string literal" if line[pos] == '"'
-                    else f"unexpected character {line[pos]!r}")
-            raise ParseError(what, lineno, pos + 1)
-        kind = m.lastgroup
-        if kind == "comment":
-            break
-        if kind == "bad":
-            text = m.group()
-            what = ("expected a name after '%'" if text == "%" else
-                    "expected a function name after '@'" if text == "@" else
-                    f"invalid token {text!r}")
-            raise ParseError(what, lineno, pos + 1)
-        if kind != "ws":
-            toks.append((kind, m.group(), pos + 1))  # type: ignore[arg-type]
-        pos = m.end()
-    toks.append(("eol", "", len(line) + 1))
-    return toks
-
-
-class _Cursor:
-    """Recursive-descent helpers over the tokens of one line."""
-
-    __slots__ = ("line", "lineno", "pos", "toks")
-
-    def __init__(self, line: str, lineno: int) -> None:
-        self.line = line
-        self.lineno = lineno
-        self.toks = _tokenize(line, lineno)
-        self.pos = 0
-
-    def peek(self) -> Token:
-        return self.toks[self.pos]
-
-    def take(self) -> Token:
-        tok = self.toks[self.pos]
-        if tok[0] != "eol":
-            self.pos += 1
-        return tok
-
-    def error(self, message: str, tok: Token | None = None) -> ParseError:
-        return ParseError(message, self.lineno, (tok or self.peek())[2])
-
-    def accept(self, text: str) -> Token | None:
-        tok = self.peek()
-        if tok[0] in ("punct", "ident") and tok[1] == text:
-            return self.take()
-        return None
-
-    def expect(self, text: str, context: str = "") -> Token:
-        tok = self.accept(text)
-        if tok is None:
-            where = f" {context}" if context else ""
-            raise self.error(f"expected {text!r}{where}, got {_describe(self.peek())}")
-        return tok
-
-    def expect_kind(self, kind: str | tuple[str, ...], what: str) -> Token:
-        tok = self.peek()
-        if tok[0] not in ((kind,) if isinstance(kind, str) else kind):
-            raise self.error(f"expected {what}, got {_describe(tok)}")
-        return self.take()
-
-    def expect_end(self) -> None:
-        if self.peek()[0] != "eol":
-            raise self.error(f"unexpected {_describe(self.peek())} at end of statement")
-
-    def slice_from(self, tok: Token) -> str:
-        """Source text from ``tok`` to the last taken token (a cache key)."""
-        last = self.toks[self.pos - 1]
-        return self.line[tok[2] - 1: last[2] - 1 + len(last[1])]
-
-
-# ---------------------------------------------------------------------------
-# values, attributes, types
-# ---------------------------------------------------------------------------
-
-def _string_value(cur: _Cursor, tok: Token) -> str:
-    try:
-        return json.loads(tok[1])
-    except ValueError:
-        raise cur.error(f"bad string literal {tok[1]}", tok) from None
-
-
-def _scalar_value(cur: _Cursor, bare_strings: bool) -> Any:
-    """One attribute scalar: number, string, keyword or (node attrs) a bare dtype name."""
-    tok = cur.take()
-    kind, text = tok[0], tok[1]
-    if kind == "number":
-        if not _INT_LITERAL.match(text):
-            return float(text)
-        if len(text) > 1000:  # int() refuses very long decimals; nothing needs them
-            raise cur.error(f"integer literal of {len(text)} digits is too long", tok)
-        return int(text)
-    if kind == "string":
-        return _string_value(cur, tok)
-    if kind == "ident" and text in _KEYWORD_VALUES:
-        return _KEYWORD_VALUES[text]
-    if kind == "ident" and bare_strings:
-        return text
-    raise cur.error(f"bad attribute value {_describe(tok)}", tok)
-
-
-def _attr_value(cur: _Cursor, bare_strings: bool) -> Any:
-    if cur.accept("[") is None:
-        return _scalar_value(cur, bare_strings)
-    items = []
-    if cur.accept("]") is None:
-        while True:
-            if cur.peek()[1] == "[" and cur.peek()[0] == "punct":
-                raise cur.error("nested lists are not supported in attributes")
-            items.append(_scalar_value(cur, bare_strings))
-            if cur.accept("]") is not None:
-                break
-            cur.expect(",", "or ']' in list")
-    return tuple(items)
-
-
-def _attr_dict(cur: _Cursor, node_attrs: bool) -> dict[str, Any]:
-    """``{key = value, ...}`` (the ``{`` already taken); keys unique."""
-    out: dict[str, Any] = {}
-    if cur.accept("}") is not None:
-        return out
-    while True:
-        tok = cur.peek()
-        if tok[0] == "ident":
-            key = cur.take()[1]
-        elif tok[0] == "string" and not node_attrs:
-            key = _string_value(cur, cur.take())
-        else:
-            raise cur.error(f"expected an attribute name, got {_describe(tok)}")
-        if key in out:
-            raise cur.error(f"duplicate attribute {key!r}", tok)
-        cur.expect("=", f"after attribute {key!r}")
-        out[key] = _attr_value(cur, node_attrs)
-        if cur.accept("}") is not None:
-            return out
-        cur.expect(",", "or '}' in attributes")
-
-
-def _type(cur: _Cursor) -> tuple[int, tuple[int, ...], Token]:
-    """``dtype[d0, ...]`` -> (dtype code, shape, first token)."""
-    tok = cur.peek()
-    if tok[0] != "ident":
-        raise cur.error(f"expected a type like float32[4], got {_describe(tok)}")
-    cur.take()
-    if tok[1] not in DTYPE_NAMES:
-        raise cur.error(f"unknown dtype {tok[1]!r} (expected one of "
-                        f"{', '.join(DTYPE_NAMES)})", tok)
-    cur.expect("[", f"after dtype {tok[1]!r} (scalars are {tok[1]}[])")
-    dims: list[int] = []
-    if cur.accept("]") is None:
-        while True:
-            dim = cur.peek()
-            if dim[0] != "number" or not _INT_LITERAL.match(dim[1]) or dim[1][0] == "-":
-                raise cur.error(f"bad dimension {_describe(dim)} in type "
-                                "(expected a non-negative integer)")
-            if len(dim[1]) > 18:
-                raise cur.error(f"dimension {dim[1]} is too large")
-            dims.append(int(cur.take()[1]))
-            if cur.accept("]") is not None:
-                break
-            cur.expect(",", "or ']' in type")
-    return DTYPE_NAMES.index(tok[1]), tuple(dims), tok
-
-
-def _operands(cur: _Cursor) -> list[Token]:
-    """Zero or more ``%name`` separated by commas."""
-    if cur.peek()[0] != "var":
-        return []
-    out = [cur.take()]
-    while cur.accept(",") is not None:
-        out.append(cur.expect_kind("var", "an operand like %0"))
-    return out
-
-
-# ---------------------------------------------------------------------------
-# constants
-# ---------------------------------------------------------------------------
-
-def _nan_from_bits(text: str, code: int, lineno: int, col: int) -> int:
-    bits = int(text[len("nan:0x"):], 16)
-    width = numpy_dtype(code).itemsize * 8
-    mant = width - (9 if width == 32 else 12)
-    exp_mask = ((1 << (width - 1 - mant)) - 1) << mant
-    if bits >= 1 << width or (bits & exp_mask) != exp_mask or not bits & ((1 << mant) - 1):
-        raise ParseError(f"{text} is not a {DTYPE_NAMES[code]} NaN bit pattern", lineno, col)
-    return bits
-
-
-def _literal(text: str, code: int, lineno: int, col: int) -> Any:
-    """The Python value of one constant literal (a number, keyword or ident token's text)."""
-    if code == BOOL:
-        if text in ("true", "false"):
-            return text == "true"
-    elif code in INT_DTYPES:
-        if _INT_LITERAL.match(text):
-            value = int(text) if len(text) <= 21 else math.inf
-            info = np.iinfo(numpy_dtype(code))
-            if not info.min <= value <= info.max:
-                raise ParseError(f"integer {text} out of range for {DTYPE_NAMES[code]}",
-                                 lineno, col)
-            return value
-    elif text in ("nan", "inf") or text[:1] in _NUMBER_START:  # number tokens and -inf
-        value = float(text)
-        if abs(value) >= _OVERFLOW[code] and text not in ("inf", "-inf"):
-            raise ParseError(f"{text} overflows {DTYPE_NAMES[code]} (write inf if meant)",
-                             lineno, col)
-        return value
-    raise ParseError(f"bad {DTYPE_NAMES[code]} literal {text!r}", lineno, col)
-
-
-_NOT_FAST = object()
-
-
-def _fast_literal(text: str, code: int) -> Any:
-    """The value of a literal the fast path matched, or ``_NOT_FAST`` when it is bad."""
-    try:
-        return _literal(text, code, 0, 0)
-    except ParseError:
-        return _NOT_FAST  # the careful path reports it with its position
-
-
-def _const_array(lits: list[Token], is_list: bool, code: int, shape: tuple[int, ...],
-                 lineno: int) -> np.ndarray:
-    """The constant's array from its literal tokens; ParseError on a bad literal or count."""
-    size = math.prod(shape)
-    if len(lits) != size or (not is_list and size != 1):
-        raise ParseError(f"constant has {len(lits)} value{'s' * (len(lits) != 1)}, type "
-                         f"{DTYPE_NAMES[code]}[{', '.join(map(str, shape))}] needs {size}",
-                         lineno, lits[0][2] if lits else 1)
-    dt = numpy_dtype(code)
-    nan_bits: list[tuple[int, int]] = []
-    values = []
-    for i, (_, text, col) in enumerate(lits):  # one per element: parse cost is the text's
-        if code in FLOAT_DTYPES and text.startswith("nan:0x"):
-            nan_bits.append((i, _nan_from_bits(text, code, lineno, col)))
-            values.append(math.nan)
-        else:
-            values.append(_literal(text, code, lineno, col))
-    arr = np.array(values, dtype=dt)
-    if nan_bits:
-        raw = arr.view(np.uint32 if dt.itemsize == 4 else np.uint64)
-        for i, bits in nan_bits:
-            raw[i] = bits
-    return arr.reshape(shape)
-
-
-def _const_literals(cur: _Cursor) -> tuple[list[Token], bool]:
-    """The literal tokens after ``const``, and whether they were a ``[...]`` list."""
-    literal_kinds = ("number", "ident", "nanbits")
-    if cur.accept("[") is None:
-        return [cur.expect_kind(literal_kinds, "a constant value")], False
-    lits: list[Token] = []
-    if cur.accept("]") is None:
-        while True:
-            lits.append(cur.expect_kind(literal_kinds, "a constant value"))
-            if cur.accept("]") is not None:
-                break
-            cur.expect(",", "or ']' in constant")
-    return lits, True
-
 
 # ---------------------------------------------------------------------------
 # functions
@@ -555,8 +267,8 @@ class _FunctionParser:
                 tidx = type_cache.get(type_text)
                 if tidx is not None and name not in names and not type_shape[tidx]:
                     code = type_code[tidx]
-                    value = _fast_literal(text, code)
-                    if value is not _NOT_FAST:
+                    value = fast_literal(text, code)
+                    if value is not NOT_FAST:
                         p_consts((len(p.kind), code, value))
                         p_kind(ops.OP_CONST)
                         p_a0(NONE)
@@ -637,7 +349,7 @@ class _FunctionParser:
     # -- the careful path ---------------------------------------------------
     def _statement(self, line: str, lineno: int) -> bool:
         """Parse one body line with the tokenizer; True when it closed the function."""
-        cur = _Cursor(line, lineno)
+        cur = Cursor(line, lineno)
         tok = cur.peek()
         if tok[0] == "eol":
             return False
@@ -651,7 +363,7 @@ class _FunctionParser:
             raise cur.error("statement after return (return must be the last statement)")
         if tok[0] == "ident" and tok[1] == "return":
             cur.take()
-            args = _operands(cur)
+            args = operand_tokens(cur)
             if not args:
                 raise cur.error("return needs at least one value like %0")
             cur.expect_end()
@@ -659,11 +371,11 @@ class _FunctionParser:
             return False
         if tok[0] != "var":
             raise cur.error("expected a statement ('%name = ...', 'return ...' or '}'), "
-                            f"got {_describe(tok)}")
+                            f"got {describe(tok)}")
         self._definition(cur)
         return False
 
-    def _definition(self, cur: _Cursor) -> None:
+    def _definition(self, cur: Cursor) -> None:
         lineno = cur.lineno
         name = self.check_new(cur.take(), lineno)
         cur.expect("=", f"after %{name}")
@@ -675,15 +387,15 @@ class _FunctionParser:
         else:
             self._op_node(cur, name, op_tok)
 
-    def _typed_end(self, cur: _Cursor) -> tuple[int, tuple[int, ...], int]:
+    def _typed_end(self, cur: Cursor) -> tuple[int, tuple[int, ...], int]:
         """``: type`` then end of line; returns (code, shape, type index)."""
         cur.expect(":", "before the type")
-        code, shape, tok = _type(cur)
+        code, shape, tok = parse_type(cur)
         key = cur.slice_from(tok)
         cur.expect_end()
         return code, shape, self.type_index(key, code, shape)
 
-    def _param(self, cur: _Cursor, name: str) -> None:
+    def _param(self, cur: Cursor, name: str) -> None:
         ptok = cur.expect_kind("ident", "a parameter name")
         code, shape, tidx = self._typed_end(cur)
         try:
@@ -692,10 +404,10 @@ class _FunctionParser:
             raise cur.error(str(exc), ptok) from None
         self.define(name, node, tidx, cur.lineno)
 
-    def _const(self, cur: _Cursor, name: str) -> None:
-        lits, is_list = _const_literals(cur)
+    def _const(self, cur: Cursor, name: str) -> None:
+        lits, is_list = const_literals(cur)
         code, shape, tidx = self._typed_end(cur)
-        value = _const_array(lits, is_list, code, shape, cur.lineno)
+        value = const_array(lits, is_list, code, shape, cur.lineno)
         col = lits[0][2] if lits else cur.toks[0][2]
         try:
             node = self.bb.const(value)
@@ -703,18 +415,18 @@ class _FunctionParser:
             raise ParseError(str(exc), cur.lineno, col) from None
         self.define(name, node, tidx, cur.lineno)
 
-    def _op_node(self, cur: _Cursor, name: str, op_tok: Token) -> None:
+    def _op_node(self, cur: Cursor, name: str, op_tok: Token) -> None:
         lineno = cur.lineno
         try:
             opdef = ops.get_op(op_tok[1])
         except ValueError:
             raise cur.error(f"unknown op {op_tok[1]!r}", op_tok) from None
-        ids = [self.lookup(a, lineno) for a in _operands(cur)]
+        ids = [self.lookup(a, lineno) for a in operand_tokens(cur)]
         attr_key: str | None = None
         kw: dict[str, Any] = {}
         open_tok = cur.accept("{")
         if open_tok is not None:
-            kw = _attr_dict(cur, node_attrs=True)
+            kw = attr_dict(cur, node_attrs=True)
             attr_key = cur.slice_from(open_tok)
         _, _, tidx = self._typed_end(cur)
         try:
@@ -748,7 +460,7 @@ class _FunctionParser:
             return None
         node = int(bad[0])
         lineno = self.node_line[node]
-        toks = _Cursor(lines[lineno - 1], lineno).toks
+        toks = Cursor(lines[lineno - 1], lineno).toks
         colon = max(j for j, t in enumerate(toks) if t[:2] == ("punct", ":"))
         want = format_type(int(codes[node]), func.shapes[int(sids[node])])
         got = format_type(int(func.dtype[node]), func.shapes[int(func.shape_id[node])])
@@ -765,23 +477,23 @@ class _FunctionParser:
         return func
 
 
-def _header(cur: _Cursor) -> tuple[str, Token, dict[str, Any], Token]:
+def _header(cur: Cursor) -> tuple[str, Token, dict[str, Any], Token]:
     """``@name = graph [attrs {...}] {`` -> (name, name token, attrs, brace token)."""
     tok = cur.take()
     text = tok[1][1:]
-    name = _string_value(cur, (tok[0], text, tok[2] + 1)) if text.startswith('"') else text
+    name = string_value(cur, (tok[0], text, tok[2] + 1)) if text.startswith('"') else text
     if not name:
         raise cur.error("function name must not be empty", tok)
     cur.expect("=", f"after @{name}")
     kind = cur.peek()
     if kind[1] != "graph":
         raise cur.error(f"expected 'graph' (the only function kind the parser reads), "
-                        f"got {_describe(kind)}")
+                        f"got {describe(kind)}")
     cur.take()
     attrs: dict[str, Any] = {}
     if cur.accept("attrs") is not None:
         cur.expect("{", "after 'attrs'")
-        attrs = _attr_dict(cur, node_attrs=False)
+        attrs = attr_dict(cur, node_attrs=False)
     brace = cur.expect("{", "to open the function body")
     cur.expect_end()
     return name, tok, attrs, brace
@@ -820,7 +532,7 @@ def parse(text: str) -> IRModule:
     module_attrs: dict[str, Any] | None = None
     i = 0
     while i < len(lines):
-        cur = _Cursor(lines[i], i + 1)
+        cur = Cursor(lines[i], i + 1)
         i += 1
         tok = cur.peek()
         if tok[0] == "eol":
@@ -843,11 +555,11 @@ def parse(text: str) -> IRModule:
             cur.take()
             cur.expect("attrs", "after 'module'")
             cur.expect("{", "after 'attrs'")
-            module_attrs = _attr_dict(cur, node_attrs=False)
+            module_attrs = attr_dict(cur, node_attrs=False)
             cur.expect_end()
         else:
             raise cur.error(f"expected a function ('@name = graph {{') or 'module attrs', "
-                            f"got {_describe(tok)}")
+                            f"got {describe(tok)}")
     return IRModule(functions, module_attrs)
 
 
