@@ -331,7 +331,8 @@ def _float_math(opcode_name: str):
 
         arrays = np.broadcast_arrays(*xs)
         dt = arrays[0].dtype
-        flat = [np.ascontiguousarray(a, np.float64).ravel() for a in arrays]
+        # np.array copies: a broadcast view handed to Numba as is warns (FutureWarning)
+        flat = [np.array(a, np.float64, order="C").ravel() for a in arrays]
         out = float_math_kernel(globals()[opcode_name], flat[0], flat[-1], dt == np.float32)
         return out.astype(dt).reshape(arrays[0].shape)
     return ref

@@ -1,22 +1,14 @@
 """EliminateCommonSubexpr: hash-consing in one forward sweep.
 
-Each pure node is keyed by (signature, canonical operands): the signature is
-(opcode, dtype, shape_id, attr_id), interned to a small id by a table that
-fits in cache (graphs have few distinct signatures); the operands are first
-mapped to their canonical (earliest equal) node, so equal subexpressions
-collapse bottom-up in a single sweep; commutative ops sort their two
-operands; a CONST's "operand" is its const id (the pool already interns equal
-bytes to one const id). Params and impure ops are never merged.
-
-The table is open addressing in an int64[2 cap] array (cap a power of two
->= 1.5 n): each 16-byte entry holds the whole key beside the node id, so a
-probe that hits is verified without touching the columns of the earlier node,
-which is usually far away (the previous design verified against the columns
-and paid several cache misses per merge, plus a separate Merkle-hash sweep).
-The slot of node i + D is prefetched while node i is processed. Variadic
-nodes keep (count, hash of the operand list) in the entry and compare their
-lists in ``extra`` on a hit (exact). numba.typed.Dict measured 3x slower.
+Each pure node is keyed by (opcode, canonical operands, attr_id, dtype,
+shape_id), or (CONST, const_id, ...) for constants: the pool already interns
+equal bytes to one const id. Operands are first mapped to their canonical
+(earliest equal) node, so equal subexpressions collapse bottom-up in a single
+sweep; commutative ops sort their two operands. The table is open addressing
+in an int64 array of capacity >= 2n holding a 31-bit fingerprint beside the
+node id (numba.typed.Dict measured 3x slower).
 A duplicate's uses are redirected through ``rep`` and ``rebuild`` drops it.
+Params and impure ops are never merged.
 """
 
 from __future__ import annotations
@@ -26,152 +18,133 @@ import numpy as np
 from irkernel import ops, transform
 from irkernel._jit import kernel, prefetch
 from irkernel.graph import Function
-from irkernel.ids import DTYPE_NAMES, ENC_BINARY, ENC_PARAM, ENC_UNARY, ENC_VARIADIC
+from irkernel.ids import ENC_BINARY, ENC_CONST, ENC_PARAM, ENC_UNARY, ENC_VARIADIC
 from irkernel.rebuild import rebuild
 
-_PREFETCH_DISTANCE = 16  # power of two (ring of signatures)
-_MIX = 0x9E3779B97F4A7C15
+
+_PREFETCH_DISTANCE = 16
 
 
 @kernel
-def mix64_kernel(a, b):
-    """A well-mixed 64-bit hash of two int64 words (splitmix64's finalizer)."""
-    h = np.uint64(a) ^ (np.uint64(b) * np.uint64(_MIX))
-    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return h ^ (h >> np.uint64(31))
+def value_hash_kernel(kind, a0, a1, extra, attr_id, dtype, shape_id, op_encoding, op_pure,
+                      op_commutative, vh):
+    """A Merkle hash per node: equal subexpressions get equal hashes (not conversely).
 
-
-@kernel
-def hash_cons_kernel(kind, a0, a1, extra, attr_id, dtype, shape_id, op_encoding, op_pure,
-                     op_commutative, sig_table, table, rep):
-    """Find, for every node, the earliest node computing the same value.
-
-    Arrays: kind int16[n]; a0, a1, attr_id, shape_id int32[n]; dtype int8[n];
-    extra int32[m]; op_encoding int8[n_ops]; op_pure, op_commutative
-    bool[n_ops]. Scratch written (the wrapper's zeroed buffers): sig_table
-    int64[2 c] (c a power of two over twice the number of distinct signatures;
-    entry = (kind + 1) << 8 | dtype, shape_id << 32 | attr_id; the id is the slot) and table int64[2 cap] (cap a power
-    of two >= 1.5 n; entry t = (table[2t], table[2t+1]) = (operand key, sig << 32 | node + 1),
-    zero = empty).
-    Output written: rep int32[n] (all NONE on entry; NONE or the earlier equal
-    node, itself never replaced). Returns n_merged.
+    Arrays: as in ``hash_cons_kernel``; writes vh uint64[n] (the wrapper's
+    buffer). Params and impure ops hash their own id (they are never merged).
+    A forward sweep: operands' hashes are final when a node is visited.
     """
-    # The helpers are closures (Numba inlines them): a call to another kernel would
-    # pass its array arguments with reference-count updates, per node.
     n = kind.shape[0]
-    mask = np.uint64(table.shape[0] // 2 - 1)
-    sig_mask = np.uint64(sig_table.shape[0] // 2 - 1)
+    for i in range(n):
+        k = kind[i]
+        enc = op_encoding[k]
+        h = np.uint64(k + 1) * np.uint64(0x9E3779B97F4A7C15)
+        if enc == ENC_PARAM or not op_pure[k]:
+            h = h ^ np.uint64(i)
+        elif enc == ENC_CONST:
+            h = h ^ np.uint64(a0[i])
+        elif enc == ENC_UNARY:
+            h = h ^ vh[a0[i]]
+        elif enc == ENC_BINARY:
+            p, q = vh[a0[i]], vh[a1[i]]
+            if op_commutative[k] and p > q:
+                p, q = q, p
+            h = (h ^ p) * np.uint64(0xBF58476D1CE4E5B9)
+            h = h ^ q
+        else:
+            for t in range(a0[i], a0[i] + a1[i]):
+                h = (h ^ vh[extra[t]]) * np.uint64(0x100000001B3)
+        h = (h ^ (np.uint64(attr_id[i]) << np.uint64(32)) ^ np.uint64(shape_id[i])
+             ^ (np.uint64(dtype[i]) << np.uint64(56))) * np.uint64(0x94D049BB133111EB)
+        vh[i] = h ^ (h >> np.uint64(31))
+
+
+@kernel
+def hash_cons_kernel(vh, kind, a0, a1, extra, attr_id, dtype, shape_id, op_encoding, op_pure,
+                     op_commutative, slots, rep):
+    """Find, for every node, an earlier node computing the same value.
+
+    Arrays: vh uint64[n] from ``value_hash_kernel``; kind int16[n]; a0, a1,
+    attr_id, shape_id int32[n]; dtype int8[n]; extra int32[m]; op_encoding
+    int8[n_ops]; op_pure, op_commutative bool[n_ops]. Scratch written (the
+    wrapper's buffers): slots int64[cap] (a power of two >= 2n, all -1);
+    output written: rep int32[n] (all NONE on entry; NONE or the earlier equal
+    node). Returns n_merged.
+    """
+    n = kind.shape[0]
+    cap = slots.shape[0]
+    mask = np.uint64(cap - 1)
+    # A slot holds (fingerprint << 32) | node: a probe that meets another key is
+    # rejected by the fingerprint without touching that node's columns.
+    n_merged = 0
 
     def canon(v):  # the earliest node equal to v: a replacement target is never replaced
         r = rep[v]
-        return np.int64(v if r < 0 else r)
+        return v if r < 0 else r
 
-    def signature(i):
-        """Interned id of (opcode, dtype, shape_id, attr_id): its slot in sig_table."""
-        w0 = (np.int64(kind[i]) + 1) << 8 | np.int64(dtype[i])
-        w1 = np.int64(shape_id[i]) << 32 | np.int64(attr_id[i])
-        slot = mix64_kernel(w0, w1) & sig_mask
-        while True:
-            e = sig_table[2 * slot]
-            if e == 0:
-                sig_table[2 * slot] = w0
-                sig_table[2 * slot + 1] = w1
-                return np.int64(slot)
-            if e == w0 and sig_table[2 * slot + 1] == w1:
-                return np.int64(slot)
-            slot = (slot + np.uint64(1)) & sig_mask
-
-    def operand_key(i):
-        """Canonical operands packed in one int64: unary (c0, -1); binary (c0, c1),
-        sorted for commutative ops; CONST (const id, -1); variadic (count, 32-bit
-        hash of the canonical list)."""
+    for i in range(n):
+        if i + _PREFETCH_DISTANCE < n:
+            prefetch(slots, vh[i + _PREFETCH_DISTANCE] & mask)
         k = kind[i]
         enc = op_encoding[k]
-        if enc == ENC_VARIADIC:
-            h = np.uint64(a1[i])
-            for t in range(a0[i], a0[i] + a1[i]):
-                h = (h ^ np.uint64(canon(extra[t]))) * np.uint64(0x100000001B3)
-            return np.int64(a1[i]) << 32 | np.int64((h ^ (h >> np.uint64(32)))
-                                                    & np.uint64(0xFFFFFFFF))
-        x = np.int64(a0[i])
-        y = np.int64(-1)
-        if enc == ENC_UNARY or enc == ENC_BINARY:
-            x = canon(x)
-        if enc == ENC_BINARY:
-            y = canon(a1[i])
-            if op_commutative[k] and x > y:
-                x, y = y, x
-        return x << 32 | (y & 0xFFFFFFFF)
-
-    def same_operand_list(i, j):
-        for t in range(a1[i]):
-            if canon(extra[a0[i] + t]) != canon(extra[a0[j] + t]):
-                return False
-        return True
-
-    ring = np.zeros(_PREFETCH_DISTANCE, np.int64)  # signatures of nodes i .. i + D - 1
-    n_merged = 0
-    for i in range(n):
-        sig = ring[i % _PREFETCH_DISTANCE]  # node i's, when i >= D (read before reuse)
-        # Look ahead: intern node i + D's signature and prefetch its slot. Its operand
-        # key is computed from the merges known now (a hint; recomputed exactly at i + D).
-        ahead = i + _PREFETCH_DISTANCE
-        if ahead < n:
-            ka = kind[ahead]
-            if op_encoding[ka] != ENC_PARAM and op_pure[ka]:
-                s = signature(ahead)
-                ring[ahead % _PREFETCH_DISTANCE] = s
-                prefetch(table, (mix64_kernel(operand_key(ahead), s) & mask) * np.uint64(2))
-        k = kind[i]
-        if op_encoding[k] == ENC_PARAM or not op_pure[k]:
+        if enc == ENC_PARAM or not op_pure[k]:
             continue
-        if i < _PREFETCH_DISTANCE:
-            sig = signature(i)
-        key = operand_key(i)
-        slot = mix64_kernel(key, sig) & mask
-        tag = sig << 32
+        h = vh[i]
+        slot = h & mask
+        fp = np.int64(h >> np.uint64(33))
         while True:
-            e1 = table[2 * slot + 1]
-            if e1 == 0:
-                table[2 * slot] = key
-                table[2 * slot + 1] = tag | (i + 1)
+            entry = slots[slot]
+            if entry == -1:
+                slots[slot] = (fp << 32) | i
                 break
-            if (e1 >> 32) == sig and table[2 * slot] == key:
-                j = (e1 & 0xFFFFFFFF) - 1
-                if op_encoding[k] != ENC_VARIADIC or same_operand_list(i, j):
-                    rep[i] = j
-                    n_merged += 1
-                    break
+            j = entry & 0xFFFFFFFF
+            same = ((entry >> 32) == fp and vh[j] == h and kind[j] == k
+                    and attr_id[j] == attr_id[i] and dtype[j] == dtype[i]
+                    and shape_id[j] == shape_id[i])
+            if same:
+                if enc == ENC_CONST:
+                    same = a0[j] == a0[i]
+                elif enc == ENC_UNARY:
+                    same = canon(a0[j]) == canon(a0[i])
+                elif enc == ENC_BINARY:
+                    p, q = canon(a0[j]), canon(a1[j])
+                    x, y = canon(a0[i]), canon(a1[i])
+                    if op_commutative[k]:
+                        p, q = min(p, q), max(p, q)
+                        x, y = min(x, y), max(x, y)
+                    same = p == x and q == y
+                else:
+                    same = a1[j] == a1[i]
+                    if same:
+                        for t in range(a1[i]):
+                            if canon(extra[a0[j] + t]) != canon(extra[a0[i] + t]):
+                                same = False
+                                break
+            if same:
+                rep[i] = j
+                n_merged += 1
+                break
             slot = (slot + np.uint64(1)) & mask
     return n_merged
-
-
-def _signature_capacity(func: Function) -> int:
-    """A power of two over twice the number of distinct signatures any node can have."""
-    bound = min(func.num_nodes,
-                ops.num_ops() * len(DTYPE_NAMES) * len(func.shapes) * len(func.attr_table))
-    cap = 16
-    while cap < 2 * bound:
-        cap *= 2
-    return cap
 
 
 def eliminate_common_subexpr(func: Function) -> tuple[Function, int]:
     """(function without duplicate pure nodes or ``func`` itself, number merged)."""
     table = ops.op_arrays()
+    columns = (func.kind, func.a0, func.a1, func.extra, func.attr_id, func.dtype, func.shape_id,
+               table.encoding, table.pure, table.commutative)
     n = func.num_nodes
+    # NOTE: the large buffers come from NumPy, not from inside the kernels: NumPy asks
+    # for transparent huge pages and Numba's allocator does not. With 4 KiB pages the
+    # first touch of the 2n-slot table alone costs more than the probing (1e7 nodes).
+    vh = np.empty(n, np.uint64)
+    value_hash_kernel(*columns, vh)
+    vh.setflags(write=False)
     cap = 16
-    while 2 * cap < 3 * n:
+    while cap < 2 * n:
         cap *= 2
-    # NOTE: the large buffers come from NumPy, not from inside the kernel: NumPy asks
-    # for transparent huge pages and Numba's allocator does not. Zeroed (calloc) memory
-    # is the empty marker, so the table is not written twice.
     rep = np.full(n, -1, np.int32)
-    n_merged = hash_cons_kernel(
-        func.kind, func.a0, func.a1, func.extra, func.attr_id, func.dtype, func.shape_id,
-        table.encoding, table.pure, table.commutative,
-        np.zeros(2 * _signature_capacity(func), np.int64), np.zeros(2 * cap, np.int64), rep)
+    n_merged = hash_cons_kernel(vh, *columns, np.full(cap, -1, np.int64), rep)
     if n_merged == 0:
         return func, 0
     return rebuild(func, rep=rep, pass_name="EliminateCommonSubexpr"), int(n_merged)

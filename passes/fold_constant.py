@@ -60,7 +60,7 @@ SWEEP_DONE, SWEEP_NEEDS_PYTHON = 0, 1
 
 @kernel
 def fold_sweep_kernel(kind, a0, a1, extra, dtype, shape_id, shape_size, op_encoding, op_pure, const_dtype, const_shape_id, const_fval, const_ival, max_elements,
-                      state, fval, ival, start):
+                      state, fval, ival, start, folded, n_folded):
     """Propagate constant values forward from ``start``; stops where Python must evaluate.
 
     Arrays: kind int16[n]; a0, a1, shape_id int32[n]; dtype int8[n]; extra int32[m];
@@ -69,7 +69,9 @@ def fold_sweep_kernel(kind, a0, a1, extra, dtype, shape_id, shape_size, op_encod
     Scratch written: state int8[n] (UNKNOWN/SCALAR/TENSOR) and the value of
     SCALAR nodes in fval float64[n] / ival int64[n], two views of one buffer
     (like the pool's sval: float64 bits for float dtypes, the int64 value
-    else). Returns (node, status).
+    else). Appended: the ids of the nodes folded, in order, to folded int32[n]
+    from position n_folded. Returns (node, status, n_folded); on
+    SWEEP_NEEDS_PYTHON the caller evaluates ``node``, appends it and resumes.
     """
     n = kind.shape[0]
     for i in range(start, n):
@@ -109,7 +111,7 @@ def fold_sweep_kernel(kind, a0, a1, extra, dtype, shape_id, shape_size, op_encod
         if size > max_elements:
             continue
         if not all_scalar or size != 1:
-            return i, SWEEP_NEEDS_PYTHON
+            return i, SWEEP_NEEDS_PYTHON, n_folded
         x = a0[i] if enc != ENC_VARIADIC else extra[first]
         if (k == OP_SUM or k == OP_MAX or k == OP_MEAN or k == OP_RESHAPE
                 or k == OP_PERMUTE_DIMS or k == OP_BROADCAST_TO or k == OP_CONCAT):
@@ -119,6 +121,8 @@ def fold_sweep_kernel(kind, a0, a1, extra, dtype, shape_id, shape_size, op_encod
             ival[i] = ival[x]
             if (k == OP_SUM or k == OP_MEAN) and (dtype[i] == FLOAT32 or dtype[i] == FLOAT64):
                 fval[i] = fval[x] + 0.0
+            folded[n_folded] = i
+            n_folded += 1
             continue
         if enc == ENC_VARIADIC:  # where(cond, x, y)
             y, z = extra[first + 1], extra[first + 2]
@@ -131,14 +135,16 @@ def fold_sweep_kernel(kind, a0, a1, extra, dtype, shape_id, shape_size, op_encod
         f, iv, ok = scalar_eval_kernel(op, dtype[i], odt, fval[x], ival[x], fval[y], ival[y],
                                        fval[z], ival[z])
         if not ok:
-            return i, SWEEP_NEEDS_PYTHON
+            return i, SWEEP_NEEDS_PYTHON, n_folded
         state[i] = SCALAR
+        folded[n_folded] = i
+        n_folded += 1
         if dtype[i] == FLOAT32 or dtype[i] == FLOAT64:
             # NumPy's matmul accumulates the one product onto +0.0 (-0.0 becomes +0.0)
             fval[i] = f + 0.0 if k == OP_MATMUL else f
         else:
             ival[i] = iv
-    return n, SWEEP_DONE
+    return n, SWEEP_DONE, n_folded
 
 
 @kernel
@@ -196,38 +202,6 @@ def intern_scalars_kernel(pool_dtype, pool_shape_id, pool_sval, pool_is_scalar, 
     return const_id, new_index[:n_new]
 
 
-@kernel
-def collect_folded_kernel(kind, state, ival):
-    """The folded nodes: ids of all, ids and raw value bits of the one-element ones.
-
-    Arrays: kind int16[n]; state int8[n]; ival int64[n] (the sweep's values:
-    float64 bits for float dtypes, else the int64 value). Returns
-    (folded_ids int32[f], scalar_ids int32[s], bits int64[s]).
-    """
-    n = kind.shape[0]
-    n_folded = 0
-    n_scalar = 0
-    for i in range(n):
-        if state[i] != UNKNOWN and kind[i] != OP_CONST:
-            n_folded += 1
-            n_scalar += state[i] == SCALAR
-    folded_ids = np.empty(n_folded, np.int32)
-    scalar_ids = np.empty(n_scalar, np.int32)
-    bits = np.empty(n_scalar, np.int64)
-    f = 0
-    s = 0
-    for i in range(n):
-        if state[i] == UNKNOWN or kind[i] == OP_CONST:
-            continue
-        folded_ids[f] = i
-        f += 1
-        if state[i] == SCALAR:
-            scalar_ids[s] = i
-            bits[s] = ival[i]
-            s += 1
-    return folded_ids, scalar_ids, bits
-
-
 def _operand_value(func: Function, v: int, state: np.ndarray, fval: np.ndarray,
                    ival: np.ndarray, tensors: dict[int, np.ndarray]) -> np.ndarray:
     dt = NUMPY_DTYPES[int(func.dtype[v])]
@@ -269,23 +243,26 @@ def fold_function(func: Function, max_elements: int) -> tuple[Function, int]:
     fval = ival.view(np.float64)
     tensors: dict[int, np.ndarray] = {}
     pool = func.consts
-    i = 0
+    # Only the first n_folded entries are written, so an untouched tail costs no memory.
+    folded = np.empty(n, np.int32)
+    i = n_folded = 0
     while True:
-        i, status = fold_sweep_kernel(
+        i, status, n_folded = fold_sweep_kernel(
             func.kind, func.a0, func.a1, func.extra, func.dtype, func.shape_id, func.shapes.size,
             table.encoding, table.pure, pool.dtype, pool.shape_id, pool.sval_f,
-            pool.sval_i, max_elements, state, fval, ival, i)
+            pool.sval_i, max_elements, state, fval, ival, i, folded, n_folded)
         if status == SWEEP_DONE:
             break
         _evaluate_in_python(func, i, state, fval, ival, tensors)
+        folded[n_folded] = i
+        n_folded += 1
         i += 1
-    for arr in (state, fval, ival):
-        arr.setflags(write=False)
-    folded_ids, scalar_ids, bits = collect_folded_kernel(func.kind, state, ival)
-    if not len(folded_ids):
+    if not n_folded:
         return func, 0
-    return (_rewrite(func, folded_ids, scalar_ids, bits, state, tensors),
-            len(folded_ids))
+    folded_ids = folded[:n_folded]
+    scalar_ids = folded_ids[state[folded_ids] == SCALAR] if tensors else folded_ids
+    return (_rewrite(func, folded_ids, scalar_ids, ival[scalar_ids], state, tensors),
+            n_folded)
 
 
 def _rewrite(func: Function, folded_ids: np.ndarray, scalar_ids: np.ndarray, bits: np.ndarray,

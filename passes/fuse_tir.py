@@ -24,7 +24,9 @@ The members' PrimFuncs are composed in graph order (TVM's FuseTIR plus
 A virtual value whose expression grows deeper than ``INLINE_DEPTH`` is
 materialized into a scratch buffer instead (TIR trees are depth-capped at
 ``tir.MAX_DEPTH`` so visitors cannot overflow the stack); so is one read with
-vector indices. Identical fused PrimFuncs are shared (structural digest).
+vector indices. A large nest whose outer iterations provably commute gets a
+``parallel`` outer loop (``passes._fuse_parallel``). Identical fused PrimFuncs
+are shared (structural digest).
 Callers' ``call_func`` nodes to Primitive functions become ``call_tir`` (a
 kind/attribute rewrite over the columns) and the Primitive functions go.
 Imports irkernel only (never runtime).
@@ -32,7 +34,6 @@ Imports irkernel only (never runtime).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,15 +41,14 @@ import numpy as np
 from irkernel import ops, transform
 from irkernel.errors import IRError
 from irkernel.graph import Function
-from irkernel.ids import NUMPY_DTYPES
+from irkernel.ids import DTYPE_NAMES
 from irkernel.module import IRModule
 from irkernel.rebuild import rebuild
 from irkernel.tir.buffer import Buffer, BufferLoad
 from irkernel.tir.expr import FloatImm, IntImm, Let, PrimExpr, Var
 from irkernel.tir.function import PrimFunc
 from irkernel.tir.functor import Mutator, post_order, substitute
-from irkernel.tir.stmt import Allocate, BufferStore, For, LetStmt, SeqStmt, Stmt, seq
-from irkernel.tir.te import extract_compute
+from irkernel.tir.stmt import Allocate, BufferStore, For, SeqStmt, Stmt, seq
 
 from ._fuse_epilogue import (
     fold_into_nest,
@@ -57,6 +57,8 @@ from ._fuse_epilogue import (
     replace_store_value,
     static_extents,
 )
+from ._fuse_memo import CalleeInfo, RunCache, callee_info, interned_buffer
+from ._fuse_parallel import parallelize
 from .fuse_ops import _group_name, _sanitize
 
 #: Deepest inlined expression before a virtual value is materialized (tir.MAX_DEPTH is 200;
@@ -125,8 +127,16 @@ class _Rewriter(Mutator):
 
 
 def _inline(virtual: Virtual, indices: tuple[PrimExpr, ...]) -> PrimExpr:
+    """The virtual value read at ``indices``.
+
+    Reads at the value's own axes (an elementwise chain: every member loops over
+    the same ``i0, i1, ...``) need no substitution; skipping it keeps a chain
+    linear instead of re-walking the whole inlined expression at every member.
+    """
     axes, value = virtual
-    return substitute(value, {a.name: i for a, i in zip(axes, indices, strict=True)})
+    mapping = {a.name: i for a, i in zip(axes, indices, strict=True)
+               if not (isinstance(i, Var) and i.name == a.name and i.dtype == a.dtype)}
+    return substitute(value, mapping) if mapping else value
 
 
 def _is_leaf(expr: PrimExpr) -> bool:
@@ -152,44 +162,17 @@ def _loads_of(node: Any, name: str) -> list[BufferLoad]:
     return [n for n in post_order(node) if isinstance(n, BufferLoad) and n.buffer.name == name]
 
 
-@dataclass(frozen=True)
-class _CalleeInfo:
-    """What composing needs of one callee, computed once per callee and pass run."""
-
-    canonical: Any  # extract_compute's ComputeDesc, or None
-    loads: dict[str, list[BufferLoad]]  # reads of each buffer
-    bound: tuple[Var, ...]  # loop / let vars, in order
-    allocated: tuple[Buffer, ...]
-    signature: tuple[tuple[str, tuple[int, ...] | None], ...]  # per buffer param
-
-
-def _callee_info(callee: PrimFunc) -> _CalleeInfo:
-    loads: dict[str, list[BufferLoad]] = {}
-    bound: list[Var] = []
-    allocated: list[Buffer] = []
-    for node in post_order(callee.body):
-        if isinstance(node, BufferLoad):
-            loads.setdefault(node.buffer.name, []).append(node)
-        elif isinstance(node, For):
-            bound.append(node.loop_var)
-        elif isinstance(node, (LetStmt, Let)):
-            bound.append(node.var)
-        elif isinstance(node, Allocate):
-            allocated.append(node.buffer)
-    signature = tuple((p.dtype, static_extents(p)) if isinstance(p, Buffer) else ("", None)
-                      for p in callee.params)
-    return _CalleeInfo(extract_compute(callee), loads, tuple(dict.fromkeys(bound)),
-                       tuple(allocated), signature)
-
-
 class _Composer:
     """Builds the fused PrimFunc of one Primitive function."""
 
-    def __init__(self, prim: Function, fname: str, mod: IRModule,
-                 infos: dict[int, _CalleeInfo]) -> None:
+    def __init__(self, prim: Function, fname: str, mod: IRModule, memo: RunCache) -> None:
         self.prim, self.fname, self.mod = prim, fname, mod
-        self.infos = infos  # per callee, by identity (the module holds them during the run)
-        types = [(NUMPY_DTYPES[d].name, prim.shapes[s]) for d, s in
+        self.infos, self.checked, self.memo = memo.infos, memo.checked, memo.values
+        self.kinds = prim.kind.tolist()
+        self.attr_ids = prim.attr_id.tolist()
+        self.callee_names: dict[int, str] = {}  # attr id -> callee name
+        shapes = prim.shapes
+        types = [(DTYPE_NAMES[d], shapes[s]) for d, s in
                  zip(prim.dtype.tolist(), prim.shape_id.tolist(), strict=True)]
         self.types = types  # (dtype, shape) per node
         self.var_taken: set[str] = set()
@@ -201,7 +184,7 @@ class _Composer:
     def node_buffer(self, node: int, name: str) -> Buffer:
         dtype, shape = self.types[node]
         self.buf_taken.add(name)
-        return Buffer(name, shape, dtype)
+        return interned_buffer(name, tuple(shape), dtype)
 
     def run(self) -> PrimFunc:
         prim = self.prim
@@ -218,30 +201,38 @@ class _Composer:
         if not np.array_equal(prim.params, np.arange(first)):
             raise _fail(self.fname, 0, "params must be the first nodes")
         for node in range(first, n):
-            callee_name, callee, info = self.callee(node)
+            operands = prim.operands(node)
+            callee_name, callee, info = self.callee(node, operands)
             names.append(str(callee.attrs.get("op_name", callee_name)))
             pat = callee.attrs.get("op_pattern", ops.OPAQUE)
             patterns.append(pat if isinstance(pat, int) else ops.OPAQUE)
-            self.member(node, callee, info, out if node == n - 1 else None)
+            self.member(node, operands, callee, info, out if node == n - 1 else None)
         self.epilogue(out)
-        body: Stmt = seq(*(s for _, s in self.stmts)) if self.stmts else SeqStmt(())
+        # Large independent nests run on the thread pool (after the epilogue moved in).
+        body: Stmt = seq(*(parallelize(s) for _, s in self.stmts)) if self.stmts \
+            else SeqStmt(())
         for buf in reversed(self.allocs):
             body = Allocate(buf, body)
         attrs = {"op_pattern": max(patterns), "op_name": _group_name([_sanitize(n) for n in names])}
         return PrimFunc((*params, out), body, attrs)
 
-    def callee(self, node: int) -> tuple[str, PrimFunc, _CalleeInfo]:
+    def callee(self, node: int, operands: tuple[int, ...]) -> tuple[str, PrimFunc, CalleeInfo]:
         prim = self.prim
-        if int(prim.kind[node]) != ops.OP_CALL_TIR:
+        if self.kinds[node] != ops.OP_CALL_TIR:
             raise _fail(self.fname, node, f"{prim.op(node).name} is not call_tir")
-        name = prim.attr_table.as_dict(int(prim.attr_id[node]))["callee"]
+        aid = self.attr_ids[node]
+        name = self.callee_names.get(aid)
+        if name is None:
+            name = self.callee_names[aid] = prim.attr_table.as_dict(aid)["callee"]
         callee = self.mod.functions.get(name)
         if not isinstance(callee, PrimFunc):
             raise _fail(self.fname, node, f"callee {name!r} is not a PrimFunc of the module")
         info = self.infos.get(id(callee))
         if info is None:
-            info = self.infos[id(callee)] = _callee_info(callee)
-        operands = prim.operands(node)
+            info = self.infos[id(callee)] = callee_info(callee)
+        key = (id(callee), *(self.types[v] for v in operands), self.types[node])
+        if key in self.checked:
+            return name, callee, info
         if len(callee.params) != len(operands) + 1 or not all(
                 isinstance(p, Buffer) for p in callee.params):
             raise _fail(self.fname, node, f"callee {name!r} must take {len(operands) + 1} "
@@ -252,12 +243,12 @@ class _Composer:
                 raise _fail(self.fname, node, f"callee {name!r} buffer {pos} "
                             f"({callee.params[pos].name}) does not match the value "
                             f"{dtype}{list(shape)}")
+        self.checked.add(key)
         return name, callee, info
 
     # -- members -------------------------------------------------------------
-    def member(self, node: int, callee: PrimFunc, info: _CalleeInfo,
-               out: Buffer | None) -> None:
-        operands = self.prim.operands(node)
+    def member(self, node: int, operands: tuple[int, ...], callee: PrimFunc,
+               info: CalleeInfo, out: Buffer | None) -> None:
         inputs, result = callee.params[:-1], callee.params[-1]
         assert isinstance(result, Buffer)
         canonical = info.canonical
@@ -286,7 +277,7 @@ class _Composer:
         virtuals = {p.name: self.value[v] for p, v in zip(inputs, operands, strict=True)
                     if not isinstance(self.value[v], Buffer)}
         if out is None and canonical is not None and canonical.value is not None:
-            value = _Rewriter(buffers, virtuals, {}, lets).value(canonical.value)
+            value = self.inlined(callee, canonical.value, buffers, virtuals, lets)
             self.value[node] = (canonical.axes, value)
             if value._depth > INLINE_DEPTH:
                 self.materialize(node)
@@ -304,6 +295,19 @@ class _Composer:
         stmt = _Rewriter(buffers, virtuals, var_names, lets).visit(callee.body)
         self.stmts.append((node, stmt))
         self.value[node] = target
+
+    def inlined(self, callee: PrimFunc, value: PrimExpr, buffers: dict[str, Buffer],
+                virtuals: dict[str, Virtual], lets: dict[str, Var]) -> PrimExpr:
+        """A canonical member's value with its inputs bound; memoized across groups when
+        every input is a buffer (then there are no lets either)."""
+        if virtuals:
+            return _Rewriter(buffers, virtuals, {}, lets).value(value)
+        key = (id(callee), *(id(b) for b in buffers.values()))
+        hit = self.memo.get(key)
+        if hit is None:
+            rewritten = _Rewriter(buffers, {}, {}).value(value)
+            hit = self.memo[key] = (tuple(buffers.values()), rewritten)
+        return hit[1]
 
     def materialize(self, node: int) -> None:
         """Store a virtual value into a scratch buffer (one nest) and use the buffer."""
@@ -375,12 +379,13 @@ class _Composer:
 # ---------------------------------------------------------------------------
 
 def fuse_primitive(prim: Function, fname: str, mod: IRModule,
-                   cache: dict[int, _CalleeInfo] | None = None) -> PrimFunc:
+                   cache: RunCache | None = None) -> PrimFunc:
     """The PrimFunc computing Primitive graph function ``prim`` (named ``fname``) of ``mod``.
 
-    ``cache`` (optional, one per module) memoizes the analysis of each callee.
+    ``cache`` (optional, one per module and run: ``RunCache({}, set(), {})``)
+    memoizes what recurs across the module's Primitive functions.
     """
-    return _Composer(prim, fname, mod, {} if cache is None else cache).run()
+    return _Composer(prim, fname, mod, cache or RunCache({}, set(), {})).run()
 
 
 def _redirect_calls(func: Function, fname: str, target: dict[str, str]) -> Function:
@@ -419,7 +424,7 @@ def _fuse_tir_module(mod: IRModule, ctx: transform.PassContext) -> IRModule:
     target: dict[str, str] = {}
     by_digest: dict[bytes, str] = {}
     fused: dict[str, PrimFunc] = {}
-    cache: dict[int, _CalleeInfo] = {}
+    cache = RunCache({}, set(), {})
     for name, prim in prims.items():
         pf = fuse_primitive(prim, name, mod, cache)
         digest = pf.structural_digest()

@@ -77,9 +77,9 @@ def _perm_at_kernel(perm_ptr, perm, attr, rank, j):
 
 @kernel
 def simplify_kernel(kind, a0, a1, dtype, shape_id, attr_id, shape_ndim, const_class, perm_ptr,
-                    perm, broadcast_attr, zero_const, rep, canon, new_kind, new_a0, new_a1,
+                    perm, broadcast_attr, zero_const, n_attrs, rep, new_kind, new_a0, new_a1,
                     new_attr):
-    """One forward sweep applying the rules; returns n_changed.
+    """One forward sweep applying the rules; returns (n_changed, n_rep, n_new_attr, n_zeros).
 
     Arrays: kind int16[n]; a0, a1, shape_id, attr_id int32[n]; dtype int8[n];
     shape_ndim int32[s]; const_class int8[k] per pool entry; perm_ptr int32[t]
@@ -87,14 +87,23 @@ def simplify_kernel(kind, a0, a1, dtype, shape_id, attr_id, shape_ndim, const_cl
     broadcast_attr int32[s]: attr id of broadcast_to to shape s;
     zero_const int32[s]: const id of int zeros of shape s for the node's dtype
     column ``2 * s + (dtype == INT64)`` (-1 = none). Written (the wrapper's
-    buffers): rep int32[n] (all NONE on entry), canon int32[n] scratch, and
-    new_kind, new_a0, new_a1, new_attr (copies of the columns on entry) with
-    the rewritten rows.
+    buffers): rep int32[n] (all NONE on entry) and new_kind, new_a0, new_a1,
+    new_attr (copies of the columns on entry) with the rewritten rows. The counts
+    returned let the wrapper skip whole-array scans: rows replaced, broadcast rows
+    whose attr id is new (>= n_attrs, the input's attribute count), rows
+    rewritten to zeros.
     """
     n = kind.shape[0]
     n_changed = 0
+    n_rep = 0
+    n_new_attr = 0
+    n_zeros = 0
+
+    def canon(v):  # the value node v stands for: its replacement, else itself
+        r = rep[v]
+        return v if r < 0 else r
+
     for i in range(n):
-        canon[i] = i
         k = kind[i]
         if not (OP_ADD <= k <= OP_DIVIDE or k == OP_NEGATIVE or k == OP_ASTYPE
                 or k == OP_RESHAPE or k == OP_BROADCAST_TO or k == OP_PERMUTE_DIMS):
@@ -102,8 +111,8 @@ def simplify_kernel(kind, a0, a1, dtype, shape_id, attr_id, shape_ndim, const_cl
         dt = dtype[i]
         is_int = dt == INT32 or dt == INT64
         is_float = dt == FLOAT32 or dt == FLOAT64
-        x = canon[a0[i]]
-        y = canon[a1[i]] if k <= OP_DIVIDE else -1
+        x = canon(a0[i])
+        y = canon(a1[i]) if k <= OP_DIVIDE else -1
         cx = const_class[new_a0[x]] if (x >= 0 and new_kind[x] == OP_CONST) else OTHER
         cy = const_class[new_a0[y]] if (y >= 0 and new_kind[y] == OP_CONST) else OTHER
         keep = -1  # the operand whose value the node equals
@@ -132,7 +141,7 @@ def simplify_kernel(kind, a0, a1, dtype, shape_id, attr_id, shape_ndim, const_cl
                 keep = x
         elif k == OP_NEGATIVE:
             if new_kind[x] == OP_NEGATIVE:
-                keep = canon[new_a0[x]]
+                keep = canon(new_a0[x])
         elif k == OP_ASTYPE:
             if dtype[x] == dt:
                 keep = x
@@ -140,8 +149,7 @@ def simplify_kernel(kind, a0, a1, dtype, shape_id, attr_id, shape_ndim, const_cl
             if shape_id[x] == shape_id[i]:
                 keep = x
             elif k == OP_RESHAPE and new_kind[x] == OP_RESHAPE:
-                new_a0[i] = canon[new_a0[x]]
-                canon[i] = i
+                new_a0[i] = canon(new_a0[x])
                 n_changed += 1
                 if shape_id[new_a0[i]] == shape_id[i]:
                     keep = new_a0[i]
@@ -157,7 +165,7 @@ def simplify_kernel(kind, a0, a1, dtype, shape_id, attr_id, shape_ndim, const_cl
                         cancel = False
                         break
                 if cancel:
-                    keep = canon[new_a0[x]]
+                    keep = canon(new_a0[x])
         if zeros:
             cid = zero_const[2 * shape_id[i] + (1 if dt == INT64 else 0)]
             if cid >= 0:
@@ -166,19 +174,21 @@ def simplify_kernel(kind, a0, a1, dtype, shape_id, attr_id, shape_ndim, const_cl
                 new_a1[i] = -1
                 new_attr[i] = 0
                 n_changed += 1
+                n_zeros += 1
             continue
         if keep < 0:
             continue
         n_changed += 1
         if shape_id[keep] == shape_id[i]:
             rep[i] = keep
-            canon[i] = keep
+            n_rep += 1
         else:  # the identity would change the shape: broadcast the survivor instead
             new_kind[i] = OP_BROADCAST_TO
             new_a0[i] = keep
             new_a1[i] = -1
             new_attr[i] = broadcast_attr[shape_id[i]]
-    return n_changed
+            n_new_attr += new_attr[i] >= n_attrs
+    return n_changed, n_rep, n_new_attr, n_zeros
 
 
 def _const_classes(pool: ConstPool, shapes: ShapeTable) -> np.ndarray:
@@ -251,19 +261,18 @@ def simplify_function(func: Function, max_elements: int = 1 << 16) -> tuple[Func
     n = func.num_nodes
     rep = np.full(n, -1, np.int32)
     kind, a0, a1, attr_id = func.kind.copy(), func.a0.copy(), func.a1.copy(), func.attr_id.copy()
-    n_changed = simplify_kernel(
+    n_changed, n_rep, n_new_attr, n_zeros = simplify_kernel(
         func.kind, func.a0, func.a1, func.dtype, func.shape_id, func.attr_id, shapes.ndim,
         _const_classes(pool, shapes), perm_ptr, perm, np.array(broadcast_ids, np.int32), zero_const,
-        rep, np.empty(n, np.int32), kind, a0, a1, attr_id)
+        len(func.attr_table), rep, kind, a0, a1, attr_id)
     if n_changed == 0:
         return func, 0
     changes: dict[str, object] = {"kind": kind, "a0": a0, "a1": a1, "attr_id": attr_id}
-    if np.any(attr_id >= len(func.attr_table)):
+    if n_new_attr:
         changes["attr_table"] = attr_table
-    if pool is not func.consts and np.any((kind == OP_CONST) & (func.kind != OP_CONST)):
+    if pool is not func.consts and n_zeros:
         changes["consts"] = pool
-    has_rep = bool(np.any(rep >= 0))
-    return rebuild(func, rep=rep if has_rep else None, pass_name="SimplifyArith",
+    return rebuild(func, rep=rep if n_rep else None, pass_name="SimplifyArith",
                    **changes), int(n_changed)
 
 

@@ -51,12 +51,19 @@ _RUN, _RUN_DYNAMIC, _CALL = 0, 1, 2
 
 
 class CompiledKernel:
-    """What the executor needs of one compiled PrimFunc: its address and convention."""
+    """What the executor needs of one compiled PrimFunc: its address and convention.
 
-    __slots__ = ("address", "cfunc", "convention", "name")
+    ``owner`` is whatever keeps the machine code at ``address`` alive (the
+    ``runtime.Kernel``, which holds the JIT engine): an executor outliving its
+    Executable (``runtime.build(mod)["main"]``) must not call freed code.
+    """
 
-    def __init__(self, name: str, convention: CallingConvention, address: int) -> None:
+    __slots__ = ("address", "cfunc", "convention", "name", "owner")
+
+    def __init__(self, name: str, convention: CallingConvention, address: int,
+                 owner: Any = None) -> None:
         self.name, self.convention, self.address = name, convention, address
+        self.owner = owner
         self.cfunc = ctypes.CFUNCTYPE(None, *convention.argtypes)(address)
 
 
@@ -137,6 +144,7 @@ class GraphExecutor:
                  graphs: Mapping[str, GraphExecutor]) -> None:
         self.name, self.func = name, func
         self._graphs = graphs
+        self._kernels = dict(kernels)  # keeps the kernels' machine code alive (see owner)
         self.plan: MemoryPlan = plan_memory(func)
         self._offsets = self.plan.offset_of()
         self._kinds: list[int] = func.kind.tolist()
@@ -307,7 +315,14 @@ class GraphExecutor:
         for pos, (value, pname) in enumerate(zip(inputs, func.param_names, strict=True)):
             node = int(func.params[pos])
             want_dtype, want_shape = self._dtypes[node], self._shapes[node]
-            arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+            if isinstance(value, np.ma.MaskedArray):  # np.asarray would drop the mask
+                raise TypeError(f"{self.name}: input {pos} ({pname!r}) is a masked array; "
+                                "pass a plain ndarray (np.ma.filled(...))")
+            try:
+                arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+            except (TypeError, ValueError) as exc:  # ragged nested lists and the like
+                raise TypeError(f"{self.name}: input {pos} ({pname!r}) is not convertible "
+                                f"to an array: {exc}") from exc
             if arr.dtype != want_dtype:
                 raise TypeError(f"{self.name}: input {pos} ({pname!r}) must have dtype "
                                 f"{want_dtype.name}, got {arr.dtype}")
@@ -351,7 +366,11 @@ class GraphExecutor:
             finally:
                 self._lock.release()
         else:  # the cached arena is in use (another thread, or a nested call)
-            self._launch(self._bind()[1], values, ptrs, depth)
+            # Hold the private arena until the kernels are done: the launch list has only
+            # raw pointers into it (``self._bind()[1]`` alone let it be freed first).
+            arena, steps = self._bind()
+            self._launch(steps, values, ptrs, depth)
+            del arena
         error = take_error()
         if error is not None:
             raise RuntimeError(f"{self.name}: a parallel loop of a kernel failed to run") \
@@ -410,7 +429,8 @@ class GraphExecutor:
 
 def make_kernels(kernels: Mapping[str, Any]) -> dict[str, CompiledKernel]:
     """CompiledKernel views of ``runtime.Kernel`` objects (address and convention)."""
-    return {name: CompiledKernel(name, k.convention, k.address) for name, k in kernels.items()}
+    return {name: CompiledKernel(name, k.convention, k.address, owner=k)
+            for name, k in kernels.items()}
 
 
 __all__ = ["MAX_CALL_DEPTH", "CompiledKernel", "GraphExecutor", "check_kernel_call",

@@ -1,0 +1,76 @@
+"""Parallel outer loops for FuseTIR's large loop nests.
+
+Why: a fused elementwise chain over 1e7 floats is one serial loop nest that
+LLVM vectorizes but that runs on one core; the machine has more. FuseTIR
+knows the shape of what it emitted (canonical nests whose every store is at
+the loop's own index), so it can prove the iterations of the outermost loop
+independent and mark it ``parallel`` (TVM's schedule would ``parallel`` the
+fused outer axis). The runtime outlines the body and splits the range over its
+thread pool (``runtime/lower.py``, ``runtime/threadpool.py``); inner loops stay
+serial, so LLVM still vectorizes them.
+
+The proof is syntactic and conservative: the outer loop ``v`` is serial, the
+nest has no allocation and no parallel loop inside, every store's first index
+is ``v`` itself, and every read of a buffer stored in the nest also has ``v``
+as its first index. Iteration ``v`` then only touches slice ``v`` of the
+buffers it writes (buffers never alias: ``noalias`` on every kernel argument),
+so iterations commute. Nests with less than ``PARALLEL_MIN_WORK`` innermost
+iterations stay serial: a launch costs microseconds.
+Imports irkernel.tir only.
+"""
+
+from __future__ import annotations
+
+from irkernel.tir.buffer import BufferLoad
+from irkernel.tir.expr import IntImm, Var
+from irkernel.tir.functor import post_order
+from irkernel.tir.stmt import Allocate, BufferStore, For, SeqStmt, Stmt
+
+#: Innermost iterations below which a nest stays serial (~50 us of elementwise work).
+PARALLEL_MIN_WORK = 1 << 17
+
+
+def work(stmt: Stmt) -> int:
+    """Innermost iterations of ``stmt`` (constant extents; a symbolic one counts as 1)."""
+    if isinstance(stmt, For):
+        extent = stmt.extent.value if isinstance(stmt.extent, IntImm) else 1
+        return int(extent) * work(stmt.body)
+    if isinstance(stmt, SeqStmt):
+        return sum(work(s) for s in stmt.stmts)
+    return 1
+
+
+def _at(indices: tuple, var: Var) -> bool:
+    return bool(indices) and isinstance(indices[0], Var) and indices[0].name == var.name
+
+
+def independent_outer(stmt: Stmt) -> bool:
+    """Whether ``stmt`` is a serial loop whose iterations provably commute (see above)."""
+    if not isinstance(stmt, For) or stmt.kind != "serial" or stmt.annotations:
+        return False
+    var = stmt.loop_var
+    nodes = list(post_order(stmt.body))
+    written: set[str] = set()
+    for n in nodes:
+        if isinstance(n, Allocate) or (isinstance(n, For) and n.kind == "parallel"):
+            return False
+        if isinstance(n, BufferStore):
+            if not _at(n.indices, var):
+                return False
+            written.add(n.buffer.name)
+    return bool(written) and all(
+        _at(n.indices, var) for n in nodes
+        if isinstance(n, BufferLoad) and n.buffer.name in written)
+
+
+def parallelize(stmt: Stmt, min_work: int = PARALLEL_MIN_WORK) -> Stmt:
+    """``stmt`` with its outer loop ``parallel`` when that is safe and worth a launch."""
+    if not isinstance(stmt, For) or work(stmt) < min_work:
+        return stmt
+    extent = stmt.extent.value if isinstance(stmt.extent, IntImm) else 0
+    if extent < 2 or not independent_outer(stmt):
+        return stmt
+    return stmt.replace(kind="parallel")
+
+
+__all__ = ["PARALLEL_MIN_WORK", "independent_outer", "parallelize", "work"]
