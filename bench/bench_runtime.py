@@ -57,6 +57,9 @@ SUM_TARGET = 1.0
 MATMUL_TARGET = 0.3
 MATMUL_STRETCH = 0.5
 SPEEDUP_TARGET = 1.7
+#: How long OpenBLAS's idle worker threads spin after a call (its THREAD_TIMEOUT default,
+#: 2**28 cycles, ~0.1 s here), with margin.
+OPENBLAS_SPIN_S = 0.2
 COLD_TARGET_S = 0.030
 CACHED_TARGET_S = 0.003
 REPORT_ONLY = os.environ.get("IRKERNEL_BENCH_REPORT_ONLY", "") not in ("", "0")
@@ -98,9 +101,15 @@ def _built(what: str):
     return runtime.build(kernels.elementwise(what))[f"ew_{what}"]
 
 
-def _paired(ours: Callable[[], object], ref: Callable[[], object],
-            rounds: int) -> tuple[float, float, float]:
-    """(median of ours, median of ref, median of ref/ours per pair); one warm-up pair."""
+def _paired(ours: Callable[[], object], ref: Callable[[], object], rounds: int,
+            settle: float = 0.0) -> tuple[float, float, float]:
+    """(median of ours, median of ref, median of ref/ours per pair); one warm-up pair.
+
+    ``settle`` seconds of sleep before every timed call: OpenBLAS's worker threads
+    busy-wait for a while (~0.1 s) after each call, and a kernel timed right after
+    one shares its CPUs with them (measured: 183 GFLOP/s right after ``np.matmul``,
+    271 after a 0.3 s pause, same kernel, 2 threads).
+    """
     ours()
     ref()
     mine, theirs, ratios = [], [], []
@@ -108,6 +117,7 @@ def _paired(ours: Callable[[], object], ref: Callable[[], object],
         first, second = (ours, ref) if r % 2 == 0 else (ref, ours)  # alternate who goes first
         times = []
         for fn in (first, second):
+            time.sleep(settle)
             start = time.perf_counter()
             fn()
             times.append(time.perf_counter() - start)
@@ -192,7 +202,7 @@ def test_matmul_1024(benchmark) -> None:
     np.testing.assert_allclose(C, C_ref, rtol=1e-4)
     flops = 2 * N_MATMUL**3
     ours, blas_s, ratio = _paired(lambda: kernel(A, B, C),
-                                  lambda: np.matmul(A, B, out=C_ref), 15)
+                                  lambda: np.matmul(A, B, out=C_ref), 15, settle=OPENBLAS_SPIN_S)
     benchmark.extra_info.update({
         "n": N_MATMUL, "threads": THREADS, "ours_s": ours, "openblas_s": blas_s,
         "ours_GFLOPs": flops / ours / 1e9, "openblas_GFLOPs": flops / blas_s / 1e9,
@@ -234,6 +244,7 @@ def test_matmul_parallel_speedup(benchmark) -> None:
 
     rounds = 15
     ones, twos = [], []
+    time.sleep(OPENBLAS_SPIN_S)  # the previous test's OpenBLAS threads go to sleep
     for r in range(rounds + 1):  # the first pair is a warm-up
         pair = []
         for fn in ((one, two) if r % 2 else (two, one)):

@@ -26,7 +26,7 @@ from irkernel.graph import Function
 
 
 class Node:
-    __slots__ = ("op", "operands", "attrs", "value")
+    __slots__ = ("attrs", "op", "operands", "value")
 
     def __init__(self, op: str, operands: list[Node], attrs: dict[str, Any] | None = None,
                  value: np.generic | None = None) -> None:

@@ -31,7 +31,6 @@ from irkernel.ops import (
     OP_CALL_FUNC,
     OP_CALL_TIR,
     OP_CONCAT,
-    OP_CONST,
     OP_MATMUL,
     OP_MAX,
     OP_MEAN,
