@@ -38,8 +38,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -52,6 +50,9 @@ import runtime
 from irkernel.demo import chain_module, chain_numpy, mlp_module, mlp_numpy
 from irkernel.testing import GraphSpec, random_function
 
+sys.path.insert(0, str(Path(__file__).parent))
+from benchutil import Paired, check, paired, pool_threads
+
 BENCH_DIR = Path(__file__).parent
 THREADS = 2
 CHAIN_N = 10**7
@@ -59,42 +60,16 @@ CHAIN_TARGET = 4.0
 BATCH, HIDDEN, LAYERS = 64, 1024, 3
 MLP_WITHIN = 1.5  # ours <= MLP_WITHIN x NumPy's time
 LOWERING_NODES = 10**5
-REPORT_ONLY = os.environ.get("IRKERNEL_BENCH_REPORT_ONLY", "") not in ("", "0")
-
-
-def _check(ok: bool, message: str) -> None:
-    if not ok and not REPORT_ONLY:
-        pytest.fail(message)
 
 
 @pytest.fixture(autouse=True)
 def _threads():
-    previous = runtime.get_num_threads()
-    runtime.set_num_threads(THREADS)
-    yield
-    runtime.set_num_threads(previous)
+    with pool_threads(THREADS):
+        yield
 
 
-def _paired(ours: Callable[[], object], ref: Callable[[], object],
-            rounds: int) -> dict[str, float]:
-    """Alternating rounds after one warm-up pair: medians, median per-pair ratio
-    (ref / ours, > 1 when we are faster) and the best-of ratio."""
-    ours()
-    ref()
-    mine, theirs, ratios = [], [], []
-    for r in range(rounds):
-        order = (ours, ref) if r % 2 == 0 else (ref, ours)
-        times = []
-        for fn in order:
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
-        t_ours, t_ref = times if r % 2 == 0 else times[::-1]
-        mine.append(t_ours)
-        theirs.append(t_ref)
-        ratios.append(t_ref / t_ours)
-    return {"ours_s": statistics.median(mine), "numpy_s": statistics.median(theirs),
-            "ratio": statistics.median(ratios), "best_ratio": min(theirs) / min(mine)}
+def _figures(p: Paired) -> dict[str, float]:
+    return {"ours_s": p.ours_s, "numpy_s": p.ref_s, "ratio": p.ratio, "best_ratio": p.best_ratio}
 
 
 # ---------------------------------------------------------------------------
@@ -116,13 +91,13 @@ def test_chain_8_ops_1e7(benchmark) -> None:
     np.testing.assert_allclose(main(a, b)[0], chain_numpy(a, b), rtol=2e-6, atol=1e-7)
     tir = ex.get_source("tir")
     assert main.num_kernels == 1, "the chain did not fuse into one kernel"
-    figures = _paired(lambda: main(a, b), lambda: chain_numpy(a, b), 21)
+    figures = _figures(paired(lambda: main(a, b), lambda: chain_numpy(a, b), 21))
     benchmark.extra_info.update({
         "n": CHAIN_N, "threads": THREADS, **figures, "kernels": main.num_kernels,
         "parallel": "T.parallel" in tir, "ours_GB_per_s": 3 * a.nbytes / figures["ours_s"] / 1e9,
         "target_ratio": CHAIN_TARGET})
     benchmark.pedantic(lambda: main(a, b), rounds=15, iterations=1, warmup_rounds=1)
-    _check(figures["ratio"] >= CHAIN_TARGET,
+    check(figures["ratio"] >= CHAIN_TARGET,
            f"8-op chain on 1e7 float32: {figures['ratio']:.2f}x NumPy "
            f"({figures['ours_s'] * 1e3:.2f} ms vs {figures['numpy_s'] * 1e3:.2f} ms; "
            f"target {CHAIN_TARGET}x)")
@@ -148,7 +123,7 @@ def test_mlp_64x1024x3(benchmark) -> None:
     ex, args = _mlp()
     main = ex["main"]
     np.testing.assert_allclose(main(*args)[0], mlp_numpy(*args), rtol=1e-4, atol=1e-4)
-    figures = _paired(lambda: main(*args), lambda: mlp_numpy(*args), 31)
+    figures = _figures(paired(lambda: main(*args), lambda: mlp_numpy(*args), 31))
     flops = 2 * BATCH * HIDDEN * HIDDEN * LAYERS
     benchmark.extra_info.update({
         "batch": BATCH, "hidden": HIDDEN, "layers": LAYERS, "threads": THREADS, **figures,
@@ -156,7 +131,7 @@ def test_mlp_64x1024x3(benchmark) -> None:
         "numpy_GFLOPs": flops / figures["numpy_s"] / 1e9,
         "loadavg_1min": os.getloadavg()[0], "target_ratio": 1 / MLP_WITHIN})
     benchmark.pedantic(lambda: main(*args), rounds=21, iterations=1, warmup_rounds=1)
-    _check(figures["ratio"] >= 1 / MLP_WITHIN,
+    check(figures["ratio"] >= 1 / MLP_WITHIN,
            f"MLP: {1 / figures['ratio']:.2f}x NumPy+OpenBLAS's time "
            f"({figures['ours_s'] * 1e3:.2f} ms vs {figures['numpy_s'] * 1e3:.2f} ms; "
            f"target within {MLP_WITHIN}x)")

@@ -56,6 +56,7 @@ from irkernel.testing import random_function
 BENCH_DIR = Path(__file__).parent
 sys.path.insert(0, str(BENCH_DIR))
 import pure_python_baseline as baseline  # noqa: E402
+from benchutil import check  # noqa: E402
 
 SIZES = {"1e4": 10**4, "1e6": 10**6, "1e7": 10**7}
 ROUNDS = {10**4: 30, 10**6: 9, 10**7: 5}
@@ -66,7 +67,6 @@ O2_TARGET_S = 1.0
 RATIO_TARGET = 100.0
 MEMORY_TARGET = 3.0
 CACHED_LATENCY_TARGET_S = 0.5
-REPORT_ONLY = os.environ.get("IRKERNEL_BENCH_REPORT_ONLY", "") not in ("", "0")
 PREFAULT_BYTES = 3 << 30
 
 
@@ -82,11 +82,6 @@ def _touch_fresh_memory() -> None:
 @cache
 def _module(n_nodes: int) -> ik.IRModule:
     return ik.IRModule({"main": random_function(n_nodes, seed=0)})
-
-
-def _check(ok: bool, message: str) -> None:
-    if not ok and not REPORT_ONLY:
-        pytest.fail(message)
 
 
 class _Rounds:
@@ -155,7 +150,7 @@ def test_pass_throughput(benchmark, name: str, size: str) -> None:
     target = TARGET_NODES_PER_S.get(name)
     if target is not None and n == 10**7:
         benchmark.extra_info["target_M_nodes_per_s"] = target / 1e6
-        _check(rate >= target, f"{name} at 1e7: {rate / 1e6:.1f} M nodes/s "
+        check(rate >= target, f"{name} at 1e7: {rate / 1e6:.1f} M nodes/s "
                                f"(target {target / 1e6:.0f} M nodes/s)")
 
 
@@ -175,7 +170,7 @@ def test_o2_end_to_end_at_1e7(benchmark) -> None:
     benchmark.extra_info.update({
         "n_nodes": n, "nodes_after": out["main"].num_nodes, "first_call_s": first,
         "median_s": median, "target_s": O2_TARGET_S, **per_pass})
-    _check(median <= O2_TARGET_S, f"O2 at 1e7: {median:.2f} s (target {O2_TARGET_S} s)")
+    check(median <= O2_TARGET_S, f"O2 at 1e7: {median:.2f} s (target {O2_TARGET_S} s)")
 
 
 # ---------------------------------------------------------------------------
@@ -218,7 +213,7 @@ def test_ratio_to_pure_python_at_1e6(benchmark, which: str) -> None:
                                  "irkernel_s": ours, "ratio": ratio,
                                  "pure_python_M_nodes_per_s": func.num_nodes / python_s / 1e6,
                                  "target_ratio": RATIO_TARGET})
-    _check(ratio >= RATIO_TARGET, f"{which} at 1e6: {ratio:.0f}x the pure-Python baseline "
+    check(ratio >= RATIO_TARGET, f"{which} at 1e6: {ratio:.0f}x the pure-Python baseline "
                                   f"({python_s * 1e3:.0f} ms vs {ours * 1e3:.1f} ms; "
                                   f"target {RATIO_TARGET:.0f}x)")
 
@@ -244,7 +239,7 @@ def test_peak_memory_at_1e7(benchmark, name: str) -> None:
     benchmark.pedantic(lambda: None, rounds=1)  # the figures are in extra_info
     # The budget is per pass. O2 is recorded for information: its peak also holds the
     # intermediate modules (the input of each pass is the previous pass's output).
-    _check(name == "O2" or result["ratio"] <= MEMORY_TARGET,
+    check(name == "O2" or result["ratio"] <= MEMORY_TARGET,
            f"{name} at 1e7: peak {result['tracemalloc_peak'] / 1e6:.0f} MB = "
            f"{result['ratio']:.2f}x the graph's {result['graph_nbytes'] / 1e6:.0f} MB "
            f"(target {MEMORY_TARGET}x)")
@@ -262,7 +257,7 @@ def test_first_call_latency(benchmark) -> None:
         **{f"cached_{k}_s": statistics.median(w[k] for w in warm) for k in PASSES},
         "target_cached_s": CACHED_LATENCY_TARGET_S})
     benchmark.pedantic(lambda: None, rounds=1)  # the figures are in extra_info
-    _check(cached <= CACHED_LATENCY_TARGET_S,
+    check(cached <= CACHED_LATENCY_TARGET_S,
            f"second-process first call of all graph passes: {cached:.2f} s "
            f"(target {CACHED_LATENCY_TARGET_S} s)")
 

@@ -48,6 +48,7 @@ import runtime
 BENCH_DIR = Path(__file__).parent
 sys.path.insert(0, str(BENCH_DIR))
 import kernels  # noqa: E402
+from benchutil import check, paired, pool_threads  # noqa: E402
 
 N_ELEMENTWISE = 10**7
 N_MATMUL = 1024
@@ -62,21 +63,13 @@ SPEEDUP_TARGET = 1.7
 OPENBLAS_SPIN_S = 0.2
 COLD_TARGET_S = 0.030
 CACHED_TARGET_S = 0.003
-REPORT_ONLY = os.environ.get("IRKERNEL_BENCH_REPORT_ONLY", "") not in ("", "0")
-
-
-def _check(ok: bool, message: str) -> None:
-    if not ok and not REPORT_ONLY:
-        pytest.fail(message)
 
 
 @pytest.fixture(autouse=True)
 def _threads():
     """Every benchmark runs with THREADS pool threads unless it says otherwise."""
-    previous = runtime.get_num_threads()
-    runtime.set_num_threads(THREADS)
-    yield
-    runtime.set_num_threads(previous)
+    with pool_threads(THREADS):
+        yield
 
 
 def _aligned(shape: tuple[int, ...] | int, seed: int) -> np.ndarray:
@@ -103,29 +96,8 @@ def _built(what: str):
 
 def _paired(ours: Callable[[], object], ref: Callable[[], object], rounds: int,
             settle: float = 0.0) -> tuple[float, float, float]:
-    """(median of ours, median of ref, median of ref/ours per pair); one warm-up pair.
-
-    ``settle`` seconds of sleep before every timed call: OpenBLAS's worker threads
-    busy-wait for a while (~0.1 s) after each call, and a kernel timed right after
-    one shares its CPUs with them (measured: 183 GFLOP/s right after ``np.matmul``,
-    271 after a 0.3 s pause, same kernel, 2 threads).
-    """
-    ours()
-    ref()
-    mine, theirs, ratios = [], [], []
-    for r in range(rounds):
-        first, second = (ours, ref) if r % 2 == 0 else (ref, ours)  # alternate who goes first
-        times = []
-        for fn in (first, second):
-            time.sleep(settle)
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
-        t_ours, t_ref = times if r % 2 == 0 else times[::-1]
-        mine.append(t_ours)
-        theirs.append(t_ref)
-        ratios.append(t_ref / t_ours)
-    return statistics.median(mine), statistics.median(theirs), statistics.median(ratios)
+    p = paired(ours, ref, rounds, settle)
+    return p.ours_s, p.ref_s, p.ratio
 
 
 def _record(benchmark, fn: Callable[[], object], rounds: int) -> None:
@@ -160,7 +132,7 @@ def test_elementwise_1e7(benchmark, op: str) -> None:
         "ours_GB_per_s": nbytes / ours / 1e9, "numpy_GB_per_s": nbytes / numpy_s / 1e9,
         "ratio": ratio, "target_ratio": ELEMENTWISE_TARGET})
     _record(benchmark, lambda: kernel(*args, out), 15)
-    _check(ratio >= ELEMENTWISE_TARGET,
+    check(ratio >= ELEMENTWISE_TARGET,
            f"{op} on 1e7 float32: {ratio:.2f}x NumPy ({ours * 1e3:.2f} ms vs "
            f"{numpy_s * 1e3:.2f} ms; target {ELEMENTWISE_TARGET}x)")
 
@@ -180,7 +152,7 @@ def test_sum_1e7(benchmark) -> None:
         "numpy_rel_error": abs(float(a.sum()) - exact) / exact,
         "ratio": ratio, "target_ratio": SUM_TARGET})
     _record(benchmark, lambda: kernel(a, out), 21)
-    _check(ratio >= SUM_TARGET, f"sum of 1e7 float32: {ratio:.2f}x NumPy ({ours * 1e3:.2f} ms "
+    check(ratio >= SUM_TARGET, f"sum of 1e7 float32: {ratio:.2f}x NumPy ({ours * 1e3:.2f} ms "
                                 f"vs {numpy_s * 1e3:.2f} ms; target {SUM_TARGET}x)")
 
 
@@ -208,7 +180,7 @@ def test_matmul_1024(benchmark) -> None:
         "ours_GFLOPs": flops / ours / 1e9, "openblas_GFLOPs": flops / blas_s / 1e9,
         "ratio": ratio, "target_ratio": MATMUL_TARGET, "stretch_ratio": MATMUL_STRETCH})
     _record(benchmark, lambda: kernel(A, B, C), 11)
-    _check(ratio >= MATMUL_TARGET,
+    check(ratio >= MATMUL_TARGET,
            f"matmul 1024: {ratio:.2f}x OpenBLAS ({flops / ours / 1e9:.0f} vs "
            f"{flops / blas_s / 1e9:.0f} GFLOP/s; target {MATMUL_TARGET}x)")
 
@@ -267,7 +239,7 @@ def test_matmul_parallel_speedup(benchmark) -> None:
         "loadavg_1min": os.getloadavg()[0], "target_speedup": SPEEDUP_TARGET})
     runtime.set_num_threads(THREADS)
     benchmark.pedantic(lambda: None, rounds=1)  # the figures are in extra_info
-    _check(speedup >= SPEEDUP_TARGET,
+    check(speedup >= SPEEDUP_TARGET,
            f"matmul 1024: 2-thread speedup {speedup:.2f}x (target {SPEEDUP_TARGET}x); the "
            f"2-thread rounds got {statistics.median(two_cpus[1:]):.2f} CPUs (process CPU / "
            f"wall), 1-min load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
@@ -303,6 +275,6 @@ def test_compile_time(benchmark) -> None:
     benchmark.pedantic(lambda: None, rounds=1)  # the figures are in extra_info
     assert min(w["hits"] for w in warm) == len(names), "the second process missed the cache"
     slow = {k: round(v * 1e3, 1) for k, v in cold.items() if k in names and v > COLD_TARGET_S}
-    _check(not slow, f"cold compile over {COLD_TARGET_S * 1e3:.0f} ms (ms): {slow}")
+    check(not slow, f"cold compile over {COLD_TARGET_S * 1e3:.0f} ms (ms): {slow}")
     slow = {k: round(v * 1e3, 2) for k, v in cached.items() if v > CACHED_TARGET_S}
-    _check(not slow, f"cached build over {CACHED_TARGET_S * 1e3:.0f} ms (ms): {slow}")
+    check(not slow, f"cached build over {CACHED_TARGET_S * 1e3:.0f} ms (ms): {slow}")

@@ -6,7 +6,8 @@ Usage::
 
 Builds a 1000-node random graph (which compiles or loads the builder's and the
 generator's kernels, not timed), then times the first call of each graph pass
-and of O2 on it, then of the lowering passes LegalizeOps, FuseOps and FuseTIR. The work on 1000 nodes takes well under a millisecond, so
+and of O2 on it, then of the lowering passes LegalizeOps, FuseOps and FuseTIR.
+The work on 1000 nodes takes well under a millisecond, so
 the times are the passes' kernel compilation (an empty ``NUMBA_CACHE_DIR``)
 or their loading from Numba's on-disk cache (a second process with the same
 directory). Also reports the time of ``import passes``.
