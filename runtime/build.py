@@ -105,21 +105,24 @@ class _Compiled:
         self.settings = settings
         self.target = target
         self._ir: str | None = None
-        self._tir: str | None = None
+        self._lowered: PrimFunc | None = None
 
-    def remember(self, tir_text: str, ir_text: str) -> None:
-        self._tir, self._ir = tir_text, ir_text
+    def remember(self, lowered: PrimFunc, ir_text: str) -> None:
+        """Keep the lowered PrimFunc (printed only when asked: printing is not free, and
+        most builds never ask) and its LLVM IR text."""
+        self._lowered, self._ir = lowered, ir_text
 
     def source(self, kind: str) -> str:
         """``"tir"`` or unoptimized ``"llvm"`` text, re-lowered if it came from the cache."""
-        if self._ir is None or self._tir is None:
+        if self._ir is None or self._lowered is None:
             opt_level, disabled, fast_math, unroll = self.settings
             with transform.PassContext(opt_level=opt_level, disabled_pass=list(disabled),
                                        config={FAST_MATH: fast_math, UNROLL_KEY: dict(unroll)}):
                 lowered = _lower_tir(self.name, self.func)
-            self.remember(lowered.script(self.name),
-                          lower(lowered, self.symbol, self.target, fast_math))
-        return self._tir if kind == "tir" else self._ir  # type: ignore[return-value]
+            self.remember(lowered, lower(lowered, self.symbol, self.target, fast_math))
+        if kind == "tir":
+            return self._lowered.script(self.name)  # type: ignore[union-attr]
+        return self._ir  # type: ignore[return-value]
 
 
 def _compile(name: str, func: PrimFunc, symbol: str, ctx: transform.PassContext,
@@ -144,7 +147,7 @@ def _compile(name: str, func: PrimFunc, symbol: str, ctx: transform.PassContext,
     if cache is not None:
         cache.put("index", tir_key, obj_key.encode())
     compiled = _Compiled(name, func, symbol, settings, obj, target)
-    compiled.remember(lowered.script(name), ir_text)
+    compiled.remember(lowered, ir_text)
     return compiled
 
 

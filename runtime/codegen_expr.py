@@ -113,6 +113,52 @@ def known_multiple(e: PrimExpr) -> int:
     return 1
 
 
+#: Shared vector constants by (element type, lane reprs); see :func:`vector_constant`.
+_VECTORS: dict[tuple[str, tuple[str, ...]], ir.Constant] = {}
+_VECTORS_MAX = 1024
+
+
+def vector_constant(elem: ir.Type, values: tuple[Any, ...]) -> ir.Constant:
+    """The constant vector ``<values>`` of ``elem``, one shared object per distinct vector.
+
+    llvmlite formats a vector constant element by element (a ``Constant`` per
+    lane) and caches the text per *object*; splat masks, ramp steps and
+    splatted immediates repeat in every statement of an unrolled tile, so
+    sharing the object formats each distinct vector once instead of once per
+    use (a measurable part of codegen for 64-lane code). Constants are
+    immutable values, not instructions: sharing them between instructions and
+    modules is safe. The key uses ``repr`` of each lane, so ``0.0``/``-0.0``,
+    ``1``/``1.0`` and NaNs never collide.
+    """
+    key = (str(elem), tuple(map(repr, values)))
+    const = _VECTORS.get(key)
+    if const is None:
+        if len(_VECTORS) >= _VECTORS_MAX:
+            _VECTORS.clear()
+        const = _VECTORS[key] = ir.Constant(ir.VectorType(elem, len(values)), list(values))
+    return const
+
+
+def undef_vector(typ: ir.VectorType) -> ir.Constant:
+    """``<N x T> undef`` as one token.
+
+    ``ir.Constant(vector_type, ir.Undefined)`` spells out every lane
+    (``<float undef, float undef, ...>``: ~1 KB of IR text for 64 lanes, twice
+    per splat); LLVM parses both forms to the same ``UndefValue``, so the
+    short one only saves formatting and parsing.
+    """
+    return _UndefVector(typ)
+
+
+class _UndefVector(ir.Constant):
+    """An undef vector constant built without ``Type.wrap_constant_value``'s per-lane
+    expansion (``Constant._get_reference`` prints an ``Undefined`` constant as ``undef``)."""
+
+    def __init__(self, typ: ir.VectorType) -> None:  # no super().__init__: see the class doc
+        self.type = typ
+        self.constant = ir.Undefined
+
+
 def _imm_value(e: PrimExpr) -> int | None:
     if isinstance(e, Broadcast):
         e = e.value
@@ -151,14 +197,14 @@ class ExprCodegen:
 
     def const(self, typ: ir.Type, value: Any) -> ir.Constant:
         if isinstance(typ, ir.VectorType):
-            return ir.Constant(typ, [value] * typ.count)
+            return vector_constant(typ.element, (value,) * typ.count)
         return ir.Constant(typ, value)
 
     def splat(self, v: ir.Value, lanes: int) -> ir.Value:
         vt = ir.VectorType(v.type, lanes)
-        first = self.builder.insert_element(ir.Constant(vt, ir.Undefined), v, I32(0))
-        return self.builder.shuffle_vector(first, ir.Constant(vt, ir.Undefined),
-                                           ir.Constant(ir.VectorType(I32, lanes), [0] * lanes))
+        first = self.builder.insert_element(undef_vector(vt), v, I32(0))
+        return self.builder.shuffle_vector(first, undef_vector(vt),
+                                           vector_constant(I32, (0,) * lanes))
 
     def index64(self, v: ir.Value) -> ir.Value:
         elem = v.type.element if isinstance(v.type, ir.VectorType) else v.type
@@ -194,7 +240,7 @@ class ExprCodegen:
 
     def _e_Ramp(self, e: Ramp) -> ir.Value:
         vt = value_type(e.dtype)
-        steps = ir.Constant(vt, list(range(e.lanes)))
+        steps = vector_constant(vt.element, tuple(range(e.lanes)))
         base = self.splat(self.expr(e.base), e.lanes)
         stride = _imm_value(e.stride)
         if stride != 1:
@@ -374,21 +420,19 @@ class ExprCodegen:
         bld = self.builder
         chunks = []
         for start in range(0, lanes, width):
-            mask = ir.Constant(ir.VectorType(I32, width),
-                               [min(start + k, lanes - 1) for k in range(width)])
+            mask = vector_constant(I32, tuple(min(start + k, lanes - 1) for k in range(width)))
             parts = [bld.shuffle_vector(a, a, mask) for a in args]
             chunks.append(bld.call(fn, parts))
         while len(chunks) > 1:  # concatenate pairwise (pad with the last chunk)
             if len(chunks) % 2:
                 chunks.append(chunks[-1])
             n = chunks[0].type.count
-            cat = ir.Constant(ir.VectorType(I32, 2 * n), list(range(2 * n)))
+            cat = vector_constant(I32, tuple(range(2 * n)))
             chunks = [bld.shuffle_vector(chunks[k], chunks[k + 1], cat)
                       for k in range(0, len(chunks), 2)]
         out = chunks[0]
         if out.type.count != lanes:
-            out = bld.shuffle_vector(out, out, ir.Constant(ir.VectorType(I32, lanes),
-                                                           list(range(lanes))))
+            out = bld.shuffle_vector(out, out, vector_constant(I32, tuple(range(lanes))))
         return out
 
     # -- memory ------------------------------------------------------------
@@ -419,7 +463,7 @@ class ExprCodegen:
         if isinstance(index, Broadcast):
             return self.splat(self.load(buf, index.value, 1), lanes)
         vi = self.expr(index)  # gather, one lane at a time
-        out = ir.Constant(ir.VectorType(elem_t, lanes), ir.Undefined)
+        out = undef_vector(ir.VectorType(elem_t, lanes))
         for k in range(lanes):
             addr = self.address(buf, bld.extract_element(vi, I32(k)))
             out = bld.insert_element(out, bld.load(addr, typ=elem_t,

@@ -55,7 +55,10 @@ def _set(obj: object, name: str, value: object) -> None:
 
 def _depth(obj: object, *children: Any) -> None:
     """Record the node's depth (1 + deepest child); ValueError past MAX_DEPTH."""
-    depth = 1 + max((c._depth for c in children), default=0)
+    depth = 1
+    for c in children:  # a plain loop: this runs for every node built (no generator/max)
+        if c._depth >= depth:
+            depth = c._depth + 1
     if depth > MAX_DEPTH:
         raise ValueError(f"{type(obj).__name__}: TIR tree nested deeper than {MAX_DEPTH} levels; "
                          "split the computation with LetStmt/T.let or SeqStmt")
@@ -76,7 +79,11 @@ class Node:
             raise TypeError(f"{type(self).__name__}.replace: unknown fields {sorted(unknown)}")
         if all(getattr(self, k) is v for k, v in changes.items()):
             return self
-        kwargs = {f: getattr(self, f) for f in names}
+        return self._rebuild(changes)
+
+    def _rebuild(self, changes: dict[str, Any]) -> Any:
+        """A new node with ``changes`` (known constructor fields; no checks: see ``replace``)."""
+        kwargs = {f: getattr(self, f) for f in self._init_fields()}
         kwargs.update(changes)
         return type(self)(**kwargs)
 
@@ -282,8 +289,9 @@ class BinaryOp(PrimExpr):
             raise TypeError(f"{name}: operand dtypes differ ({self.a.dtype} vs {self.b.dtype}); "
                             "cast one side with T.cast")
         elem = dt.element(self.a.dtype)
-        ok = {"num": elem != "bool", "int": elem in dt.INT_ELEMENTS, "bool": elem == "bool",
-              "any": True}[self._accepts]
+        accepts = self._accepts
+        ok = (elem != "bool" if accepts == "num" else elem in dt.INT_ELEMENTS
+              if accepts == "int" else elem == "bool" if accepts == "bool" else True)
         if not ok:
             raise TypeError(f"{name}: not defined for {self.a.dtype} operands")
         _set(self, "dtype", dt.with_lanes("bool", self.a.lanes) if self._compare

@@ -15,18 +15,28 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from .buffer import Buffer, BufferLoad
-from .expr import Let, Node, PrimExpr, Var
+from .expr import _INIT_FIELDS, FloatImm, IntImm, Let, Node, PrimExpr, Var
 from .stmt import Allocate, For, LetStmt, Stmt
 
 
 def _fields(node: Node) -> tuple[str, ...]:
-    return type(node)._init_fields()
+    names = _INIT_FIELDS.get(type(node))
+    return names if names is not None else type(node)._init_fields()
+
+
+#: Field values that are never nodes (names, dtypes, lanes, flags): ``Mutator._field`` returns
+#: them without the isinstance chain (the traversal is the hot loop of every TIR pass).
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+#: Node classes without child nodes (exact types; the walkers below skip them outright).
+_LEAVES = frozenset({IntImm, FloatImm})
 
 
 def children(node: Node) -> Iterator[Node]:
     """Direct child nodes of ``node`` (expressions, statements, buffers), in field order."""
     for name in _fields(node):
         value = getattr(node, name)
+        if type(value) in _ATOMS:
+            continue
         if isinstance(value, Node):
             yield value
         elif isinstance(value, tuple):
@@ -63,6 +73,8 @@ def _free(node: Node, bound: frozenset[str], out: dict[str, Var]) -> None:
         _free(node.extent, bound, out)
         _free(node.body, bound | {node.loop_var.name}, out)
         return
+    if type(node) in _LEAVES:
+        return
     for child in children(node):
         _free(child, bound, out)
 
@@ -75,6 +87,8 @@ def used_buffers(node: Node) -> dict[str, Buffer]:
 
 
 def _buffers(node: Node, allocated: frozenset[str], out: dict[str, Buffer]) -> None:
+    if type(node) in _LEAVES or type(node) is Var:
+        return
     if isinstance(node, Allocate):
         _buffers(node.body, allocated | {node.buffer.name}, out)
         return
@@ -95,8 +109,18 @@ class Mutator:
     """
 
     def visit(self, node: Any) -> Any:
-        method = getattr(self, "visit_" + type(node).__name__, None)
-        return method(node) if method is not None else self.generic(node)
+        cls = type(self)
+        # per-class dispatch table (in the class's own __dict__, so subclasses get their own
+        # and a table dies with its class): saves building "visit_<Name>" for every node
+        table = cls.__dict__.get("_dispatch")
+        if table is None:
+            table = {}
+            cls._dispatch = table  # type: ignore[attr-defined]
+        try:
+            method = table[type(node)]
+        except KeyError:
+            method = table[type(node)] = getattr(cls, "visit_" + type(node).__name__, None)
+        return method(self, node) if method is not None else self.generic(node)
 
     def visit_expr(self, expr: PrimExpr) -> PrimExpr:
         return self.visit(expr)
@@ -109,6 +133,8 @@ class Mutator:
         return buffer
 
     def _field(self, value: Any) -> Any:
+        if type(value) in _ATOMS:
+            return value
         if isinstance(value, Buffer):
             return self.visit_buffer(value)
         if isinstance(value, Node):
@@ -125,7 +151,8 @@ class Mutator:
             new = self._field(old)
             if new is not old:
                 changes[name] = new
-        return node.replace(**changes) if changes else node
+        # the fields are the node's own and every value changed: skip replace()'s checks
+        return node._rebuild(changes) if changes else node
 
 
 class Substitute(Mutator):

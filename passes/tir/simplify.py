@@ -86,7 +86,9 @@ def _imm(value: int | float, dtype: str) -> PrimExpr:
 def _is_const_tree(e: PrimExpr) -> bool:
     if isinstance(e, (IntImm, FloatImm)):
         return True
-    if isinstance(e, (Broadcast, Ramp, Cast, Not, Select, BinaryOp)):
+    if isinstance(e, BinaryOp):  # the common case, without the generic field walk
+        return _is_const_tree(e.a) and _is_const_tree(e.b)
+    if isinstance(e, (Broadcast, Ramp, Cast, Not, Select)):
         return all(isinstance(c, PrimExpr) and _is_const_tree(c) for c in children(e))
     return False
 
@@ -105,6 +107,22 @@ def _fold(e: PrimExpr) -> PrimExpr | None:
 class _Simplifier(Mutator):
     def __init__(self) -> None:
         self.env: dict[str, Interval] = {}
+        # Results by node identity under the current ``env``: unrolled and vectorized code
+        # shares unchanged subtrees between its copies (Substitute keeps the objects), so
+        # each is simplified once. A result depends only on the node and ``env``; every
+        # change of ``env`` goes through ``_bind``/``_restore``, which drop the memo.
+        self._memo: dict[int, tuple[PrimExpr, PrimExpr]] = {}
+
+    def _bind(self, name: str, bound: Interval | None) -> Interval | None:
+        """Set (or clear) ``name``'s range; returns the previous one for ``_restore``."""
+        saved = self.env.pop(name, None)
+        if bound is not None:
+            self.env[name] = bound
+        self._memo.clear()
+        return saved
+
+    def _restore(self, name: str, saved: Interval | None) -> None:
+        self._bind(name, saved)
 
     def bounds(self, e: PrimExpr) -> Interval | None:
         return int_bounds(e, self.env)
@@ -112,7 +130,12 @@ class _Simplifier(Mutator):
     # -- dispatch ------------------------------------------------------------
     def visit(self, node: Any) -> Any:
         if isinstance(node, PrimExpr) and not isinstance(node, Let):
-            return self.rewrite(self.generic(node))
+            hit = self._memo.get(id(node))
+            if hit is not None and hit[0] is node:
+                return hit[1]
+            out = self.rewrite(self.generic(node))
+            self._memo[id(node)] = (node, out)
+            return out
         return super().visit(node)
 
     def rewrite(self, e: PrimExpr) -> PrimExpr:
@@ -234,14 +257,12 @@ class _Simplifier(Mutator):
         if n == 1:
             return self.visit(substitute(s.body, {s.loop_var.name: lo}))
         name = s.loop_var.name
-        saved = self.env.pop(name, None)
+        saved = self._bind(name, None)  # before the bounds, as they must not see a shadow
         blo, bext = self.bounds(lo), self.bounds(ext)
         if blo is not None and bext is not None and bext[1] >= 1:
-            self.env[name] = (blo[0], blo[1] + bext[1] - 1)
+            self.env[name] = (blo[0], blo[1] + bext[1] - 1)  # memo is empty: just cleared
         body = self.visit(s.body)
-        self.env.pop(name, None)
-        if saved is not None:
-            self.env[name] = saved
+        self._restore(name, saved)
         if is_no_op(body):
             return _NOOP
         return s.replace(min=lo, extent=ext, body=body)
@@ -251,14 +272,12 @@ class _Simplifier(Mutator):
         if isinstance(value, (IntImm, FloatImm, Var)):
             return visit_body(substitute(node.body, {node.var.name: value}))
         name = node.var.name
-        saved = self.env.pop(name, None)
+        saved = self._bind(name, None)
         bound = self.bounds(value)
         if bound is not None:
-            self.env[name] = bound
+            self.env[name] = bound  # memo is empty: just cleared
         body = visit_body(node.body)
-        self.env.pop(name, None)
-        if saved is not None:
-            self.env[name] = saved
+        self._restore(name, saved)
         if name not in free_vars(body):
             return body
         return node.replace(value=value, body=body)

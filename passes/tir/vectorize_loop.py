@@ -43,7 +43,7 @@ from irkernel.tir.expr import (
     Var,
 )
 from irkernel.tir.function import PrimFunc
-from irkernel.tir.functor import Mutator, substitute
+from irkernel.tir.functor import Mutator, post_order, substitute
 from irkernel.tir.stmt import Allocate, BufferStore, For, IfThenElse, LetStmt, Stmt
 
 
@@ -177,6 +177,10 @@ class _LoopVectorizer(Mutator):
             return s.replace(kind="serial")
         if lanes == 1:
             return substitute(s.body, {s.loop_var.name: s.min})
+        if any(isinstance(n, (Ramp, Broadcast)) for n in post_order(s.body)):
+            # The body is already vector code (an inner vectorized loop): lanes of two
+            # vector indices pair up element-wise (a diagonal), not as an outer product.
+            return s.replace(kind="serial")
         ramp = Ramp(s.min, IntImm(1, s.loop_var.dtype), lanes)
         try:
             return _Vectorize(s.loop_var, ramp).visit(s.body)

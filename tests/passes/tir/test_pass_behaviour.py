@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import irkernel as ik
@@ -191,6 +192,24 @@ def test_vectorize_falls_back_to_a_serial_loop() -> None:
     out = pt.vectorize_loop(f)
     assert [(n.loop_var.name, n.kind) for n in _nodes(out, tir.For)] == [
         ("v", "serial"), ("w", "serial")]
+
+
+def test_nested_vectorized_loops_vectorize_only_the_inner_one() -> None:
+    """Regression (found by hypothesis): vectorizing both loops of a 2x2 nest gave the
+    index pair (ramp, ramp), whose lanes pair up: only the diagonal was written."""
+
+    @T.prim_func
+    def f(a: T.Buffer((2, 2), "float32"), b: T.Buffer((2, 2), "float32")):
+        for i in T.vectorized(2):
+            for j in T.vectorized(2):
+                b[i, j] = a[i, j] + 1.0
+
+    out = pt.vectorize_loop(f)
+    assert [(n.loop_var.name, n.kind) for n in _nodes(out, tir.For)] == [("i", "serial")]
+    a = np.arange(4, dtype=np.float32).reshape(2, 2)
+    b = np.zeros((2, 2), np.float32)
+    tir.interpret(out, a, b)
+    np.testing.assert_array_equal(b, a + 1)
 
 
 # -- LowerParallel --------------------------------------------------------------
