@@ -266,17 +266,21 @@ def test_first_call_latency(benchmark) -> None:
 # optional: Apache TVM Relax
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("n_nodes", [10**3, 10**4, 10**5])
+#: 1e5 is left out: TVM's pipeline takes ~25 s at 1e4 and grows ~10x per decade
+#: (its FoldConstant builds and runs each foldable op), so one 1e5 call would take minutes.
+@pytest.mark.parametrize("n_nodes", [10**3, 10**4])
 def test_tvm_relax_ratio(benchmark, n_nodes: int) -> None:
-    """Written against TVM Relax's Python API (BlockBuilder, relax.op, relax.transform);
-    tvm is not installed in this environment, so this has not been run here."""
+    """The same scalar float32 graphs through TVM Relax's FoldConstant,
+    EliminateCommonSubexpr and DeadCodeElimination (apache-tvm 0.27, where a tensor's
+    annotation is ``relax.TensorType``); ratio = TVM's time / ours. Needs
+    ``pip install apache-tvm`` in the bench environment; never a dependency."""
     tvm = pytest.importorskip("tvm")
     relax = pytest.importorskip("tvm.relax")
     func = random_function(n_nodes, seed=0, dtypes=("float32",),
                            ops=("add", "subtract", "multiply", "negative", "exp"))
     names = [func.op(i).name for i in range(func.num_nodes)]
     bb = relax.BlockBuilder()
-    params = [relax.Var(n, relax.TensorStructInfo((), "float32")) for n in func.param_names]
+    params = [relax.Var(n, relax.TensorType((), "float32")) for n in func.param_names]
     with bb.function("main", params):
         with bb.dataflow():
             values: list[object] = []

@@ -18,7 +18,7 @@ import numpy as np
 from irkernel import ops, transform
 from irkernel._jit import kernel, prefetch
 from irkernel.graph import Function
-from irkernel.ids import ENC_BINARY, ENC_CONST, ENC_PARAM, ENC_UNARY, ENC_VARIADIC
+from irkernel.ids import ENC_BINARY, ENC_CONST, ENC_PARAM, ENC_UNARY
 from irkernel.rebuild import rebuild
 
 

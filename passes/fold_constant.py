@@ -277,7 +277,6 @@ def _rewrite(func: Function, folded_ids: np.ndarray, scalar_ids: np.ndarray, bit
     const_id, new_index = intern_scalars_kernel(
         pool.dtype, pool.shape_id, pool.sval, pool_is_scalar, node_dtype,
         func.shape_id[scalar_ids], bits, np.full(cap, -1, np.int64))
-    k = len(pool)
     m = len(new_index)
     new_pool = ConstPool(
         np.concatenate([pool.dtype, node_dtype[new_index]]),
