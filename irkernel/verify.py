@@ -295,14 +295,15 @@ def _check_call_graph(mod: IRModule) -> None:
                 path.append(nxt)
 
 
-def verify(obj: IRModule | Function, name: str = "main") -> None:
-    """Check every invariant of a module (or a lone Function); raise IRError on the first break.
+def verify(obj: IRModule | Function | Any, name: str = "main") -> None:
+    """Check every invariant of a module, a lone Function or a lone tir.PrimFunc; raise
+    IRError on the first break.
 
     Parameters
     ----------
-    obj : IRModule or Function
+    obj : IRModule, Function or tir.PrimFunc
     name : str
-        The name used in messages for a lone Function.
+        The name used in messages for a lone Function or PrimFunc.
 
     Raises
     ------
@@ -312,8 +313,12 @@ def verify(obj: IRModule | Function, name: str = "main") -> None:
     if isinstance(obj, Function):
         verify_function(obj, name)
         return
+    if getattr(obj, "_irkernel_prim_func", False):
+        obj.verify(str(obj.attrs.get("global_symbol", name)))
+        return
     if not isinstance(obj, IRModule):
-        raise TypeError(f"verify: expected an IRModule or Function, got {type(obj).__name__}")
+        raise TypeError("verify: expected an IRModule, Function or PrimFunc, got "
+                        f"{type(obj).__name__}")
     for fname, func in obj.functions.items():
         if isinstance(func, Function):
             verify_function(func, fname, obj)

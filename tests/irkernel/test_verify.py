@@ -303,7 +303,7 @@ def test_rejects_writeable_or_wrongly_typed_columns():
 
 
 def test_rejects_things_that_are_not_functions():
-    with pytest.raises(TypeError, match="expected an IRModule or Function"):
+    with pytest.raises(TypeError, match="expected an IRModule, Function or PrimFunc"):
         ik.verify([BASE])
     with pytest.raises(ik.IRError, match="main: int is not a Function or PrimFunc"):
         ik.verify(ik.IRModule({"main": 3}))

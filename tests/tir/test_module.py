@@ -37,6 +37,9 @@ def test_verify_checks_prim_funcs_of_a_module() -> None:
     bad = tir.PrimFunc((a,), tir.For(i, 0, 5, "serial", tir.BufferStore(a, a[i], (i,))))
     with pytest.raises(ik.IRError, match=r"^oob: for i: store a: .*reaches 4"):
         ik.verify(_module(oob=bad))
+    ik.verify(_module()["kernel"])  # a lone PrimFunc, named by its global_symbol
+    with pytest.raises(ik.IRError, match=r"^k: for i: store a: .*reaches 4"):
+        ik.verify(bad, "k")
 
 
 def test_structural_equality_and_hash_see_prim_funcs() -> None:
