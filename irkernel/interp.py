@@ -23,16 +23,37 @@ from .module import IRModule
 MAX_CALL_DEPTH = 64
 
 
-def _check_inputs(func: Function, name: str, inputs: Sequence[Any]) -> list[np.ndarray]:
+def check_inputs(func: Function, name: str, inputs: Sequence[Any]) -> list[np.ndarray]:
+    """``inputs`` as arrays of exactly the parameters' dtypes and shapes, or a clear error.
+
+    Shared by the interpreter and ``runtime``'s graph executor, so both accept and reject
+    the same inputs. No conversion of dtype: a float64 array for a float32 parameter is
+    an error, not a silent cast; a masked array is refused (``np.asarray`` would drop
+    its mask).
+
+    Raises
+    ------
+    TypeError
+        Wrong count, dtype, or a value that is not an array (ragged lists, masked arrays).
+    ValueError
+        Wrong shape. Both name ``name``, the position and the parameter.
+    """
     if len(inputs) != len(func.params):
         raise TypeError(f"{name} takes {len(func.params)} inputs "
                         f"({', '.join(func.param_names)}), got {len(inputs)}")
     arrays = []
-    for pos, (value, pname) in enumerate(zip(inputs, func.param_names)):
+    for pos, (value, pname) in enumerate(zip(inputs, func.param_names, strict=True)):
         node = int(func.params[pos])
         want_dtype = NUMPY_DTYPES[int(func.dtype[node])]
         want_shape = func.shapes[int(func.shape_id[node])]
-        arr = np.asarray(value)
+        if isinstance(value, np.ma.MaskedArray):
+            raise TypeError(f"{name}: input {pos} ({pname!r}) is a masked array; "
+                            "pass a plain ndarray (np.ma.filled(...))")
+        try:
+            arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+        except (TypeError, ValueError) as exc:  # ragged nested lists and the like
+            raise TypeError(f"{name}: input {pos} ({pname!r}) is not convertible "
+                            f"to an array: {exc}") from exc
         if arr.dtype != want_dtype:
             raise TypeError(f"{name}: input {pos} ({pname!r}) must have dtype {want_dtype.name}, "
                             f"got {arr.dtype}")
@@ -115,7 +136,7 @@ def _call_func(mod: IRModule | None, name: str, node: int, callee: str, args: li
     if not isinstance(target, Function):
         raise IRError(f"{name}: node {node} (call_func): callee {callee!r} is not a graph "
                       f"function of the module")
-    results = _run(mod, target, callee, _check_inputs(target, callee, args), depth + 1)
+    results = _run(mod, target, callee, check_inputs(target, callee, args), depth + 1)
     return results[0]
 
 
@@ -170,4 +191,4 @@ def interpret(mod: IRModule | Function, *inputs: Any, entry: str = "main") -> li
             raise TypeError(f"interpret: {entry!r} is not a graph Function")
     else:
         raise TypeError(f"interpret: expected an IRModule or Function, got {type(mod).__name__}")
-    return _run(module, func, name, _check_inputs(func, name, inputs), 0)
+    return _run(module, func, name, check_inputs(func, name, inputs), 0)

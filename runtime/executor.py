@@ -35,6 +35,7 @@ from irkernel import ops
 from irkernel.errors import IRError
 from irkernel.graph import Function
 from irkernel.ids import NUMPY_DTYPES
+from irkernel.interp import check_inputs
 from irkernel.tir.buffer import Buffer
 from irkernel.tir.expr import IntImm
 
@@ -305,33 +306,6 @@ class GraphExecutor:
         return int(np.prod(self._shapes[node], dtype=np.int64)) * self._dtypes[node].itemsize
 
     # -- run time -------------------------------------------------------------
-    def _check_inputs(self, inputs: Sequence[Any]) -> list[np.ndarray]:
-        func = self.func
-        if len(inputs) != len(func.params):
-            names = ", ".join(func.param_names)
-            raise TypeError(f"{self.name} takes {len(func.params)} inputs ({names}), "
-                            f"got {len(inputs)}")
-        arrays = []
-        for pos, (value, pname) in enumerate(zip(inputs, func.param_names, strict=True)):
-            node = int(func.params[pos])
-            want_dtype, want_shape = self._dtypes[node], self._shapes[node]
-            if isinstance(value, np.ma.MaskedArray):  # np.asarray would drop the mask
-                raise TypeError(f"{self.name}: input {pos} ({pname!r}) is a masked array; "
-                                "pass a plain ndarray (np.ma.filled(...))")
-            try:
-                arr = value if isinstance(value, np.ndarray) else np.asarray(value)
-            except (TypeError, ValueError) as exc:  # ragged nested lists and the like
-                raise TypeError(f"{self.name}: input {pos} ({pname!r}) is not convertible "
-                                f"to an array: {exc}") from exc
-            if arr.dtype != want_dtype:
-                raise TypeError(f"{self.name}: input {pos} ({pname!r}) must have dtype "
-                                f"{want_dtype.name}, got {arr.dtype}")
-            if arr.shape != want_shape:
-                raise ValueError(f"{self.name}: input {pos} ({pname!r}) must have shape "
-                                 f"{want_shape}, got {arr.shape}")
-            arrays.append(arr)
-        return arrays
-
     def __call__(self, *inputs: Any) -> list[np.ndarray]:
         """Run the function; one fresh array per output, in order.
 
@@ -344,7 +318,7 @@ class GraphExecutor:
         RuntimeError
             When the thread pool failed to run a parallel loop of a kernel.
         """
-        return self.run(self._check_inputs(inputs), 0)
+        return self.run(check_inputs(self.func, self.name, inputs), 0)
 
     def run(self, arrays: list[np.ndarray], depth: int) -> list[np.ndarray]:
         """Run on already checked inputs (``call_func`` enters here)."""
