@@ -88,25 +88,35 @@ def matmul_with_epilogue(m: int, n: int, k: int, dtype: str, extra: Sequence[Buf
     finish = epilogue or (lambda acc, i, j: acc)
     odt = out_dtype or dtype
 
-    matmul = (_packed if m // mr > 1 else _one_row_block)(m, n, k, mr, nr, dtype, odt, finish)
+    matmul = _schedule(m, n, k, mr, nr, dtype, odt, finish)
     if not extra:
         return matmul
     x0, x1, out = matmul.params
     return PrimFunc((x0, x1, *extra, out), matmul.body, matmul.attrs)
 
 
-def _packed(m: int, n: int, k: int, mr: int, nr: int, dtype: str, odt: str,  # noqa: C901
-            finish: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr]) -> PrimFunc:
-    """Several row blocks read each panel: pack it first (see the module docstring)."""
+def _schedule(m: int, n: int, k: int, mr: int, nr: int, dtype: str, odt: str,  # noqa: C901
+              finish: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr]) -> PrimFunc:
+    """One task per NR-wide column panel; its row blocks stream past the panel.
+
+    Specialized at trace time (plain Python ``if``/``for``): with several row blocks
+    the panel is packed first (see the module docstring); with one (M == MR) each
+    panel is read once, so a packed copy would only add a pass, and the row-block
+    loop disappears.
+    """
+    rows = m // mr
+    pack = rows > 1
+
     @T.prim_func(private=True)
-    def matmul(x0: T.Buffer((m, k), dtype), x1: T.Buffer((k, n), dtype),
+    def matmul(x0: T.Buffer((m, k), dtype), x1: T.Buffer((k, n), dtype),  # noqa: C901
                out: T.Buffer((m, n), odt)):
         for jo in T.parallel(n // nr):
-            panel = T.alloc_buffer((k, nr), dtype)
-            for kk in T.serial(k):
-                for ji in T.vectorized(nr):
-                    panel[kk, ji] = x1[kk, jo * nr + ji]
-            for io in T.serial(m // mr):
+            if pack:
+                panel = T.alloc_buffer((k, nr), dtype)
+                for kk in T.serial(k):
+                    for ji in T.vectorized(nr):
+                        panel[kk, ji] = x1[kk, jo * nr + ji]
+            for io in T.serial(rows) if pack else (0,):
                 acc = T.alloc_buffer((mr, nr), dtype)
                 for ii in T.unroll(mr):
                     for ji in T.vectorized(nr):
@@ -114,34 +124,12 @@ def _packed(m: int, n: int, k: int, mr: int, nr: int, dtype: str, odt: str,  # n
                 for kk in T.serial(k):
                     for ii in T.unroll(mr):
                         for ji in T.vectorized(nr):
-                            acc[ii, ji] = T.fma(x0[io * mr + ii, kk], panel[kk, ji],
-                                                acc[ii, ji])
+                            b = panel[kk, ji] if pack else x1[kk, jo * nr + ji]
+                            acc[ii, ji] = T.fma(x0[io * mr + ii, kk], b, acc[ii, ji])
                 for ii in T.unroll(mr):
                     for ji in T.vectorized(nr):
                         out[io * mr + ii, jo * nr + ji] = finish(
                             acc[ii, ji], io * mr + ii, jo * nr + ji)
-
-    return matmul
-
-
-def _one_row_block(m: int, n: int, k: int, mr: int, nr: int, dtype: str, odt: str,
-                   finish: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr]) -> PrimFunc:
-    """M == MR: each panel is read once, so a packed copy would only add a pass."""
-    @T.prim_func(private=True)
-    def matmul(x0: T.Buffer((m, k), dtype), x1: T.Buffer((k, n), dtype),
-               out: T.Buffer((m, n), odt)):
-        for jo in T.parallel(n // nr):
-            acc = T.alloc_buffer((mr, nr), dtype)
-            for ii in T.unroll(mr):
-                for ji in T.vectorized(nr):
-                    acc[ii, ji] = 0.0
-            for kk in T.serial(k):
-                for ii in T.unroll(mr):
-                    for ji in T.vectorized(nr):
-                        acc[ii, ji] = T.fma(x0[ii, kk], x1[kk, jo * nr + ji], acc[ii, ji])
-            for ii in T.unroll(mr):
-                for ji in T.vectorized(nr):
-                    out[ii, jo * nr + ji] = finish(acc[ii, ji], ii, jo * nr + ji)
 
     return matmul
 
