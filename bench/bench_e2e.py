@@ -5,7 +5,7 @@ Run with::
     PYTHONPATH=. .venv/bin/python -m pytest bench/bench_e2e.py --benchmark-enable -q
     # a table: add --benchmark-json=e2e.json, then python bench/report.py e2e.json
 
-The modules are the demo's (``irkernel.demo``): ``chain_module`` /
+The modules are the demo's (``irkernel.cli.demo``): ``chain_module`` /
 ``chain_numpy`` and ``mlp_module`` / ``mlp_numpy``, built with the default
 pipeline (graph passes, LegalizeOps, FuseOps, FuseTIR, TIR passes, LLVM) and
 called through the graph executor with 2 pool threads. What is measured:
@@ -47,7 +47,7 @@ import pytest
 import irkernel as ik
 import passes
 import runtime
-from irkernel.demo import chain_module, chain_numpy, mlp_module, mlp_numpy
+from irkernel.cli.demo import chain_module, chain_numpy, mlp_module, mlp_numpy
 from irkernel.testing import GraphSpec, random_function
 
 sys.path.insert(0, str(Path(__file__).parent))

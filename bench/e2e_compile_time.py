@@ -41,7 +41,7 @@ import runtime  # noqa: E402
 
 IMPORT_S = time.perf_counter() - start_import
 
-from irkernel.demo import mlp_module  # noqa: E402
+from irkernel.cli.demo import mlp_module  # noqa: E402
 from irkernel.tir import script as T  # noqa: E402
 
 BATCH, HIDDEN, LAYERS = 64, 1024, 3

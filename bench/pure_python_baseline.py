@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from irkernel import ops
-from irkernel.graph import Function
+from irkernel.ir.function import Function
 
 
 class Node:

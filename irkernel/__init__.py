@@ -8,20 +8,21 @@ holds the IR and the pass infrastructure and never imports ``passes`` or
 
 from __future__ import annotations
 
-from . import instrument, ops, transform
-from .builder import GraphBuilder
-from .errors import IRError, ParseError, TypeInferenceError
-from .graph import Function
-from .ids import DTYPE_NAMES, NONE
-from .interp import interpret
-from .module import IRModule
-from .structural import structural_equal, structural_hash
-from .verify import verify
+from irkernel import instrument, transform
+from irkernel.ir import ids, ops
+from irkernel.ir.builder import GraphBuilder
+from irkernel.ir.errors import IRError, ParseError, TypeInferenceError
+from irkernel.ir.function import Function
+from irkernel.ir.ids import DTYPE_NAMES, NONE
+from irkernel.ir.interp import interpret
+from irkernel.ir.module import IRModule
+from irkernel.ir.structural import structural_equal, structural_hash
+from irkernel.ir.verify import verify
 
 
 def parse(text: str) -> IRModule:
     """Parse the text format (``mod.script()``) back into an IRModule; ParseError on bad text."""
-    from .text.parser import parse as _parse
+    from irkernel.text.parser import parse as _parse
 
     return _parse(text)
 
@@ -40,6 +41,7 @@ __all__ = [
     "__version__",
     "instrument",
     "interpret",
+    "ids",
     "ops",
     "parse",
     "structural_equal",

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from irkernel import transform
 
-from . import tir as tir  # registers the TIR passes: Simplify, FlattenBuffer, ...
-from .cse import EliminateCommonSubexpr
-from .dead_code import DeadCodeElimination
-from .fold_constant import FoldConstant
-from .fuse_ops import FuseOps
-from .fuse_tir import FuseTIR
-from .legalize_ops import LegalizeOps
-from .simplify_arith import SimplifyArith
+from passes import tir as tir  # registers the TIR passes: Simplify, FlattenBuffer, ...
+from passes.cse import EliminateCommonSubexpr
+from passes.dead_code import DeadCodeElimination
+from passes.fold_constant import FoldConstant
+from passes.fuse_ops import FuseOps
+from passes.fuse_tir import FuseTIR
+from passes.legalize_ops import LegalizeOps
+from passes.simplify_arith import SimplifyArith
 
 
 def O2() -> transform.Pass:

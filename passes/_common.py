@@ -7,8 +7,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from irkernel import ops
-from irkernel.ids import ENC_PARAM
+from irkernel.ir import ops
+from irkernel.ir.ids import ENC_PARAM
 
 
 @lru_cache(maxsize=8)

@@ -21,7 +21,7 @@ from irkernel.tir.functor import post_order
 from irkernel.tir.stmt import Allocate, For, LetStmt
 from irkernel.tir.te import extract_compute
 
-from ._fuse_epilogue import static_extents
+from passes._fuse_epilogue import static_extents
 
 
 @lru_cache(maxsize=4096)

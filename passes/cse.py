@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from irkernel import ops, transform
-from irkernel._jit import kernel, prefetch
-from irkernel.graph import Function
-from irkernel.ids import ENC_BINARY, ENC_CONST, ENC_PARAM, ENC_UNARY
-from irkernel.rebuild import rebuild
+from irkernel.ir import ops
+from irkernel import transform
+from irkernel.ir.jit import kernel, prefetch
+from irkernel.ir.function import Function
+from irkernel.ir.ids import ENC_BINARY, ENC_CONST, ENC_PARAM, ENC_UNARY
+from irkernel.ir.rebuild import rebuild
 
 
 _PREFETCH_DISTANCE = 16

@@ -1,7 +1,7 @@
 """DeadCodeElimination: unused nodes inside functions, unreachable functions in the module.
 
 Per function: one reverse sweep marks what the outputs (and pinned nodes:
-params, impure ops) depend on, then ``irkernel.rebuild`` compacts. Per
+params, impure ops) depend on, then ``irkernel.ir.rebuild`` compacts. Per
 module: functions not reachable from the entries through call_func/call_tir
 edges are removed (entries default to functions with ``global_symbol``).
 """
@@ -12,14 +12,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from irkernel import ops, transform
-from irkernel._jit import kernel
-from irkernel.graph import Function
-from irkernel.ids import ENC_BINARY, ENC_UNARY, ENC_VARIADIC
-from irkernel.module import IRModule
-from irkernel.rebuild import rebuild
+from irkernel.ir import ops
+from irkernel import transform
+from irkernel.ir.jit import kernel
+from irkernel.ir.function import Function
+from irkernel.ir.ids import ENC_BINARY, ENC_UNARY, ENC_VARIADIC
+from irkernel.ir.module import IRModule
+from irkernel.ir.rebuild import rebuild
 
-from ._common import op_pinned
+from passes._common import op_pinned
 
 
 @kernel

@@ -2,7 +2,7 @@
 
 Design. One resumable forward sweep (``fold_sweep_kernel``) carries each
 node's value when it is known: one-element values as (float64, int64) pairs
-evaluated by ``irkernel._scalar_ops`` (the very code the interpreter uses for
+evaluated by ``irkernel.ir.scalar_ops`` (the very code the interpreter uses for
 the transcendental ops, so results are bit-identical to ``ik.interpret``);
 float32 stays float32. A node whose operands are known but which involves a
 larger tensor stops the sweep; Python evaluates it once with the op table's
@@ -23,35 +23,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from irkernel import ops, transform
-from irkernel._jit import kernel
-from irkernel._scalar_ops import scalar_eval_kernel
-from irkernel.ops import (
-    OP_BROADCAST_TO,
-    OP_CALL_FUNC,
-    OP_CALL_TIR,
-    OP_CONCAT,
-    OP_MATMUL,
-    OP_MAX,
-    OP_MEAN,
-    OP_MULTIPLY,
-    OP_PERMUTE_DIMS,
-    OP_RESHAPE,
-    OP_SUM,
-)
-from irkernel.graph import Function
-from irkernel.ids import (
-    ENC_BINARY,
-    ENC_CONST,
-    ENC_PARAM,
-    ENC_VARIADIC,
-    FLOAT32,
-    FLOAT64,
-    NONE,
-    NUMPY_DTYPES,
-)
-from irkernel.pools import ConstPool, ConstPoolBuilder
-from irkernel.rebuild import rebuild
+from irkernel.ir import ops
+from irkernel import transform
+from irkernel.ir.jit import kernel
+from irkernel.ir.scalar_ops import scalar_eval_kernel
+from irkernel.ir.ops import OP_BROADCAST_TO, OP_CALL_FUNC, OP_CALL_TIR, OP_CONCAT, OP_MATMUL, OP_MAX, OP_MEAN, OP_MULTIPLY, OP_PERMUTE_DIMS, OP_RESHAPE, OP_SUM
+from irkernel.ir.function import Function
+from irkernel.ir.ids import ENC_BINARY, ENC_CONST, ENC_PARAM, ENC_VARIADIC, FLOAT32, FLOAT64, NONE, NUMPY_DTYPES
+from irkernel.ir.pools import ConstPool, ConstPoolBuilder
+from irkernel.ir.rebuild import rebuild
 
 UNKNOWN, SCALAR, TENSOR = 0, 1, 2
 SWEEP_DONE, SWEEP_NEEDS_PYTHON = 0, 1

@@ -2,7 +2,7 @@
 
 Input: graph Functions after LegalizeOps (param / const / call_func / call_tir
 nodes). Each call_tir node gets a fusion pattern from its callee PrimFunc's
-``op_pattern`` attribute (TVM's OpPatternKind numbering, ``irkernel.ops``);
+``op_pattern`` attribute (TVM's OpPatternKind numbering, ``irkernel.ir.ops``);
 every other node is OPAQUE. One forward Numba sweep (``fuse_groups_kernel``)
 then decides, per consumer, which single-use producers join its group:
 
@@ -25,7 +25,7 @@ or more members becomes a private graph Function with attr ``Primitive=True``
 (params = the group's external inputs in order of first use; body = the
 members; output = the root), and the root's row in the caller becomes a
 ``call_func`` to it while the other members are dropped through
-``irkernel.rebuild``. Structurally identical groups share one Primitive
+``irkernel.ir.rebuild``. Structurally identical groups share one Primitive
 function, so FuseTIR compiles each distinct kernel once.
 
 Alternatives considered: TVM's post-dominator-tree grouping also fuses a
@@ -43,14 +43,15 @@ from typing import Any
 
 import numpy as np
 
-from irkernel import ops, transform
-from irkernel._jit import kernel
-from irkernel.errors import IRError
-from irkernel.graph import Function
-from irkernel.ids import DTYPE_NAMES, ENC_BINARY, ENC_UNARY, ENC_VARIADIC, NONE
-from irkernel.module import IRModule
-from irkernel.pools import ConstPool
-from irkernel.rebuild import rebuild
+from irkernel.ir import ops
+from irkernel import transform
+from irkernel.ir.jit import kernel
+from irkernel.ir.errors import IRError
+from irkernel.ir.function import Function
+from irkernel.ir.ids import DTYPE_NAMES, ENC_BINARY, ENC_UNARY, ENC_VARIADIC, NONE
+from irkernel.ir.module import IRModule
+from irkernel.ir.pools import ConstPool
+from irkernel.ir.rebuild import rebuild
 from irkernel.tir.buffer import Buffer
 from irkernel.tir.expr import IntImm
 

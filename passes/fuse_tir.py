@@ -38,28 +38,23 @@ from typing import Any
 
 import numpy as np
 
-from irkernel import ops, transform
-from irkernel.errors import IRError
-from irkernel.graph import Function
-from irkernel.ids import DTYPE_NAMES
-from irkernel.module import IRModule
-from irkernel.rebuild import rebuild
+from irkernel.ir import ops
+from irkernel import transform
+from irkernel.ir.errors import IRError
+from irkernel.ir.function import Function
+from irkernel.ir.ids import DTYPE_NAMES
+from irkernel.ir.module import IRModule
+from irkernel.ir.rebuild import rebuild
 from irkernel.tir.buffer import Buffer, BufferLoad
 from irkernel.tir.expr import FloatImm, IntImm, Let, PrimExpr, Var
 from irkernel.tir.function import PrimFunc
 from irkernel.tir.functor import Mutator, post_order, substitute
 from irkernel.tir.stmt import Allocate, BufferStore, For, SeqStmt, Stmt, seq
 
-from ._fuse_epilogue import (
-    fold_into_nest,
-    fold_into_stores,
-    peel,
-    replace_store_value,
-    static_extents,
-)
-from ._fuse_memo import CalleeInfo, RunCache, callee_info, interned_buffer
-from ._fuse_parallel import parallelize
-from .fuse_ops import _group_name, _sanitize
+from passes._fuse_epilogue import fold_into_nest, fold_into_stores, peel, replace_store_value, static_extents
+from passes._fuse_memo import CalleeInfo, RunCache, callee_info, interned_buffer
+from passes._fuse_parallel import parallelize
+from passes.fuse_ops import _group_name, _sanitize
 
 #: Deepest inlined expression before a virtual value is materialized (tir.MAX_DEPTH is 200;
 #: the margin leaves room for the consumer's own expression around the inlined one).

@@ -28,13 +28,14 @@ from typing import Any
 
 import numpy as np
 
-import irkernel.op_templates as op_templates
-from irkernel import ops, transform
-from irkernel.errors import TypeInferenceError
-from irkernel.graph import Function
-from irkernel.ids import DTYPE_NAMES, ENC_BINARY, ENC_VARIADIC
-from irkernel.module import IRModule
-from irkernel.rebuild import rebuild
+import passes.topi.templates as op_templates
+from irkernel.ir import ops
+from irkernel import transform
+from irkernel.ir.errors import TypeInferenceError
+from irkernel.ir.function import Function
+from irkernel.ir.ids import DTYPE_NAMES, ENC_BINARY, ENC_VARIADIC
+from irkernel.ir.module import IRModule
+from irkernel.ir.rebuild import rebuild
 from irkernel.tir.function import PrimFunc
 
 _LEAVES = (ops.OP_PARAM, ops.OP_CONST, ops.OP_CALL_FUNC, ops.OP_CALL_TIR)

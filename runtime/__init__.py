@@ -13,13 +13,13 @@ Imports irkernel and passes; nothing imports runtime.
 
 from __future__ import annotations
 
-from .abi import empty
-from .build import build
-from .cache import DiskCache, default_directory
-from .executable import Executable, Kernel
-from .executor import GraphExecutor
-from .memory_plan import MemoryPlan, plan_memory
-from .threadpool import get_num_threads, set_num_threads
+from runtime.abi import empty
+from runtime.build import build
+from runtime.cache import DiskCache, default_directory
+from runtime.executable import Executable, Kernel
+from runtime.executor import GraphExecutor
+from runtime.memory_plan import MemoryPlan, plan_memory
+from runtime.threadpool import get_num_threads, set_num_threads
 
 __all__ = ["DiskCache", "Executable", "GraphExecutor", "Kernel", "MemoryPlan", "build",
            "default_directory", "empty", "get_num_threads", "plan_memory", "set_num_threads"]

@@ -40,19 +40,19 @@ from typing import Any
 
 import irkernel
 from irkernel import transform
-from irkernel.module import IRModule
+from irkernel.ir.module import IRModule
 from irkernel.tir.function import PrimFunc
 from passes.tir import FAST_MATH, LOWERING
 from passes.tir.unroll_loop import CONFIG_KEY as UNROLL_KEY
 
-from . import threadpool  # noqa: F401  (registers irkernel_parallel_launch with LLVM)
-from .abi import CallingConvention
-from .cache import DiskCache, digest
-from .executable import Executable, Kernel
-from .executor import GraphExecutor, make_kernels
-from .jit import Engine, compile_ir
-from .lower import lower
-from .target import Target, host
+from runtime import threadpool  # noqa: F401  (registers irkernel_parallel_launch with LLVM)
+from runtime.abi import CallingConvention
+from runtime.cache import DiskCache, digest
+from runtime.executable import Executable, Kernel
+from runtime.executor import GraphExecutor, make_kernels
+from runtime.jit import Engine, compile_ir
+from runtime.lower import lower
+from runtime.target import Target, host
 
 _SOURCE_DIRS = ("runtime", "passes/tir", "irkernel/tir")
 _LOG = logging.getLogger("runtime.build")

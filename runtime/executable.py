@@ -16,15 +16,15 @@ import ctypes
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .abi import CallingConvention
-from .jit import Engine, assembly, optimized_ir
-from .threadpool import take_error
+from runtime.abi import CallingConvention
+from runtime.jit import Engine, assembly, optimized_ir
+from runtime.threadpool import take_error
 
 if TYPE_CHECKING:
-    from irkernel.module import IRModule
+    from irkernel.ir.module import IRModule
 
-    from .executor import GraphExecutor
-    from .memory_plan import MemoryPlan
+    from runtime.executor import GraphExecutor
+    from runtime.memory_plan import MemoryPlan
 
 
 class Kernel:

@@ -31,17 +31,17 @@ from typing import Any
 
 import numpy as np
 
-from irkernel import ops
-from irkernel.errors import IRError
-from irkernel.graph import Function
-from irkernel.ids import NUMPY_DTYPES
-from irkernel.interp import check_inputs
+from irkernel.ir import ops
+from irkernel.ir.errors import IRError
+from irkernel.ir.function import Function
+from irkernel.ir.ids import NUMPY_DTYPES
+from irkernel.ir.interp import check_inputs
 from irkernel.tir.buffer import Buffer
 from irkernel.tir.expr import IntImm
 
-from .abi import CallingConvention, empty
-from .memory_plan import ALIGN, MemoryPlan, plan_memory
-from .threadpool import take_error
+from runtime.abi import CallingConvention, empty
+from runtime.memory_plan import ALIGN, MemoryPlan, plan_memory
+from runtime.threadpool import take_error
 
 MAX_CALL_DEPTH = 64
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
-from .target import PIPELINE, host
+from runtime.target import PIPELINE, host
 
 _COMPILE_LOCK = threading.Lock()
 

@@ -45,8 +45,8 @@ from irkernel.tir.stmt import (
 )
 from passes.tir.flatten_buffer import flatten_buffer
 
-from .codegen_expr import I8, I32, I64, PTR, ExprCodegen, memory_type, value_type
-from .target import Target
+from runtime.codegen_expr import I8, I32, I64, PTR, ExprCodegen, memory_type, value_type
+from runtime.target import Target
 
 #: Constant-size allocations up to this many bytes live on the stack.
 STACK_LIMIT = 64 * 1024

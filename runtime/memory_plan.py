@@ -37,10 +37,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from irkernel import ops
-from irkernel._jit import kernel
-from irkernel.graph import Function
-from irkernel.ids import ENC_BINARY, ENC_UNARY, ENC_VARIADIC, NONE, NUMPY_DTYPES
+from irkernel.ir import ops
+from irkernel.ir.jit import kernel
+from irkernel.ir.function import Function
+from irkernel.ir.ids import ENC_BINARY, ENC_UNARY, ENC_VARIADIC, NONE, NUMPY_DTYPES
 
 ALIGN = 64  # bytes: arena offsets and size classes (a cache line, AVX-512 friendly)
 

@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import llvmlite.binding as llvm
 
-from .lower import LAUNCH_SYMBOL
+from runtime.lower import LAUNCH_SYMBOL
 
 BODY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
 LAUNCH_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)

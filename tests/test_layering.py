@@ -98,7 +98,7 @@ def test_each_kernel_compiles_one_specialization():
         import numpy as np
         import irkernel as ik
         from irkernel import ops
-        from irkernel._jit import KERNELS
+        from irkernel.ir.jit import KERNELS
 
         bb = ik.GraphBuilder("main")
         x = bb.param("x", (3,), "float32")

@@ -1,7 +1,7 @@
 """Lexer of the text format: tokens with exact columns, and the values they spell.
 
 Used by :mod:`irkernel.text.parser` for every line that is not in the printer's
-fast form, so that each error is a :class:`~irkernel.errors.ParseError` with a
+fast form, so that each error is a :class:`~irkernel.ir.errors.ParseError` with a
 1-based line and column. Holds the literal rules (ints, floats, ``nan``,
 ``inf``, ``nan:0x<bits>``, bools), attribute values and types; the grammar of
 functions and nodes is the parser's.
@@ -16,16 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ParseError
-from ..ids import (
-    BOOL,
-    DTYPE_NAMES,
-    FLOAT32,
-    FLOAT64,
-    FLOAT_DTYPES,
-    INT_DTYPES,
-    numpy_dtype,
-)
+from irkernel.ir.errors import ParseError
+from irkernel.ir.ids import BOOL, DTYPE_NAMES, FLOAT32, FLOAT64, FLOAT_DTYPES, INT_DTYPES, numpy_dtype
 
 Token = tuple[str, str, int]  # (kind, text, 1-based column)
 

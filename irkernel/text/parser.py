@@ -59,7 +59,7 @@ compiled regex and appended to a batch of columns that goes to the builder in
 one ``GraphBuilder.add_nodes`` call (types inferred by its Numba sweep).
 Attribute and type texts are parsed once per distinct text. Any other line, and
 any batch the builder rejects, goes through a tokenizer that knows exact
-columns, so every error is a :class:`~irkernel.errors.ParseError` with a
+columns, so every error is a :class:`~irkernel.ir.errors.ParseError` with a
 1-based line and column. Declared types are checked against the inferred ones
 in one vectorized comparison when the function ends (and before any later
 error is reported, so the first problem in text order wins). Nothing recurses
@@ -74,32 +74,14 @@ from typing import Any
 
 import numpy as np
 
-from .. import ops
-from ..builder import GraphBuilder
-from ..errors import ParseError
-from ..graph import Function
-from ..ids import (
-    DTYPE_NAMES,
-    ENC_BINARY,
-    ENC_UNARY,
-    NONE,
-    numpy_dtype,
-)
-from ..module import IRModule
-from .lexer import (
-    NOT_FAST,
-    Cursor,
-    Token,
-    attr_dict,
-    const_array,
-    const_literals,
-    describe,
-    fast_literal,
-    operand_tokens,
-    parse_type,
-    string_value,
-)
-from .printer import format_type
+from irkernel.ir import ops
+from irkernel.ir.builder import GraphBuilder
+from irkernel.ir.errors import ParseError
+from irkernel.ir.function import Function
+from irkernel.ir.ids import DTYPE_NAMES, ENC_BINARY, ENC_UNARY, NONE, numpy_dtype
+from irkernel.ir.module import IRModule
+from irkernel.text.lexer import NOT_FAST, Cursor, Token, attr_dict, const_array, const_literals, describe, fast_literal, operand_tokens, parse_type, string_value
+from irkernel.text.printer import format_type
 
 _NAME = r"(\w+)"
 _TYPE = r"([a-z0-9]+\[[0-9, ]*\])"
@@ -500,7 +482,7 @@ def _header(cur: Cursor) -> tuple[str, Token, dict[str, Any], Token]:
 
 
 def parse(text: str) -> IRModule:
-    """Parse the text format into an :class:`~irkernel.module.IRModule`.
+    """Parse the text format into an :class:`~irkernel.ir.module.IRModule`.
 
     Parameters
     ----------

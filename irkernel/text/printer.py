@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import ops
-from ..graph import Function
-from ..ids import BOOL, DTYPE_NAMES, ENC_BINARY, ENC_CONST, ENC_PARAM, ENC_UNARY, FLOAT32, FLOAT64
-from ..module import IRModule
+from irkernel.ir import ops
+from irkernel.ir.function import Function
+from irkernel.ir.ids import BOOL, DTYPE_NAMES, ENC_BINARY, ENC_CONST, ENC_PARAM, ENC_UNARY, FLOAT32, FLOAT64
+from irkernel.ir.module import IRModule
 
 _BARE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
 _BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

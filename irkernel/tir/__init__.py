@@ -11,67 +11,14 @@ codegen). Never imports ``passes`` or ``runtime``.
 
 from __future__ import annotations
 
-from . import analysis, dtype, functor, script
-from .buffer import Buffer, BufferLoad
-from .expr import (
-    EQ,
-    GE,
-    GT,
-    LE,
-    LT,
-    MATH_OPS,
-    MAX_DEPTH,
-    NE,
-    Add,
-    And,
-    BinaryOp,
-    Broadcast,
-    Call,
-    Cast,
-    Div,
-    FloatImm,
-    FloorDiv,
-    FloorMod,
-    IntImm,
-    Let,
-    Max,
-    Min,
-    Mod,
-    Mul,
-    Node,
-    Not,
-    Or,
-    PrimExpr,
-    Ramp,
-    Select,
-    Sub,
-    Var,
-    as_expr,
-    call,
-    cast,
-    const,
-    eq,
-    ne,
-    select,
-    truncdiv,
-    truncmod,
-)
-from .function import Attrs, PrimFunc
-from .functor import Mutator, free_vars, post_order, substitute
-from .interp import run as interpret
-from .stmt import (
-    FOR_KINDS,
-    Allocate,
-    BufferStore,
-    Evaluate,
-    For,
-    IfThenElse,
-    LetStmt,
-    SeqStmt,
-    Stmt,
-    seq,
-)
-from .verify import verify_prim_func
+from irkernel.tir import analysis, dtype, functor, script
+from irkernel.tir.buffer import Buffer, BufferLoad
+from irkernel.tir.expr import EQ, GE, GT, LE, LT, MATH_OPS, MAX_DEPTH, NE, Add, And, BinaryOp, Broadcast, Call, Cast, Div, FloatImm, FloorDiv, FloorMod, IntImm, Let, Max, Min, Mod, Mul, Node, Not, Or, PrimExpr, Ramp, Select, Sub, Var, as_expr, call, cast, const, eq, ne, select, truncdiv, truncmod
+from irkernel.tir.function import Attrs, PrimFunc
+from irkernel.tir.functor import Mutator, free_vars, post_order, substitute
+from irkernel.tir.interp import run as interpret
+from irkernel.tir.stmt import FOR_KINDS, Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Stmt, seq
+from irkernel.tir.verify import verify_prim_func
 
 __all__ = [
     "EQ", "FOR_KINDS", "GE", "GT", "LE", "LT", "MATH_OPS", "MAX_DEPTH", "NE", "Add", "Allocate",

@@ -14,26 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from . import dtype as dt
-from .expr import (
-    Add,
-    Broadcast,
-    Cast,
-    Div,
-    FloorDiv,
-    FloorMod,
-    IntImm,
-    Let,
-    Max,
-    Min,
-    Mod,
-    Mul,
-    PrimExpr,
-    Ramp,
-    Select,
-    Sub,
-    Var,
-)
+from irkernel.tir import dtype as dt
+from irkernel.tir.expr import Add, Broadcast, Cast, Div, FloorDiv, FloorMod, IntImm, Let, Max, Min, Mod, Mul, PrimExpr, Ramp, Select, Sub, Var
 
 Interval = tuple[int, int]
 #: The pseudo-variable standing for the lane number of a Ramp in linear forms.

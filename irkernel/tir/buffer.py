@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import dtype as dt
-from .expr import IntImm, Node, PrimExpr, _depth, _set, as_expr
+from irkernel.tir import dtype as dt
+from irkernel.tir.expr import IntImm, Node, PrimExpr, _depth, _set, as_expr
 
 
 def _as_index(value: Any, what: str) -> PrimExpr:
@@ -87,7 +87,7 @@ class Buffer(Node):
         return BufferLoad(self, _indices(index))
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        from .script import _store  # script imports this module
+        from irkernel.tir.script import _store  # script imports this module
 
         _store(self, _indices(index), value)
 

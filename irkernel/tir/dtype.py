@@ -4,14 +4,14 @@ A TIR dtype is a plain string: an element name (``"float32"``, ``"float64"``,
 ``"int32"``, ``"int64"``, ``"bool"``) or an element name with a lane count,
 ``"float32x16"``, as in TVM. Strings keep nodes cheap to compare, hash and
 print; the helpers below are the only place that parses them.
-Imports numpy and ``irkernel.ids`` only.
+Imports numpy and ``irkernel.ir.ids`` only.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..ids import DTYPE_NAMES
+from irkernel.ir.ids import DTYPE_NAMES
 
 #: Element dtypes, in irkernel's code order.
 ELEMENT_DTYPES = DTYPE_NAMES

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from . import dtype as dt
+from irkernel.tir import dtype as dt
 
 #: Deepest allowed nesting of statements and expressions in one tree.
 MAX_DEPTH = 200

@@ -19,10 +19,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .buffer import Buffer
-from .expr import Node, Var, _depth, _set
-from .functor import free_vars
-from .stmt import Stmt
+from irkernel.tir.buffer import Buffer
+from irkernel.tir.expr import Node, Var, _depth, _set
+from irkernel.tir.functor import free_vars
+from irkernel.tir.stmt import Stmt
 
 
 class Attrs(Mapping[str, Any]):
@@ -139,13 +139,13 @@ class PrimFunc(Node):
     # -- module protocol ---------------------------------------------------
     def script(self, name: str | None = None) -> str:
         """TVMScript-like text (see :mod:`irkernel.tir.printer`)."""
-        from .printer import script
+        from irkernel.tir.printer import script
 
         return script(self, name if name is not None else self.attrs.get("global_symbol", "main"))
 
     def verify(self, name: str = "main") -> None:
         """Raise :class:`irkernel.IRError` naming ``name`` and the broken rule."""
-        from .verify import verify_prim_func
+        from irkernel.tir.verify import verify_prim_func
 
         verify_prim_func(self, name)
 

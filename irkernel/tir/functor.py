@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from .buffer import Buffer, BufferLoad
-from .expr import _INIT_FIELDS, FloatImm, IntImm, Let, Node, PrimExpr, Var
-from .stmt import Allocate, For, LetStmt, Stmt
+from irkernel.tir.buffer import Buffer, BufferLoad
+from irkernel.tir.expr import _INIT_FIELDS, FloatImm, IntImm, Let, Node, PrimExpr, Var
+from irkernel.tir.stmt import Allocate, For, LetStmt, Stmt
 
 
 def _fields(node: Node) -> tuple[str, ...]:

@@ -17,41 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from . import dtype as dt
-from .buffer import Buffer, BufferLoad
-from .expr import (
-    EQ,
-    GE,
-    GT,
-    LE,
-    LT,
-    NE,
-    Add,
-    And,
-    BinaryOp,
-    Broadcast,
-    Call,
-    Cast,
-    Div,
-    FloatImm,
-    FloorDiv,
-    FloorMod,
-    IntImm,
-    Let,
-    Max,
-    Min,
-    Mod,
-    Mul,
-    Not,
-    Or,
-    PrimExpr,
-    Ramp,
-    Select,
-    Sub,
-    Var,
-)
-from .function import PrimFunc
-from .stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Stmt
+from irkernel.tir import dtype as dt
+from irkernel.tir.buffer import Buffer, BufferLoad
+from irkernel.tir.expr import EQ, GE, GT, LE, LT, NE, Add, And, BinaryOp, Broadcast, Call, Cast, Div, FloatImm, FloorDiv, FloorMod, IntImm, Let, Max, Min, Mod, Mul, Not, Or, PrimExpr, Ramp, Select, Sub, Var
+from irkernel.tir.function import PrimFunc
+from irkernel.tir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Stmt
 
 _ATOM = 20
 # (symbol, precedence) of infix operators; Python: comparisons < | < & < +,- < *,/,//,% < unary

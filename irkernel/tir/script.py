@@ -33,37 +33,15 @@ from typing import Any
 
 import numpy as np
 
-from . import dtype as dt
-from .buffer import Buffer as _BufferNode
-from .buffer import index_lanes
-from .expr import (
-    Broadcast as _Broadcast,
-)
-from .expr import (
-    FloorDiv,
-    FloorMod,
-    Let,
-    Max,
-    Min,
-    PrimExpr,
-    Sub,
-    Var,
-    as_expr,
-    binary,
-    call,
-    cast,
-    const,
-    eq,
-    ne,
-    truncdiv,
-    truncmod,
-)
-from .expr import (
-    Ramp as _Ramp,
-)
-from .expr import select as _select
-from .function import Attrs, PrimFunc
-from .stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Stmt, seq
+from irkernel.tir import dtype as dt
+from irkernel.tir.buffer import Buffer as _BufferNode
+from irkernel.tir.buffer import index_lanes
+from irkernel.tir.expr import Broadcast as _Broadcast
+from irkernel.tir.expr import FloorDiv, FloorMod, Let, Max, Min, PrimExpr, Sub, Var, as_expr, binary, call, cast, const, eq, ne, truncdiv, truncmod
+from irkernel.tir.expr import Ramp as _Ramp
+from irkernel.tir.expr import select as _select
+from irkernel.tir.function import Attrs, PrimFunc
+from irkernel.tir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Stmt, seq
 
 _STATE = threading.local()
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from . import dtype as dt
-from .buffer import Buffer, index_lanes, index_tuple
-from .expr import Node, PrimExpr, Var, _depth, _set, as_expr
+from irkernel.tir import dtype as dt
+from irkernel.tir.buffer import Buffer, index_lanes, index_tuple
+from irkernel.tir.expr import Node, PrimExpr, Var, _depth, _set, as_expr
 
 #: Loop kinds, as in TVM's ForKind.
 FOR_KINDS = ("serial", "parallel", "vectorized", "unrolled")

@@ -33,24 +33,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import dtype as dt
-from .buffer import Buffer, BufferLoad
-from .expr import (
-    GT,
-    NE,
-    Add,
-    FloatImm,
-    IntImm,
-    Or,
-    PrimExpr,
-    Select,
-    Var,
-    as_expr,
-    const,
-)
-from .function import PrimFunc
-from .functor import post_order, substitute
-from .stmt import BufferStore, For, SeqStmt, Stmt, seq
+from irkernel.tir import dtype as dt
+from irkernel.tir.buffer import Buffer, BufferLoad
+from irkernel.tir.expr import GT, NE, Add, FloatImm, IntImm, Or, PrimExpr, Select, Var, as_expr, const
+from irkernel.tir.function import PrimFunc
+from irkernel.tir.functor import post_order, substitute
+from irkernel.tir.stmt import BufferStore, For, SeqStmt, Stmt, seq
 
 #: Names of the output axis vars and the reduction axis vars (canonical, deterministic).
 AXIS_PREFIX, REDUCE_PREFIX = "i", "k"

@@ -34,38 +34,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from . import dtype as dt
-from .buffer import Buffer
-from .expr import (
-    EQ,
-    GE,
-    GT,
-    LE,
-    LT,
-    NE,
-    Add,
-    And,
-    Call,
-    Div,
-    FloorDiv,
-    FloorMod,
-    IntImm,
-    Let,
-    Max,
-    Min,
-    Mod,
-    Mul,
-    Not,
-    Or,
-    PrimExpr,
-    Select,
-    Sub,
-    Var,
-    cast,
-    const,
-)
-from .function import Attrs, PrimFunc
-from .stmt import Allocate, BufferStore, For, IfThenElse, LetStmt, Stmt, seq
+from irkernel.tir import dtype as dt
+from irkernel.tir.buffer import Buffer
+from irkernel.tir.expr import EQ, GE, GT, LE, LT, NE, Add, And, Call, Div, FloorDiv, FloorMod, IntImm, Let, Max, Min, Mod, Mul, Not, Or, PrimExpr, Select, Sub, Var, cast, const
+from irkernel.tir.function import Attrs, PrimFunc
+from irkernel.tir.stmt import Allocate, BufferStore, For, IfThenElse, LetStmt, Stmt, seq
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy

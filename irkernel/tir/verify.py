@@ -16,20 +16,20 @@ the verifier checks what construction can not see, in one walk:
    are skipped (the guard may exclude the bad iterations).
 
 Errors are ``IRError("<func>: <where>: <what> (rule: <rule>)")``.
-Imports the TIR node modules and ``irkernel.errors``.
+Imports the TIR node modules and ``irkernel.ir.errors``.
 """
 
 from __future__ import annotations
 
-from ..errors import IRError
-from . import dtype as dt
-from .analysis import LANE, Interval, const_int, linear_extremes, linear_form
-from .buffer import Buffer, BufferLoad
-from .expr import Let, Node, PrimExpr, Select, Var
-from .function import PrimFunc
-from .functor import children
-from .printer import expr_text
-from .stmt import Allocate, BufferStore, For, IfThenElse, LetStmt
+from irkernel.ir.errors import IRError
+from irkernel.tir import dtype as dt
+from irkernel.tir.analysis import LANE, Interval, const_int, linear_extremes, linear_form
+from irkernel.tir.buffer import Buffer, BufferLoad
+from irkernel.tir.expr import Let, Node, PrimExpr, Select, Var
+from irkernel.tir.function import PrimFunc
+from irkernel.tir.functor import children
+from irkernel.tir.printer import expr_text
+from irkernel.tir.stmt import Allocate, BufferStore, For, IfThenElse, LetStmt
 
 
 class _Verifier:

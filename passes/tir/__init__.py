@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from irkernel import transform
 
-from .flatten_buffer import FlattenBuffer, flatten_buffer
-from .lower_parallel import LowerParallel, lower_parallel
-from .simplify import Simplify, simplify
-from .unroll_loop import UnrollLoop, UnrollLoopConfig, unroll_loop
-from .vectorize_loop import VectorizeLoop, vectorize_loop
+from passes.tir.flatten_buffer import FlattenBuffer, flatten_buffer
+from passes.tir.lower_parallel import LowerParallel, lower_parallel
+from passes.tir.simplify import Simplify, simplify
+from passes.tir.unroll_loop import UnrollLoop, UnrollLoopConfig, unroll_loop
+from passes.tir.vectorize_loop import VectorizeLoop, vectorize_loop
 
 #: The lowering pipeline of ``runtime.build``: parallel loops first (outlining
 #: needs them final), flat indices so vector ramps come out contiguous, vector

@@ -26,7 +26,7 @@ from types import MappingProxyType
 from typing import Any
 
 from irkernel import transform
-from irkernel.errors import IRError
+from irkernel.ir.errors import IRError
 from irkernel.tir.analysis import const_int
 from irkernel.tir.expr import Add as _Add
 from irkernel.tir.expr import IntImm, PrimExpr, binary

@@ -98,7 +98,7 @@ def test_float_math_reference_hands_numba_owned_arrays(monkeypatch) -> None:
     (FutureWarning: "will not create a writeable array from broadcast_array") during
     FoldConstant in runtime.build of large random graphs. It now passes fresh copies."""
     import irkernel as ik
-    import irkernel._scalar_ops as scalar_ops
+    import irkernel.ir.scalar_ops as scalar_ops
 
     real = scalar_ops.float_math_kernel
     pool = np.arange(12.0).reshape(4, 3)
@@ -119,7 +119,7 @@ def test_casts_at_the_edges_are_bit_identical() -> None:
     """Every dtype to every dtype on values at the edges: NaN/inf, ties, int limits, float
     overflow and underflow (float -> int saturates, NaN -> 0; int -> float rounds to even)."""
     import irkernel as ik
-    from irkernel.ids import DTYPE_NAMES
+    from irkernel.ir.ids import DTYPE_NAMES
 
     f64 = np.array([np.nan, np.inf, -np.inf, -0.0, 0.5, -0.5, 1.5, 2.5, -2.5, 2**31 - 0.5,
                     2**31, -2**31 - 1, 9.3e18, -9.3e18, 2**63, 1e300, 3.4e38, 3.5e38,

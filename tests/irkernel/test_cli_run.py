@@ -91,6 +91,6 @@ def test_run_errors_exit_2_without_traceback(tmp_path: Path, files: dict[str, Pa
 
 
 def test_run_is_in_the_help() -> None:
-    from irkernel.cli import build_parser
+    from irkernel.cli.main import build_parser
 
     assert "run" in build_parser().format_help()

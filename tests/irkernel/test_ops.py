@@ -8,19 +8,8 @@ import numpy as np
 import pytest
 
 from irkernel import ops
-from irkernel.errors import TypeInferenceError
-from irkernel.ids import (
-    BOOL,
-    ENC_BINARY,
-    ENC_CONST,
-    ENC_PARAM,
-    ENC_UNARY,
-    ENC_VARIADIC,
-    FLOAT32,
-    FLOAT64,
-    INT32,
-    INT64,
-)
+from irkernel.ir.errors import TypeInferenceError
+from irkernel.ir.ids import BOOL, ENC_BINARY, ENC_CONST, ENC_PARAM, ENC_UNARY, ENC_VARIADIC, FLOAT32, FLOAT64, INT32, INT64
 
 OPS = ops.all_ops()
 OP_NAMES = [op.name for op in OPS]

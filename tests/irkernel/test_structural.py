@@ -13,6 +13,7 @@ import pytest
 
 import irkernel as ik
 from irkernel import ops
+from irkernel.ir.pools import ConstPool
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -154,7 +155,7 @@ def test_scalar_constants_compare_by_element_value_not_raw_pool_bits(dtype, valu
     if raw is None:  # a float32 value kept as float64 bits with extra low mantissa bits
         raw = int(np.array([float(np.float32(value)) + 2**-40]).view(np.int64)[0])
     sval[int(f.a0[c])] = raw
-    g = ik.Function(**{**_fields(f), "consts": ik.pools.ConstPool(
+    g = ik.Function(**{**_fields(f), "consts": ConstPool(
         pool.dtype, pool.shape_id, sval, pool.offset, pool.data)})
     assert g.const_value(c).tobytes() == f.const_value(c).tobytes()
     assert ik.structural_equal(f, g)

@@ -15,7 +15,7 @@ from hypothesis.extra import numpy as hnp
 
 import irkernel as ik
 from irkernel import ops
-from irkernel.errors import ParseError
+from irkernel.ir.errors import ParseError
 from irkernel.text import parser as text_parser
 from irkernel.text.parser import parse
 from irkernel.text.printer import format_values, print_module
@@ -438,7 +438,7 @@ def test_property_random_graphs_round_trip(f: ik.Function, g: ik.Function) -> No
 def test_property_round_trip_over_testing_strategy(shapes: str) -> None:
     testing = pytest.importorskip("irkernel.testing")
     if shapes == "small":
-        pytest.importorskip("irkernel._gen_small")
+        pytest.importorskip("irkernel.testing.small")
 
     # NOTE: n_params >= 1 sidesteps a generator limitation (a 1-node graph of only constants).
     @given(testing.modules(shapes=shapes, n_params=st.integers(1, 4)))

@@ -14,8 +14,8 @@ import pytest
 
 import irkernel as ik
 from irkernel import ops
-from irkernel.ids import BOOL, FLOAT64, INT32, NONE
-from irkernel.pools import AttrTable, ConstPool, ShapeTable
+from irkernel.ir.ids import BOOL, FLOAT64, INT32, NONE
+from irkernel.ir.pools import AttrTable, ConstPool, ShapeTable
 
 
 def _base():

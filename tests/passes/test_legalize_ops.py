@@ -19,6 +19,7 @@ import irkernel as ik
 import passes
 from irkernel import ops, transform
 from irkernel.testing import functions_with_inputs, random_function, random_inputs
+from irkernel.ir.rebuild import rebuild
 from irkernel.tir import PrimFunc, te
 
 INEXACT = {"exp", "log", "tanh", "sigmoid", "power", "sum", "mean", "matmul"}
@@ -128,7 +129,7 @@ def test_every_op_and_dtype_matches_the_interpreter(name, dtype, shapes, attrs) 
 
 
 def test_every_op_has_a_template() -> None:
-    import irkernel.op_templates  # noqa: F401  (installs the hooks)
+    import passes.topi.templates  # noqa: F401  (installs the hooks)
 
     missing = [op.name for op in ops.all_ops()
                if op.name not in ("param", "const", "call_func", "call_tir")
@@ -221,7 +222,7 @@ def test_an_op_without_template_is_a_clear_error(impure_op: str) -> None:
 
 
 def test_user_op_brings_its_own_template(impure_op: str) -> None:
-    from irkernel.op_templates import TEMPLATES
+    from passes.topi.templates import TEMPLATES
 
     ops.set_legalize(impure_op, TEMPLATES["negative"])
     bb = ik.GraphBuilder("main")
@@ -359,7 +360,7 @@ def test_float_matmul_uses_the_scheduled_kernel() -> None:
 
 def test_matmul_epilogue_fuses_bias_and_relu() -> None:
     runtime = pytest.importorskip("runtime")
-    from irkernel.op_matmul import matmul_with_epilogue
+    from passes.topi.matmul import matmul_with_epilogue
     from irkernel.tir import Buffer, const, select
 
     bias = Buffer("x2", (64,), "float32")
@@ -413,4 +414,4 @@ def _outputs(func: ik.Function, n: int) -> ik.Function:
     """``func`` keeping its first ``n`` outputs (and only the nodes they need)."""
     from passes.dead_code import eliminate_dead_nodes
 
-    return eliminate_dead_nodes(ik.rebuild.rebuild(func, outputs=func.outputs[:n].copy()))
+    return eliminate_dead_nodes(rebuild(func, outputs=func.outputs[:n].copy()))

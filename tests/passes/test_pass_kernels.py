@@ -25,7 +25,7 @@ SCRIPT = textwrap.dedent("""
     import irkernel as ik
     import passes
     from irkernel import transform
-    from irkernel._jit import KERNELS
+    from irkernel.ir.jit import KERNELS
     from irkernel.testing import random_module
 
     pipelines = [transform.get_pass(n) for n in ("FoldConstant", "SimplifyArith",
@@ -44,7 +44,7 @@ SCRIPT = textwrap.dedent("""
                       for k in KERNELS}))
 """)
 
-CHECKED_MODULES = ("passes.", "irkernel.rebuild", "irkernel._scalar_ops")
+CHECKED_MODULES = ("passes.", "irkernel.ir.rebuild", "irkernel.ir.scalar_ops")
 
 
 @pytest.mark.slow
@@ -57,7 +57,7 @@ def test_each_pass_kernel_compiles_one_specialization() -> None:
     checked = {name: s for name, s in sigs.items() if name.startswith(CHECKED_MODULES)}
     assert any(name.startswith("passes.") for name in checked), "no pass kernels found"
     used = {name for name, s in checked.items() if s}
-    assert {"passes.dead_code.mark_live_kernel", "irkernel.rebuild.rebuild_kernel",
+    assert {"passes.dead_code.mark_live_kernel", "irkernel.ir.rebuild.rebuild_kernel",
             "passes.fold_constant.fold_sweep_kernel", "passes.cse.hash_cons_kernel",
             "passes.simplify_arith.simplify_kernel"} <= used
     many = {name: s for name, s in checked.items() if len(s) > 1}

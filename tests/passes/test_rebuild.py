@@ -1,4 +1,4 @@
-"""``irkernel.rebuild``: the one compaction path every graph pass goes through.
+"""``irkernel.ir.rebuild``: the one compaction path every graph pass goes through.
 
 Checked against a plain-Python model of the protocol (keep mask + replacement
 map with chains) on random graphs, plus its error rules and ownership of the
@@ -12,8 +12,8 @@ import pytest
 from passes_helpers import assert_same_results, ops_of
 
 import irkernel as ik
-from irkernel.ids import NONE
-from irkernel.rebuild import rebuild
+from irkernel.ir.ids import NONE
+from irkernel.ir.rebuild import rebuild
 from irkernel.testing import random_function, random_inputs
 
 

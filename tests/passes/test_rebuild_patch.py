@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import irkernel as ik
-from irkernel.errors import IRError
-from irkernel.ids import ENC_BINARY, NONE
-from irkernel.ops import OP_ADD, OP_MULTIPLY, op_arrays
-from irkernel.rebuild import rebuild
+from irkernel.ir.errors import IRError
+from irkernel.ir.ids import ENC_BINARY, NONE
+from irkernel.ir.ops import OP_ADD, OP_MULTIPLY, op_arrays
+from irkernel.ir.rebuild import rebuild
 from irkernel.testing import random_function
 
 

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from irkernel import ops
-from irkernel.ids import DTYPE_NAMES, dtype_code
-from irkernel.op_templates import TEMPLATES
+from irkernel.ir.ids import DTYPE_NAMES, dtype_code
+from passes.topi.templates import TEMPLATES
 from irkernel.tir import For, PrimFunc, SeqStmt, interpret, te
 from irkernel.tir import script as T
 

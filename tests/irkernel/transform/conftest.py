@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from irkernel import _pass_registry
+from irkernel.transform import registry as _pass_registry
 from irkernel.transform import PassContext
 
 

@@ -75,7 +75,7 @@ def test_named_pipelines_are_sequentials_of_registered_passes() -> None:
 
 @pytest.mark.usefixtures("scoped_registry")
 def test_named_pipeline_picks_up_passes_registered_later() -> None:
-    from irkernel import _pass_registry
+    from irkernel.transform import registry as _pass_registry
 
     missing = [n for n in transform.PIPELINES["O1"] if n not in _pass_registry._REGISTRY]
     for name in missing:

@@ -1,0 +1,176 @@
+"""Kernels shared by the builder, the verifier and the passes.
+
+``check_structure_kernel`` validates ids before anything indexes with them;
+``type_sweep_kernel`` assigns or checks every node's (dtype, shape_id) through a
+table of *signatures*: (opcode, attr_id, operand types). Distinct signatures
+are few even in 1e7-node graphs, so Python evaluates each op rule once per
+signature and the kernel handles the nodes. The sweep is resumable: it stops at
+a node whose signature is new, Python computes the rule, and it resumes there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from irkernel.ir.jit import kernel
+from irkernel.ir.ids import ENC_BINARY, ENC_CONST, ENC_NULLARY, ENC_PARAM, ENC_UNARY, ENC_VARIADIC
+
+# Rule codes returned by check_structure_kernel (index into STRUCTURE_RULES).
+STRUCTURE_RULES = (
+    "ok",
+    "unknown opcode",
+    "operand out of range",
+    "operand not earlier (topological order)",
+    "wrong arity",
+    "unused operand slot is not NONE",
+    "variadic operand range outside extra",
+    "const id out of range",
+    "param position out of range",
+    "shape id out of range",
+    "attribute id out of range",
+    "dtype code out of range",
+)
+
+SIG_WIDTH = 9  # opcode, attr_id, n_operands, (dtype, shape_id) x 3
+SIG_MAX_OPERANDS = 3
+# type_sweep_kernel statuses
+SWEEP_DONE, SWEEP_NEW_SIGNATURE, SWEEP_NEEDS_PYTHON, SWEEP_MISMATCH, SWEEP_TABLE_FULL = range(5)
+
+
+@kernel
+def check_structure_kernel(kind, a0, a1, extra, dtype, shape_id, attr_id, op_encoding, op_arity,
+                           n_consts, n_params, n_shapes, n_attrs, start):
+    """First node from ``start`` breaking a structural rule, as (node, rule, detail).
+
+    Arrays: kind int16[n]; a0, a1, shape_id, attr_id int32[n]; dtype int8[n];
+    extra int32[m]; op_encoding, op_arity int8[n_ops]. Returns (-1, 0, 0) when
+    every node is well-formed; ``detail`` is the offending operand or id.
+    """
+    n = kind.shape[0]
+    n_ops = op_encoding.shape[0]
+    m = extra.shape[0]
+    for i in range(start, n):
+        k = kind[i]
+        if k < 0 or k >= n_ops:
+            return i, 1, k
+        if dtype[i] < 0 or dtype[i] > 4:
+            return i, 11, dtype[i]
+        if shape_id[i] < 0 or shape_id[i] >= n_shapes:
+            return i, 9, shape_id[i]
+        if attr_id[i] < 0 or attr_id[i] >= n_attrs:
+            return i, 10, attr_id[i]
+        enc = op_encoding[k]
+        x, y = a0[i], a1[i]
+        if enc == ENC_VARIADIC:
+            if x < 0 or y < 0 or x + y > m:
+                return i, 6, x
+            if op_arity[k] >= 0 and y != op_arity[k]:
+                return i, 4, y
+            for j in range(x, x + y):
+                v = extra[j]
+                if v < 0 or v >= n:
+                    return i, 2, v
+                if v >= i:
+                    return i, 3, v
+        elif enc == ENC_CONST or enc == ENC_PARAM:
+            if y != -1:
+                return i, 5, y
+            if enc == ENC_CONST and (x < 0 or x >= n_consts):
+                return i, 7, x
+            if enc == ENC_PARAM and (x < 0 or x >= n_params):
+                return i, 8, x
+        else:
+            n_used = 2 if enc == ENC_BINARY else (1 if enc == ENC_UNARY else 0)
+            if n_used < 2 and y != -1:
+                return i, 5, y
+            if n_used < 1 and x != -1:
+                return i, 5, x
+            if n_used >= 1:
+                if x < 0 or x >= n:
+                    return i, 2, x
+                if x >= i:
+                    return i, 3, x
+            if n_used == 2:
+                if y < 0 or y >= n:
+                    return i, 2, y
+                if y >= i:
+                    return i, 3, y
+    return -1, 0, 0
+
+
+@kernel
+def type_sweep_kernel(kind, a0, a1, extra, attr_id, dtype, shape_id, op_encoding,
+                      const_dtype, const_shape_id, start, check,
+                      sig_keys, sig_slots, sig_dtype, sig_shape_id, n_sigs):
+    """Assign (check=False) or compare (check=True) node types from ``start`` on.
+
+    Arrays: kind int16[n]; a0, a1, attr_id int32[n]; extra int32[m];
+    dtype int8[n] and shape_id int32[n] (written in assign mode: the builder's
+    scratch, never a finished Function's column); const_dtype int8[k],
+    const_shape_id int32[k]; sig_keys int32[cap, 9]; sig_slots int32[2^p]
+    (open addressing, -1 = empty); sig_dtype int8[cap], sig_shape_id int32[cap].
+    Operands must already be valid (check_structure_kernel). Returns
+    (node, status): SWEEP_NEW_SIGNATURE means the node's key was stored at
+    ``sig_keys[n_sigs]`` and Python must fill its result; SWEEP_NEEDS_PYTHON is
+    a node with more than 3 operands; SWEEP_TABLE_FULL asks for a bigger table.
+    PARAM and NULLARY nodes are skipped (their type is given, not derived).
+    """
+    n = kind.shape[0]
+    mask = sig_slots.shape[0] - 1
+    key = np.empty(9, np.int32)
+    for i in range(start, n):
+        k = kind[i]
+        enc = op_encoding[k]
+        if enc == ENC_PARAM or enc == ENC_NULLARY:
+            continue
+        if enc == ENC_CONST:
+            want_d, want_s = const_dtype[a0[i]], const_shape_id[a0[i]]
+        else:
+            if 2 * (n_sigs + 1) > sig_slots.shape[0] or n_sigs >= sig_keys.shape[0]:
+                return i, 4
+            key[:] = -1
+            key[0] = k
+            key[1] = attr_id[i]
+            if enc == ENC_VARIADIC:
+                if a1[i] > 3:
+                    return i, 2
+                key[2] = a1[i]
+                for j in range(a1[i]):
+                    v = extra[a0[i] + j]
+                    key[3 + 2 * j] = dtype[v]
+                    key[4 + 2 * j] = shape_id[v]
+            else:
+                key[2] = 1 if enc == ENC_UNARY else 2
+                key[3] = dtype[a0[i]]
+                key[4] = shape_id[a0[i]]
+                if enc == ENC_BINARY:
+                    key[5] = dtype[a1[i]]
+                    key[6] = shape_id[a1[i]]
+            h = np.uint64(14695981039346656037)
+            for j in range(9):
+                h = (h ^ np.uint64(key[j] & 0xFFFFFFFF)) * np.uint64(1099511628211)
+            slot = np.int64(h >> np.uint64(17)) & mask
+            found = -1
+            while sig_slots[slot] != -1:
+                s = sig_slots[slot]
+                same = True
+                for j in range(9):
+                    if sig_keys[s, j] != key[j]:
+                        same = False
+                        break
+                if same:
+                    found = s
+                    break
+                slot = (slot + 1) & mask
+            if found == -1:
+                sig_keys[n_sigs, :] = key
+                sig_slots[slot] = n_sigs
+                return i, 1
+            want_d, want_s = sig_dtype[found], sig_shape_id[found]
+        if check:
+            if dtype[i] != want_d or shape_id[i] != want_s:
+                return i, 3
+        else:
+            dtype[i] = want_d
+            shape_id[i] = want_s
+    return n, 0

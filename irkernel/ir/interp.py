@@ -1,0 +1,194 @@
+"""Reference interpreter: evaluates a graph Function node by node with NumPy.
+
+It is the semantic oracle that every pass and the runtime are checked against,
+so it favours obviousness over speed: one Python step per node (the only
+per-node Python loop allowed outside tests), each op evaluated by the op
+table's NumPy reference. Values are freed after their last use so that long
+chains run in bounded memory. Imports numpy and irkernel internals only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from irkernel.ir import ops
+from irkernel.ir.errors import IRError
+from irkernel.ir.function import Function
+from irkernel.ir.ids import ENC_BINARY, ENC_UNARY, ENC_VARIADIC, NUMPY_DTYPES, dtype_code
+from irkernel.ir.module import IRModule
+
+MAX_CALL_DEPTH = 64
+
+
+def check_inputs(func: Function, name: str, inputs: Sequence[Any]) -> list[np.ndarray]:
+    """``inputs`` as arrays of exactly the parameters' dtypes and shapes, or a clear error.
+
+    Shared by the interpreter and ``runtime``'s graph executor, so both accept and reject
+    the same inputs. No conversion of dtype: a float64 array for a float32 parameter is
+    an error, not a silent cast; a masked array is refused (``np.asarray`` would drop
+    its mask).
+
+    Raises
+    ------
+    TypeError
+        Wrong count, dtype, or a value that is not an array (ragged lists, masked arrays).
+    ValueError
+        Wrong shape. Both name ``name``, the position and the parameter.
+    """
+    if len(inputs) != len(func.params):
+        raise TypeError(f"{name} takes {len(func.params)} inputs "
+                        f"({', '.join(func.param_names)}), got {len(inputs)}")
+    arrays = []
+    for pos, (value, pname) in enumerate(zip(inputs, func.param_names, strict=True)):
+        node = int(func.params[pos])
+        want_dtype = NUMPY_DTYPES[int(func.dtype[node])]
+        want_shape = func.shapes[int(func.shape_id[node])]
+        if isinstance(value, np.ma.MaskedArray):
+            raise TypeError(f"{name}: input {pos} ({pname!r}) is a masked array; "
+                            "pass a plain ndarray (np.ma.filled(...))")
+        try:
+            arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+        except (TypeError, ValueError) as exc:  # ragged nested lists and the like
+            raise TypeError(f"{name}: input {pos} ({pname!r}) is not convertible "
+                            f"to an array: {exc}") from exc
+        if arr.dtype != want_dtype:
+            raise TypeError(f"{name}: input {pos} ({pname!r}) must have dtype {want_dtype.name}, "
+                            f"got {arr.dtype}")
+        if arr.shape != want_shape:
+            raise ValueError(f"{name}: input {pos} ({pname!r}) must have shape {want_shape}, "
+                             f"got {arr.shape}")
+        arrays.append(arr)
+    return arrays
+
+
+def _use_counts(func: Function) -> np.ndarray:
+    """How many times each node is read (as an operand or an output)."""
+    table = ops.op_arrays()
+    enc = table.encoding[func.kind]
+    n = func.num_nodes
+    reads = [func.a0[(enc == ENC_UNARY) | (enc == ENC_BINARY)], func.a1[enc == ENC_BINARY],
+             func.outputs]
+    variadic = np.nonzero(enc == ENC_VARIADIC)[0]
+    if len(variadic):
+        counts = func.a1[variadic].astype(np.int64)
+        starts = np.repeat(func.a0[variadic].astype(np.int64), counts)
+        offsets = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(
+            np.cumsum(counts) - counts, counts)
+        reads.append(func.extra[starts + offsets])
+    return np.bincount(np.concatenate(reads).astype(np.int64), minlength=n)
+
+
+def _run(mod: IRModule | None, func: Function, name: str, inputs: list[np.ndarray],
+         depth: int) -> list[np.ndarray]:
+    if depth > MAX_CALL_DEPTH:
+        raise IRError(f"{name}: call_func nesting deeper than {MAX_CALL_DEPTH} (recursive calls?)")
+    remaining = _use_counts(func).tolist()
+    kinds, a0s, a1s = func.kind.tolist(), func.a0.tolist(), func.a1.tolist()
+    dtypes, shape_ids, attr_ids = func.dtype.tolist(), func.shape_id.tolist(), func.attr_id.tolist()
+    extra = func.extra
+    all_ops = ops.all_ops()
+    attrs_of = [dict(r) for r in func.attr_table.records]
+    values: list[Any] = [None] * func.num_nodes
+    for i, k in enumerate(kinds):
+        if k == ops.OP_PARAM:
+            out = inputs[a0s[i]]
+        elif k == ops.OP_CONST:
+            out = func.consts.value(a0s[i], func.shapes)
+        else:
+            opdef = all_ops[k]
+            enc = opdef.encoding
+            if enc == ENC_VARIADIC:
+                ids = extra[a0s[i]: a0s[i] + a1s[i]].tolist()
+            else:
+                ids = [a0s[i], a1s[i]] if enc == ENC_BINARY else [a0s[i]]
+            args = [values[j] for j in ids]
+            for j in ids:
+                remaining[j] -= 1
+                if remaining[j] == 0:
+                    values[j] = None
+            attrs = attrs_of[attr_ids[i]]
+            if k == ops.OP_CALL_FUNC:
+                out = _call_func(mod, name, i, attrs["callee"], args, depth)
+            elif k == ops.OP_CALL_TIR:
+                out = _call_tir(mod, name, i, attrs, args)
+            elif opdef.reference is None:
+                raise IRError(f"{name}: node {i} ({opdef.name}): the interpreter cannot "
+                              f"evaluate this op")
+            else:
+                out = opdef.reference(args, attrs)
+            out = np.asarray(out)
+            want = NUMPY_DTYPES[dtypes[i]]
+            if out.dtype != want:
+                out = out.astype(want)
+            if out.shape != func.shapes[shape_ids[i]]:
+                raise IRError(f"{name}: node {i} ({opdef.name}): result shape {out.shape} differs "
+                              f"from the declared {func.shapes[shape_ids[i]]}")
+        values[i] = out
+    return [np.array(values[int(o)], copy=True) for o in func.outputs]
+
+
+def _call_func(mod: IRModule | None, name: str, node: int, callee: str, args: list[np.ndarray],
+               depth: int) -> np.ndarray:
+    target = None if mod is None else mod.functions.get(callee)
+    if not isinstance(target, Function):
+        raise IRError(f"{name}: node {node} (call_func): callee {callee!r} is not a graph "
+                      f"function of the module")
+    results = _run(mod, target, callee, check_inputs(target, callee, args), depth + 1)
+    return results[0]
+
+
+def _call_tir(mod: IRModule | None, name: str, node: int, attrs: dict[str, Any],
+              args: list[np.ndarray]) -> np.ndarray:
+    """Run the callee PrimFunc with the TIR interpreter on a fresh output array."""
+    from irkernel.tir.function import PrimFunc
+    from irkernel.tir.interp import run
+
+    callee = attrs["callee"]
+    target = None if mod is None else mod.functions.get(callee)
+    if not isinstance(target, PrimFunc):
+        raise IRError(f"{name}: node {node} (call_tir): callee {callee!r} is not a PrimFunc "
+                      f"of the module")
+    out = np.empty(attrs["shape"], dtype=NUMPY_DTYPES[dtype_code(attrs["dtype"])])
+    run(target, *[a if a.flags.c_contiguous else a.copy() for a in args], out)
+    return out
+
+
+def interpret(mod: IRModule | Function, *inputs: Any, entry: str = "main") -> list[np.ndarray]:
+    """Evaluate ``entry`` of ``mod`` (or a lone Function) on NumPy inputs.
+
+    Parameters
+    ----------
+    mod : IRModule or Function
+        The program. A lone Function cannot use ``call_func``.
+    *inputs : array_like
+        One array per parameter, of exactly the parameter's dtype and shape.
+    entry : str
+        Name of the function to run.
+
+    Returns
+    -------
+    list of np.ndarray
+        One fresh array per output, in order.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Wrong number, dtype or shape of inputs (naming the parameter).
+    IRError
+        The program cannot be evaluated (unknown callee, recursion, ...).
+    """
+    if isinstance(mod, Function):
+        func, module, name = mod, None, str(mod.attrs.get("global_symbol", entry))
+    elif isinstance(mod, IRModule):
+        if entry not in mod.functions:
+            raise ValueError(f"interpret: module has no function {entry!r} "
+                             f"(functions: {', '.join(mod.functions) or 'none'})")
+        func, module, name = mod.functions[entry], mod, entry
+        if not isinstance(func, Function):
+            raise TypeError(f"interpret: {entry!r} is not a graph Function")
+    else:
+        raise TypeError(f"interpret: expected an IRModule or Function, got {type(mod).__name__}")
+    return _run(module, func, name, check_inputs(func, name, inputs), 0)

@@ -1,0 +1,333 @@
+"""Interned side tables of a Function: shapes, attribute sets and constants.
+
+Design: each table is an immutable value shared by reference between a
+Function and the Functions rebuilt from it; adding entries returns a new table
+(copy-on-append). The builder keeps a dict per table while it runs (one entry
+per *distinct* shape, attribute set or constant, never per node) and freezes
+the tables in ``finish``. Reserved ids: shape 0 is ``()`` and attribute set 0
+is "no attributes".
+
+ConstPool layout (why): scalar-heavy graphs must fold without touching Python
+objects, so every one-element constant keeps its value in ``sval`` (8 raw
+bytes: float64 bits for float dtypes, int64 for ints and bool) and stores no
+bytes in ``data``. Larger constants live in ``data`` at 16-byte aligned
+offsets so that a typed view of any entry is aligned. Alternatives considered:
+a list of small arrays (one Python object per constant, slow to fold) and
+storing scalars in ``data`` too (24 bytes per scalar instead of 8).
+Imports numpy and irkernel.ir.ids only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from irkernel.ir.ids import DTYPE_NAMES, NUMPY_DTYPES, dtype_code
+
+Shape = tuple[int, ...]
+AttrRecord = tuple[tuple[str, Any], ...]
+
+
+def _frozen(arr: np.ndarray) -> np.ndarray:
+    arr = np.ascontiguousarray(arr)
+    arr.setflags(write=False)
+    return arr
+
+
+class ShapeTable:
+    """Interned shapes; id 0 is the scalar shape ``()``."""
+
+    __slots__ = ("__dict__", "shapes")
+
+    def __init__(self, shapes: Sequence[Shape] = ((),)) -> None:
+        shapes = tuple(tuple(int(d) for d in s) for s in shapes)
+        if not shapes or shapes[0] != ():
+            raise ValueError("shape id 0 must be the scalar shape ()")
+        self.shapes = shapes
+
+    def __len__(self) -> int:
+        return len(self.shapes)
+
+    def __getitem__(self, shape_id: int) -> Shape:
+        return self.shapes[shape_id]
+
+    @cached_property
+    def index(self) -> dict[Shape, int]:
+        return {s: i for i, s in enumerate(self.shapes)}
+
+    def extended(self, shapes: Iterable[Shape]) -> tuple[ShapeTable, list[int]]:
+        """A table holding these shapes too, and their ids; self when none is new."""
+        index = dict(self.index)
+        added = list(self.shapes)
+        ids = []
+        for s in shapes:
+            s = tuple(int(d) for d in s)
+            if s not in index:
+                index[s] = len(added)
+                added.append(s)
+            ids.append(index[s])
+        return (self if len(added) == len(self.shapes) else ShapeTable(added)), ids
+
+    @cached_property
+    def ndim(self) -> np.ndarray:
+        """int32[s]: rank of each shape."""
+        return _frozen(np.array([len(s) for s in self.shapes], dtype=np.int32))
+
+    @cached_property
+    def size(self) -> np.ndarray:
+        """int64[s]: element count of each shape."""
+        return _frozen(np.array([int(np.prod(s, dtype=np.int64)) for s in self.shapes],
+                                dtype=np.int64))
+
+    @cached_property
+    def ptr(self) -> np.ndarray:
+        """int32[s+1]: CSR offsets of each shape's dims in :attr:`dims`."""
+        return _frozen(np.concatenate([[0], np.cumsum(self.ndim, dtype=np.int64)]).astype(np.int32))
+
+    @cached_property
+    def dims(self) -> np.ndarray:
+        """int64[D]: all dims, concatenated."""
+        return _frozen(np.array([d for s in self.shapes for d in s], dtype=np.int64))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ShapeTable) and self.shapes == other.shapes
+
+    def __hash__(self) -> int:
+        return hash(self.shapes)
+
+    def __repr__(self) -> str:
+        return f"ShapeTable({len(self.shapes)} shapes)"
+
+
+class AttrTable:
+    """Interned attribute sets: sorted ``(name, value)`` tuples; id 0 is ``()``."""
+
+    __slots__ = ("__dict__", "records")
+
+    def __init__(self, records: Sequence[AttrRecord] = ((),)) -> None:
+        records = tuple(records)
+        if not records or records[0] != ():
+            raise ValueError("attribute id 0 must be the empty attribute set")
+        self.records = records
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __getitem__(self, attr_id: int) -> AttrRecord:
+        return self.records[attr_id]
+
+    def as_dict(self, attr_id: int) -> dict[str, Any]:
+        return dict(self.records[attr_id])
+
+    @cached_property
+    def index(self) -> dict[AttrRecord, int]:
+        return {r: i for i, r in enumerate(self.records)}
+
+    def extended(self, records: Iterable[AttrRecord]) -> tuple[AttrTable, list[int]]:
+        index = dict(self.index)
+        added = list(self.records)
+        ids = []
+        for r in records:
+            if r not in index:
+                index[r] = len(added)
+                added.append(r)
+            ids.append(index[r])
+        return (self if len(added) == len(self.records) else AttrTable(added)), ids
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AttrTable) and self.records == other.records
+
+    def __hash__(self) -> int:
+        return hash(self.records)
+
+    def __repr__(self) -> str:
+        return f"AttrTable({len(self.records)} attribute sets)"
+
+
+def scalar_bits(value: object, code: int) -> int:
+    """The 8 raw bytes a one-element constant of dtype ``code`` keeps in ``sval``."""
+    arr = np.asarray(value, dtype=NUMPY_DTYPES[code]).reshape(())
+    if arr.dtype.kind == "f":
+        return int(np.asarray(arr, np.float64).view(np.int64))
+    return int(np.asarray(arr, np.int64))
+
+
+class ConstPool:
+    """Immutable constant pool (see the module docstring for the layout).
+
+    Columns (length k = number of constants): ``dtype`` int8, ``shape_id``
+    int32, ``sval`` int64 raw scalar bits, ``offset`` int64[k+1] byte offsets
+    into ``data`` uint8 (entry i starts at ``offset[i]``; one-element constants
+    occupy an empty range, larger ones are padded to 16 bytes).
+    """
+
+    __slots__ = ("__dict__", "data", "dtype", "offset", "shape_id", "sval")
+
+    ALIGN = 16
+
+    def __init__(self, dtype: np.ndarray, shape_id: np.ndarray, sval: np.ndarray,
+                 offset: np.ndarray, data: np.ndarray) -> None:
+        self.dtype = _frozen(np.asarray(dtype, np.int8))
+        self.shape_id = _frozen(np.asarray(shape_id, np.int32))
+        self.sval = _frozen(np.asarray(sval, np.int64))
+        self.offset = _frozen(np.asarray(offset, np.int64))
+        self.data = _frozen(np.asarray(data, np.uint8))
+        k = len(self.dtype)
+        if not (len(self.shape_id) == len(self.sval) == k and len(self.offset) == k + 1):
+            raise ValueError("ConstPool columns have inconsistent lengths")
+
+    @classmethod
+    def empty(cls) -> ConstPool:
+        z = np.zeros(0, np.int64)
+        return cls(z, z, z, np.zeros(1, np.int64), np.zeros(0, np.uint8))
+
+    def __len__(self) -> int:
+        return len(self.dtype)
+
+    @property
+    def sval_f(self) -> np.ndarray:
+        """float64 view of ``sval`` (meaningful for float constants)."""
+        return self.sval.view(np.float64)
+
+    @property
+    def sval_i(self) -> np.ndarray:
+        """int64 view of ``sval`` (meaningful for int and bool constants)."""
+        return self.sval
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.dtype, self.shape_id, self.sval, self.offset, self.data))
+
+    def value(self, const_id: int, shapes: ShapeTable) -> np.ndarray:
+        """The constant as a read-only array of its dtype and shape."""
+        code = int(self.dtype[const_id])
+        shape = shapes[int(self.shape_id[const_id])]
+        dt = NUMPY_DTYPES[code]
+        count = int(shapes.size[int(self.shape_id[const_id])])
+        if count == 1:
+            bits = self.sval[const_id: const_id + 1]
+            one = bits.view(np.float64) if dt.kind == "f" else bits
+            arr = one.astype(dt).reshape(shape)
+        else:
+            start = int(self.offset[const_id])
+            arr = self.data[start: start + count * dt.itemsize].view(dt).reshape(shape)
+        arr.setflags(write=False)
+        return arr
+
+
+class ConstPoolBuilder:
+    """Growable pool with deduplication by (dtype, shape_id, bytes); freezes to a ConstPool."""
+
+    def __init__(self, base: ConstPool | None = None, shapes: ShapeTable | None = None) -> None:
+        """Start empty, or from ``base`` (whose shape ids refer to ``shapes``)."""
+        self._dtype: list[np.ndarray] = []
+        self._shape_id: list[np.ndarray] = []
+        self._sval: list[np.ndarray] = []
+        self._blobs: list[bytes] = []
+        self._index: dict[tuple[int, int, int | bytes], int] = {}
+        self._n = 0
+        self._blob_ids: list[int] = []  # const ids of the entries stored in data, ascending
+        if base is not None:
+            if shapes is None:
+                raise ValueError("ConstPoolBuilder(base) needs the base's ShapeTable")
+            self._extend_from(base, shapes)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _extend_from(self, pool: ConstPool, shapes: ShapeTable) -> None:
+        k = len(pool)
+        self._dtype.append(np.array(pool.dtype))
+        self._shape_id.append(np.array(pool.shape_id))
+        self._sval.append(np.array(pool.sval))
+        is_scalar = shapes.size[pool.shape_id] == 1
+        scalars = np.nonzero(is_scalar)[0][::-1]  # reversed: the first id of equal keys wins
+        self._index.update(zip(zip(pool.dtype[scalars].tolist(), pool.shape_id[scalars].tolist(),
+                                   pool.sval[scalars].tolist()), scalars.tolist()))
+        for cid in np.nonzero(~is_scalar)[0].tolist():  # one iteration per tensor constant
+            blob = pool.value(cid, shapes).tobytes()
+            self._add_blob(cid, blob)
+            self._index.setdefault((int(pool.dtype[cid]), int(pool.shape_id[cid]), blob), cid)
+        self._n = k
+
+    def _add_blob(self, const_id: int, blob: bytes) -> None:
+        self._blob_ids.append(const_id)
+        self._blobs.append(blob)
+
+    def add(self, value: np.ndarray, shape_id: int) -> int:
+        """Intern one constant (already of a supported dtype); returns its const id."""
+        code = dtype_code(value.dtype)
+        key: tuple[int, int, int | bytes]
+        if value.size == 1:  # scalars key on their sval bits (an int), tensors on bytes
+            bits = scalar_bits(value, code)
+            key = (code, shape_id, bits)
+        else:
+            blob = np.ascontiguousarray(value).tobytes()
+            key = (code, shape_id, blob)
+            bits = 0
+        cid = self._index.get(key)
+        if cid is not None:
+            return cid
+        cid = self._n
+        self._index[key] = cid
+        self._dtype.append(np.array([code], np.int8))
+        self._shape_id.append(np.array([shape_id], np.int32))
+        self._sval.append(np.array([bits], np.int64))
+        if value.size != 1:
+            self._add_blob(cid, blob)
+        self._n += 1
+        return cid
+
+    def add_scalars(self, values: np.ndarray, code: int) -> np.ndarray:
+        """Intern many scalars of one dtype at NumPy speed; returns int32 const ids."""
+        values = np.asarray(values, NUMPY_DTYPES[code]).ravel()
+        bits = (values.astype(np.float64).view(np.int64) if values.dtype.kind == "f"
+                else values.astype(np.int64))
+        uniq, inverse = np.unique(bits, return_inverse=True)
+        keys = [(code, 0, b) for b in uniq.tolist()]  # C-speed loops over distinct values
+        index = self._index
+        ids = np.array([index.get(key, -1) for key in keys], np.int64)
+        new = np.nonzero(ids < 0)[0]
+        if len(new):
+            m = len(new)
+            ids[new] = np.arange(self._n, self._n + m, dtype=np.int64)
+            index.update(zip([keys[j] for j in new.tolist()], ids[new].tolist()))
+            self._dtype.append(np.full(m, code, np.int8))
+            self._shape_id.append(np.zeros(m, np.int32))
+            self._sval.append(uniq[new].astype(np.int64))
+            self._n += m
+        return ids[inverse].astype(np.int32, copy=False)
+
+    def freeze_types(self) -> tuple[np.ndarray, np.ndarray]:
+        """(dtype int8[k], shape_id int32[k]) of the constants so far."""
+        if not self._n:
+            return np.zeros(0, np.int8), np.zeros(0, np.int32)
+        self._dtype[:] = [np.concatenate(self._dtype)]
+        self._shape_id[:] = [np.concatenate(self._shape_id)]
+        return self._dtype[0], self._shape_id[0]
+
+    def freeze(self) -> ConstPool:
+        k = self._n
+        if not k:
+            return ConstPool.empty()
+        dtype = np.concatenate(self._dtype)
+        shape_id = np.concatenate(self._shape_id)
+        sval = np.concatenate(self._sval)
+        padded = np.zeros(k, np.int64)
+        align = ConstPool.ALIGN
+        for cid, blob in zip(self._blob_ids, self._blobs):
+            padded[cid] = -(-len(blob) // align) * align
+        offset = np.zeros(k + 1, np.int64)
+        np.cumsum(padded, out=offset[1:])
+        data = np.zeros(int(offset[-1]), np.uint8)
+        for cid, blob in zip(self._blob_ids, self._blobs):
+            start = int(offset[cid])
+            data[start: start + len(blob)] = np.frombuffer(blob, np.uint8)
+        return ConstPool(dtype, shape_id, sval, offset, data)
+
+
+def describe_dtype(code: int) -> str:
+    return DTYPE_NAMES[code]

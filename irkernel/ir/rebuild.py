@@ -1,0 +1,256 @@
+"""The one audited path for structural edits: keep mask + replacement map -> new Function.
+
+Protocol (STYLE 9.3): a pass computes ``keep`` (bool[n]) and/or ``rep``
+(int32[n], NONE = keep self, else a node id smaller than i whose value
+replaces node i) and may rewrite rows, either in copied columns (e.g.
+FoldConstant turns an ``add`` row into a CONST row) or, when few rows change,
+as a sorted patch list (SimplifyArith). ``rebuild`` then, in one forward
+sweep of ``rebuild_kernel``, applying the patches as it passes their rows,
+
+1. resolves replacement chains (``rep[i] < i``, so the target's own
+   replacement is final when i is visited: no cycles possible);
+2. drops replaced nodes and nodes with ``keep[i] == False`` and numbers the
+   survivors with a running count (``new_id``, the old-to-new map);
+3. gathers every column of the survivors and remaps their operands and
+   ``extra`` (operands precede their users, so their new ids are known);
+
+and finally remaps ``outputs`` and ``params`` and freezes the arrays.
+
+Params are never dropped or replaced (the signature is the caller's), and a
+kept node may not read a dropped one: both are checked and reported as
+IRError naming the pass's node. Passes must not hand-roll compaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace as dc_replace
+from typing import Any
+
+import numpy as np
+
+from irkernel.ir import ops
+from irkernel.ir.jit import kernel
+from irkernel.ir.errors import IRError
+from irkernel.ir.function import Function
+from irkernel.ir.ids import ENC_BINARY, ENC_PARAM, ENC_UNARY, ENC_VARIADIC, NONE
+
+REBUILD_OK, REBUILD_BAD_REP, REBUILD_DANGLING, REBUILD_PARAM = 0, 1, 2, 3
+
+
+@kernel
+def rebuild_kernel(kind, a0, a1, extra, dtype, shape_id, attr_id, keep, rep, has_keep, has_rep,
+                   op_encoding,
+                   p_row, p_kind, p_a0, p_a1, p_attr,
+                   new_id, new_kind, new_a0, new_a1, new_dtype, new_shape, new_attr, new_extra):
+    """Resolve ``rep``, apply row patches, drop nodes, remap operands and compact, in one sweep.
+
+    Arrays: kind int16[n]; a0, a1, shape_id, attr_id int32[n]; dtype int8[n];
+    extra int32[m]; keep bool[n]; rep int32[n] (NONE or < i), each read only when its
+    flag has_keep / has_rep is set (else it may be a 1-element dummy); op_encoding
+    int8[n_ops]; the patch list p_row int32[p] (strictly increasing row ids) with
+    the rows' new p_kind int16[p] and p_a0, p_a1, p_attr int32[p] (all read-only).
+    Written: new_id int32[n], the new id of the node
+    whose value i has after replacement (-1 when that node is dropped), and the
+    survivors' rows in new_kind, new_a0, new_a1, new_dtype, new_shape,
+    new_attr (one row per survivor) and at the front of new_extra (length m). Returns
+    (count, extra_count, status, bad_node); on a non-zero status ``bad_node``
+    names the culprit and the outputs are incomplete.
+    """
+    # One forward sweep does chain resolution, numbering and the gather: rep[i] < i
+    # makes new_id[rep[i]] final when i is visited, and operands precede their users.
+    # Patches are sorted, so one cursor walks them alongside i.
+    n = kind.shape[0]
+    n_patch = p_row.shape[0]
+    p = 0
+    next_patch = p_row[0] if n_patch > 0 else n
+    j = 0
+    e = 0
+    for i in range(n):
+        r = rep[i] if has_rep else -1
+        if i == next_patch:
+            k = p_kind[p]
+            x, y, at = p_a0[p], p_a1[p], p_attr[p]
+            p += 1
+            next_patch = p_row[p] if p < n_patch else n
+        else:
+            k = kind[i]
+            x, y, at = a0[i], a1[i], attr_id[i]
+        enc = op_encoding[k]
+        if r != -1:
+            if r < 0 or r >= i:
+                return j, e, REBUILD_BAD_REP, i
+            if enc == ENC_PARAM:
+                return j, e, REBUILD_PARAM, i
+            new_id[i] = new_id[r]
+            continue
+        if has_keep and not keep[i]:
+            if enc == ENC_PARAM:
+                return j, e, REBUILD_PARAM, i
+            new_id[i] = -1
+            continue
+        new_id[i] = j
+        new_kind[j] = k
+        new_dtype[j] = dtype[i]
+        new_shape[j] = shape_id[i]
+        new_attr[j] = at
+        if enc == ENC_VARIADIC:
+            new_a0[j] = e
+            new_a1[j] = y
+            for t in range(x, x + y):
+                v = new_id[extra[t]]
+                if v < 0:
+                    return j, e, REBUILD_DANGLING, i
+                new_extra[e] = v
+                e += 1
+        else:
+            if enc == ENC_UNARY or enc == ENC_BINARY:
+                x = new_id[x]
+                if x < 0:
+                    return j, e, REBUILD_DANGLING, i
+            if enc == ENC_BINARY:
+                y = new_id[y]
+                if y < 0:
+                    return j, e, REBUILD_DANGLING, i
+            new_a0[j] = x
+            new_a1[j] = y
+        j += 1
+    return j, e, REBUILD_OK, -1
+
+
+@kernel
+def survivors_kernel(keep, rep, use_keep):
+    """Rows that are neither replaced nor dropped (no bool[n] temporaries, unlike NumPy)."""
+    count = 0
+    for i in range(rep.shape[0]):
+        count += rep[i] == -1 and (not use_keep or keep[i])
+    return count
+
+
+_COLUMNS = ("kind", "a0", "a1", "extra", "dtype", "shape_id", "attr_id")
+
+
+def _frozen(arr: np.ndarray) -> np.ndarray:
+    arr.setflags(write=False)
+    return arr
+
+
+def _trimmed(buf: np.ndarray, count: int) -> np.ndarray:
+    """The first ``count`` entries, frozen; copied when the buffer is over twice as long
+    (so a Function that dropped most operand lists does not hold on to the input's)."""
+    out = buf[:count] if 2 * count >= len(buf) else buf[:count].copy()
+    return _frozen(out)
+
+
+def _checked_patch(patch: tuple[np.ndarray, ...] | None, n: int,
+                   pass_name: str) -> tuple[np.ndarray, ...]:
+    """The patch arrays, validated (the kernel trusts their order and dtypes)."""
+    if patch is None:
+        return tuple(_frozen(np.empty(0, d))
+                     for d in (np.int32, np.int16, np.int32, np.int32, np.int32))
+    dtypes = (np.int32, np.int16, np.int32, np.int32, np.int32)
+    if (not isinstance(patch, tuple) or len(patch) != 5
+            or not all(isinstance(a, np.ndarray) and a.dtype == d and a.ndim == 1
+                       for a, d in zip(patch, dtypes, strict=True))
+            or len({len(a) for a in patch}) != 1):
+        raise TypeError(f"{pass_name}: patch must be (row int32[p], kind int16[p], a0, a1, "
+                        f"attr_id int32[p])")
+    rows = patch[0]
+    if len(rows) and (rows[0] < 0 or rows[-1] >= n or np.any(rows[1:] <= rows[:-1])):
+        raise IRError(f"{pass_name}: patch rows must be strictly increasing node ids "
+                      f"in [0, {n}) (rule: rebuild protocol)")
+    return tuple(_frozen(np.ascontiguousarray(a).view()) for a in patch)
+
+
+def rebuild(func: Function, *, keep: np.ndarray | None = None, rep: np.ndarray | None = None,
+            patch: tuple[np.ndarray, ...] | None = None, pass_name: str = "rebuild",
+            **changes: Any) -> Function:
+    """A new Function with nodes dropped/replaced and columns compacted.
+
+    Parameters
+    ----------
+    func : Function
+        The input; never modified.
+    keep : bool[n], optional
+        False drops the node (nothing kept may read it). Default: keep all.
+    rep : int32[n], optional
+        NONE keeps the node; ``rep[i] = j < i`` redirects every use of i to j
+        and drops i. Default: no replacement.
+    patch : (row int32[p], kind int16[p], a0, a1, attr_id int32[p]), optional
+        Rewritten rows as a list (rows strictly increasing): row ``row[t]`` gets
+        the given kind, operands and attribute id, applied before dropping. For
+        passes that rewrite few rows: no full copies of four columns.
+    pass_name : str
+        Named in errors.
+    **changes
+        Replacement columns or tables (``kind``, ``a0``, ``a1``, ``dtype``,
+        ``shape_id``, ``attr_id``, ``extra``, ``consts``, ``shapes``,
+        ``attr_table``) applied before dropping, for rewritten rows. Column
+        arrays are taken over: they are frozen (made read-only) here, and
+        become the new Function's columns when nothing is dropped, without a
+        copy; the caller must not write to them afterwards.
+
+    Returns
+    -------
+    Function
+        ``func`` itself when nothing changes.
+
+    Notes
+    -----
+    The output columns are allocated here with NumPy rather than inside the
+    kernel: NumPy asks for transparent huge pages on large buffers and Numba's
+    allocator does not, and on a 1e7-node graph the first-touch page faults of
+    4 KiB pages cost more than the sweep itself. For the same reason a missing
+    ``keep`` or ``rep`` is not materialized as a full-size default array.
+    """
+    n = func.num_nodes
+    for name in _COLUMNS:
+        arr = changes.get(name)
+        if isinstance(arr, np.ndarray):
+            _frozen(arr)  # one specialization of the kernel: columns are always read-only
+    p_row, p_kind, p_a0, p_a1, p_attr = _checked_patch(patch, n, pass_name)
+    if keep is None and rep is None and not changes and not len(p_row):
+        return func
+    if keep is None and rep is None:  # rewritten rows only: no compaction needed
+        if len(p_row):
+            for name, values in (("kind", p_kind), ("a0", p_a0), ("a1", p_a1),
+                                 ("attr_id", p_attr)):
+                col = np.array(changes.get(name, getattr(func, name)))
+                col[p_row] = values
+                changes[name] = _frozen(col)
+        return dc_replace(func, **changes)
+    cols = {name: changes.pop(name, getattr(func, name)) for name in _COLUMNS}
+    has_keep, has_rep = keep is not None, rep is not None
+    keep = np.ones(1, np.bool_) if keep is None else keep
+    rep = np.full(1, NONE, np.int32) if rep is None else rep
+    if (not isinstance(keep, np.ndarray) or not isinstance(rep, np.ndarray)
+            or keep.dtype != np.bool_ or rep.dtype != np.int32
+            or (has_keep and keep.shape != (n,)) or (has_rep and rep.shape != (n,))):
+        raise TypeError(f"{pass_name}: keep must be bool[{n}] and rep int32[{n}]")
+    keep = _frozen(np.ascontiguousarray(keep).view())
+    rep = _frozen(np.ascontiguousarray(rep).view())
+    # The survivors (not replaced, kept): counted first so the columns are allocated at
+    # their exact size (the kernel writes exactly this many rows).
+    count = (int(survivors_kernel(keep, rep, has_keep)) if has_rep
+             else int(np.count_nonzero(keep)))
+    new_id = np.empty(n, np.int32)
+    bufs = (np.empty(count, np.int16), np.empty(count, np.int32), np.empty(count, np.int32),
+            np.empty(count, np.int8), np.empty(count, np.int32), np.empty(count, np.int32),
+            np.empty(len(cols["extra"]), np.int32))
+    n_rows, n_extra, status, bad = rebuild_kernel(
+        cols["kind"], cols["a0"], cols["a1"], cols["extra"], cols["dtype"], cols["shape_id"],
+        cols["attr_id"], keep, rep, has_keep, has_rep, ops.op_arrays().encoding,
+        p_row, p_kind, p_a0, p_a1, p_attr, new_id, *bufs)
+    outputs = new_id[func.outputs]
+    if status == REBUILD_OK and np.any(outputs < 0):
+        status, bad = REBUILD_DANGLING, int(func.outputs[np.argmax(outputs < 0)])
+    if status:
+        what = {REBUILD_BAD_REP: "replacement does not point to an earlier node",
+                REBUILD_DANGLING: "reads a node that was removed",
+                REBUILD_PARAM: "is a param, which may not be removed or replaced"}[status]
+        raise IRError(f"{pass_name}: node {bad}: {what} (rule: rebuild protocol)")
+    assert n_rows == count
+    kind, a0, a1, dtype, shape_id, attr_id = (_frozen(b) for b in bufs[:6])
+    extra = _trimmed(bufs[6], n_extra)
+    return dc_replace(func, kind=kind, a0=a0, a1=a1, dtype=dtype, shape_id=shape_id,
+                      attr_id=attr_id, extra=extra, outputs=_frozen(outputs),
+                      params=_frozen(new_id[func.params]), **changes)

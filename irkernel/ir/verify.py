@@ -1,0 +1,329 @@
+"""Well-formedness checker for graph Functions and IRModules.
+
+Rules, in the order they are checked (later rules may index with ids the
+earlier ones validated, so no kernel ever sees an out-of-range id):
+
+1. columns: dtypes, lengths, C-contiguity, read-only;
+2. tables: shape dims non-negative, const pool ids consistent;
+3. structure (one kernel sweep): opcode known, operand ids in range and
+   earlier than the node (topological order), arity and unused slots per the
+   op's encoding, const/param/shape/attr ids in range;
+4. params and outputs: ``params[i]`` is the PARAM node of position i, in
+   increasing node order, and every PARAM node is listed; outputs in range;
+5. types (the signature sweep): every node's dtype and shape equal what the op
+   table's rule gives for its operands and attributes, and every attribute
+   set is the op's own normalized record;
+6. module: call_func callees exist, are graph Functions, and their signature
+   matches the call; call_tir callees are PrimFuncs whose buffers are the
+   operands then the result (same dtypes and static shapes); the call graph
+   is acyclic.
+
+Every failure raises ``IRError`` naming the function, node id, op and rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from irkernel.ir import ops
+from irkernel.ir.checks import STRUCTURE_RULES, check_structure_kernel
+from irkernel.ir.typecheck import SignatureTable
+from irkernel.ir.errors import IRError, TypeInferenceError
+from irkernel.ir.function import _COLUMNS, Function
+from irkernel.ir.ids import DTYPE_NAMES, ENC_BINARY, ENC_VARIADIC
+from irkernel.ir.module import IRModule
+
+
+def _fail(fname: str, node: int | None, op: str | None, what: str, rule: str) -> IRError:
+    where = f"{fname}: " + (f"node {node} ({op}): " if node is not None else "")
+    return IRError(f"{where}{what} (rule: {rule})")
+
+
+def _type_str(code: int, shape: tuple[int, ...]) -> str:
+    name = DTYPE_NAMES[code] if 0 <= code < len(DTYPE_NAMES) else f"dtype#{code}"
+    return f"{name}[{', '.join(map(str, shape))}]"
+
+
+def _check_columns(fname: str, func: Function) -> None:
+    for col, dtype in _COLUMNS.items():
+        arr = getattr(func, col)
+        if arr.dtype != dtype or arr.ndim != 1:
+            raise _fail(fname, None, None, f"column {col!r} is {arr.dtype}{list(arr.shape)}, "
+                        f"expected 1-D {np.dtype(dtype).name}", "column dtypes")
+        if arr.flags.writeable or not arr.flags.c_contiguous:
+            raise _fail(fname, None, None, f"column {col!r} is writeable or not contiguous",
+                        "finished Functions are read-only")
+    n = func.num_nodes
+    for col in ("a0", "a1", "dtype", "shape_id", "attr_id"):
+        if len(getattr(func, col)) != n:
+            raise _fail(fname, None, None, f"column {col!r} has length "
+                        f"{len(getattr(func, col))}, expected {n}", "column lengths")
+
+
+def _check_tables(fname: str, func: Function) -> None:
+    if any(d < 0 for s in func.shapes.shapes for d in s):
+        raise _fail(fname, None, None, "shape table holds a negative dimension", "shapes")
+    pool = func.consts
+    if len(pool) and (pool.dtype.min() < 0 or pool.dtype.max() >= len(DTYPE_NAMES)
+                      or pool.shape_id.min() < 0 or pool.shape_id.max() >= len(func.shapes)):
+        raise _fail(fname, None, None, "const pool has a bad dtype or shape id", "const pool")
+    sizes = func.shapes.size[pool.shape_id] * np.array([np.dtype(d).itemsize for d in DTYPE_NAMES],
+                                                       np.int64)[pool.dtype]
+    big = func.shapes.size[pool.shape_id] != 1
+    ends = pool.offset[:-1] + np.where(big, sizes, 0)
+    if np.any(np.diff(pool.offset) < 0) or (len(pool) and (
+            ends.max(initial=0) > len(pool.data) or np.any(ends > pool.offset[1:]))):
+        raise _fail(fname, None, None, "const pool offsets do not cover the data",
+                    "const pool")
+
+
+def _check_structure(fname: str, func: Function) -> None:
+    table = ops.op_arrays()
+    bad, rule, detail = check_structure_kernel(
+        func.kind, func.a0, func.a1, func.extra, func.dtype, func.shape_id, func.attr_id,
+        table.encoding, table.arity, len(func.consts), len(func.params), len(func.shapes),
+        len(func.attr_table), 0)
+    if bad < 0:
+        return
+    k = int(func.kind[bad])
+    op = ops.get_op(k).name if 0 <= k < len(table.encoding) else f"opcode {k}"
+    what = {2: f"operand {detail} is out of range [0, {func.num_nodes})",
+            3: f"operand {detail} is not earlier than the node",
+            4: f"has {detail} operands"}.get(int(rule), f"bad value {detail}")
+    if rule == 4:
+        what += f", expected {ops.get_op(k).arity}"
+    raise _fail(fname, bad, op, what, STRUCTURE_RULES[rule])
+
+
+def _check_params_outputs(fname: str, func: Function) -> None:
+    params, n = func.params, func.num_nodes
+    is_param = func.kind == ops.OP_PARAM
+    bad = np.nonzero((params < 0) | (params >= n))[0]
+    if len(bad):
+        raise _fail(fname, None, None, f"params[{int(bad[0])}] = {int(params[bad[0]])} is not "
+                    f"a node id in [0, {n})", "params")
+    listed = np.nonzero(is_param)[0]
+    if len(listed) != len(params) or np.any(listed != params):
+        m = min(len(listed), len(params))
+        diff = np.nonzero(listed[:m] != params[:m])[0]
+        k = int(diff[0]) if len(diff) else m
+        if k < len(params) and not is_param[params[k]]:
+            node, what = int(params[k]), f"is params[{k}] but not a PARAM node"
+        else:
+            node = int(listed[k])
+            given = f"node {int(params[k])}" if k < len(params) else "missing"
+            what = f"is PARAM node #{k} in node order but params[{k}] is {given}"
+        raise _fail(fname, node, ops.get_op(int(func.kind[node])).name, what,
+                    "params list every PARAM node in order")
+    seen: set[str] = set()
+    for pos, pname in enumerate(func.param_names):  # one step per parameter
+        if not isinstance(pname, str) or not pname.isidentifier() or pname in seen:
+            node = int(params[pos])
+            raise _fail(fname, node, "param", f"parameter name {pname!r} is not a unique "
+                        "identifier", "param names")
+        seen.add(pname)
+    bad = np.nonzero(func.a0[params] != np.arange(len(params), dtype=np.int32))[0]
+    if len(bad):
+        node = int(params[bad[0]])
+        raise _fail(fname, node, "param", f"has position {int(func.a0[node])}, expected "
+                    f"{int(bad[0])}", "param positions")
+    if not len(func.outputs):
+        raise _fail(fname, None, None, "no outputs", "outputs")
+    bad = np.nonzero((func.outputs < 0) | (func.outputs >= n))[0]
+    if len(bad):
+        raise _fail(fname, None, None, f"output {int(bad[0])} is node "
+                    f"{int(func.outputs[bad[0]])}, not in [0, {n})", "outputs")
+
+
+class _TypeRule:
+    """Evaluates one node's op rule for the type sweep (``type_of``)."""
+
+    def __init__(self, fname: str, func: Function, mod: IRModule | None) -> None:
+        self.fname, self.func, self.mod = fname, func, mod
+
+    def operands(self, i: int, opdef: ops.OpDef) -> list[int]:
+        f = self.func
+        x, y = int(f.a0[i]), int(f.a1[i])
+        if opdef.encoding == ENC_VARIADIC:
+            return [int(e) for e in f.extra[x: x + y]]
+        return [x, y][: 2 if opdef.encoding == ENC_BINARY else 1]
+
+    def __call__(self, i: int) -> tuple[int, int]:
+        f = self.func
+        opdef = ops.get_op(int(f.kind[i]))
+        record = f.attr_table[int(f.attr_id[i])]
+        try:
+            normalized = opdef.normalize_attrs(dict(record))
+        except TypeError as exc:
+            raise _fail(self.fname, i, opdef.name, str(exc), "attributes") from None
+        if normalized != record:
+            raise _fail(self.fname, i, opdef.name, f"attributes {dict(record)} are not the op's "
+                        f"normalized set {dict(normalized)}", "attributes")
+        operands = self.operands(i, opdef)
+        types = [(int(f.dtype[v]), f.shapes[int(f.shape_id[v])]) for v in operands]
+        try:
+            code, shape = opdef.infer(types, dict(record))
+        except TypeInferenceError as exc:
+            args = ", ".join(f"%{v}: {_type_str(*t)}" for v, t in zip(operands, types))
+            raise _fail(self.fname, i, opdef.name, f"{exc} (operands {args})",
+                        "dtype and shape rule") from None
+        if opdef.opcode == ops.OP_CALL_FUNC and self.mod is not None:
+            self.check_call(i, dict(record), types, (code, shape))
+        if opdef.opcode == ops.OP_CALL_TIR and self.mod is not None:
+            self.check_call_tir(i, dict(record), types, (code, shape))
+        return code, f.shapes.index.get(shape, -2)
+
+    def check_call(self, i: int, attrs: dict[str, Any], types: list[tuple[int, tuple[int, ...]]],
+                   result: tuple[int, tuple[int, ...]]) -> None:
+        assert self.mod is not None
+        callee = attrs["callee"]
+        target = self.mod.functions.get(callee)
+        if not isinstance(target, Function):
+            what = "does not exist" if target is None else "is not a graph Function"
+            raise _fail(self.fname, i, "call_func", f"callee {callee!r} {what}", "call targets")
+        want = [(int(target.dtype[p]), target.shapes[int(target.shape_id[p])])
+                for p in target.params]
+        if want != types:
+            raise _fail(self.fname, i, "call_func", "arguments (" + ", ".join(
+                _type_str(*t) for t in types) + f") do not match {callee}'s params (" + ", ".join(
+                _type_str(*t) for t in want) + ")", "call signature")
+        outs = [(int(target.dtype[o]), target.shapes[int(target.shape_id[o])])
+                for o in target.outputs]
+        if outs != [result]:
+            raise _fail(self.fname, i, "call_func", f"result {_type_str(*result)} does not match "
+                        f"{callee}'s outputs (" + ", ".join(_type_str(*t) for t in outs) + ")",
+                        "call signature")
+
+
+    def check_call_tir(self, i: int, attrs: dict[str, Any],
+                       types: list[tuple[int, tuple[int, ...]]],
+                       result: tuple[int, tuple[int, ...]]) -> None:
+        """The callee is a PrimFunc of the module whose buffers are the operands, then the
+        result (static shapes, destination passing)."""
+        assert self.mod is not None
+        callee = attrs["callee"]
+        target = self.mod.functions.get(callee)
+        if not getattr(target, "_irkernel_prim_func", False):
+            what = "does not exist" if target is None else "is not a tir.PrimFunc"
+            raise _fail(self.fname, i, "call_tir", f"callee {callee!r} {what}", "call targets")
+        params = target.params  # type: ignore[union-attr]
+        if len(params) != len(types) + 1:
+            raise _fail(self.fname, i, "call_tir", f"{len(types)} operands + 1 result, but "
+                        f"{callee} has {len(params)} parameters", "call_tir signature")
+        for k, (param, want) in enumerate(zip(params, [*types, result], strict=True)):
+            shape = tuple(getattr(d, "value", None) for d in getattr(param, "shape", (None,)))
+            dtype = getattr(param, "dtype", None)
+            if not hasattr(param, "shape") or dtype != DTYPE_NAMES[want[0]] or shape != want[1]:
+                role = "the result" if k == len(types) else f"operand {k}"
+                got = (f"{dtype}[{', '.join(map(str, shape))}]" if hasattr(param, "shape")
+                       else f"scalar {dtype}")
+                raise _fail(self.fname, i, "call_tir", f"{callee} parameter {k} "
+                            f"({param.name}) is {got}, but {role} is {_type_str(*want)}",
+                            "call_tir signature")
+
+
+def _check_types(fname: str, func: Function, mod: IRModule | None) -> None:
+    rule = _TypeRule(fname, func, mod)
+    bad = SignatureTable().sweep(
+        func.kind, func.a0, func.a1, func.extra, func.attr_id, func.dtype.copy(),
+        func.shape_id.copy(), func.consts.dtype, func.consts.shape_id, 0, True, rule)
+    if bad < 0:
+        return
+    opdef = ops.get_op(int(func.kind[bad]))
+    got = _type_str(int(func.dtype[bad]), func.shapes[int(func.shape_id[bad])])
+    if opdef.opcode == ops.OP_CONST:
+        cid = int(func.a0[bad])
+        want = _type_str(int(func.consts.dtype[cid]), func.shapes[int(func.consts.shape_id[cid])])
+    else:
+        code, sid = rule(bad)
+        want = _type_str(code, func.shapes[sid]) if sid >= 0 else "a shape not in the table"
+    raise _fail(fname, bad, opdef.name, f"declared type {got} differs from the inferred {want}",
+                "dtype and shape rule")
+
+
+def verify_function(func: Function, name: str = "main", mod: IRModule | None = None) -> None:
+    """Check one graph Function; ``mod`` enables the call_func checks."""
+    if not isinstance(func, Function):
+        raise IRError(f"{name}: expected a graph Function, got {type(func).__name__}")
+    _check_columns(name, func)
+    _check_tables(name, func)
+    _check_structure(name, func)
+    _check_params_outputs(name, func)
+    _check_types(name, func, mod)
+
+
+def _check_call_graph(mod: IRModule) -> None:
+    """The call_func graph is acyclic (iterative DFS over functions, not nodes)."""
+    edges: dict[str, list[str]] = {}
+    first_call: dict[tuple[str, str], int] = {}  # (caller, callee) -> first call node
+    for name, func in mod.functions.items():
+        if isinstance(func, Function):
+            nodes = np.nonzero(func.kind == ops.OP_CALL_FUNC)[0]
+            ids, first = np.unique(func.attr_id[nodes], return_index=True)
+            callees = set()
+            for a, i in zip(ids.tolist(), first.tolist(), strict=True):  # per call attr set
+                key = (name, func.attr_table.as_dict(a)["callee"])
+                node = int(nodes[i])
+                if node < first_call.get(key, node + 1):
+                    first_call[key] = node
+                callees.add(key[1])
+            edges[name] = sorted(callees)
+    state: dict[str, int] = {}
+    for root in edges:
+        if state.get(root):
+            continue
+        stack = [(root, iter(edges[root]))]
+        path = [root]
+        state[root] = 1
+        while stack:
+            fname, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                state[fname] = 2
+                stack.pop()
+                path.pop()
+            elif state.get(nxt) == 1:
+                cycle = " -> ".join([*path[path.index(nxt):], nxt])
+                raise _fail(fname, first_call[fname, nxt], "call_func",
+                            f"calls {nxt}, closing the recursive cycle {cycle}",
+                            "call graph is acyclic")
+            elif not state.get(nxt) and nxt in edges:
+                state[nxt] = 1
+                stack.append((nxt, iter(edges[nxt])))
+                path.append(nxt)
+
+
+def verify(obj: IRModule | Function | Any, name: str = "main") -> None:
+    """Check every invariant of a module, a lone Function or a lone tir.PrimFunc; raise
+    IRError on the first break.
+
+    Parameters
+    ----------
+    obj : IRModule, Function or tir.PrimFunc
+    name : str
+        The name used in messages for a lone Function or PrimFunc.
+
+    Raises
+    ------
+    IRError
+        Naming the function, node id, op and rule that failed.
+    """
+    if isinstance(obj, Function):
+        verify_function(obj, name)
+        return
+    if getattr(obj, "_irkernel_prim_func", False):
+        obj.verify(str(obj.attrs.get("global_symbol", name)))
+        return
+    if not isinstance(obj, IRModule):
+        raise TypeError("verify: expected an IRModule, Function or PrimFunc, got "
+                        f"{type(obj).__name__}")
+    for fname, func in obj.functions.items():
+        if isinstance(func, Function):
+            verify_function(func, fname, obj)
+        elif hasattr(func, "verify"):
+            func.verify(fname)
+        else:
+            raise IRError(f"{fname}: {type(func).__name__} is not a Function or PrimFunc")
+    _check_call_graph(obj)
