@@ -1,4 +1,4 @@
-"""End to end: graph modules built by ``runtime.build`` against NumPy (issue 6).
+"""End to end: graph modules built by ``runtime.build`` against NumPy.
 
 Run with::
 

@@ -1,4 +1,4 @@
-"""Graph executor launch overhead and memory planning (issue 6).
+"""Graph executor launch overhead and memory planning.
 
 Run with::
 

@@ -1,7 +1,7 @@
 """Benchmarks of the pass manager's own overhead (no graph work).
 
 Run with ``pytest bench/bench_pass_manager.py --benchmark-enable``. Budgets
-(issue 3), checked in every run (also with ``--benchmark-disable``) by a
+checked in every run (also with ``--benchmark-disable``) by a
 best-of-5 timing loop measured in the same process, so the ratio compares
 like with like:
 

@@ -1,4 +1,4 @@
-"""Throughput, memory and latency of the graph passes (issue 4).
+"""Throughput, memory and latency of the graph passes.
 
 Run with::
 

@@ -1,4 +1,4 @@
-"""Speed of compiled TIR kernels against NumPy, and compile time (issue 5).
+"""Speed of compiled TIR kernels against NumPy, and compile time.
 
 Run with::
 

@@ -1,14 +1,15 @@
 """irkernel: a JIT-accelerated array-IR optimizer.
 
 Graph Functions are struct-of-arrays dataflow graphs; passes are Numba sweeps
-over their columns; loop kernels (TIR PrimFuncs) lower to LLVM. This package
-holds the IR and the pass infrastructure and never imports ``passes`` or
-``runtime`` at module level.
+over their columns; loop kernels (TIR PrimFuncs) lower to LLVM. This is the
+public facade over the layers (``ir``, ``text``, ``tir``, ``testing``,
+``transform``, ``instrument``; see docs/design.md). Importing it loads every
+layer but ``testing`` and ``cli``, and never ``passes`` or ``runtime``.
 """
 
 from __future__ import annotations
 
-from irkernel import instrument, transform
+from irkernel import instrument, tir, transform
 from irkernel.ir import ids, ops
 from irkernel.ir.builder import GraphBuilder
 from irkernel.ir.errors import IRError, ParseError, TypeInferenceError
@@ -18,14 +19,7 @@ from irkernel.ir.interp import interpret
 from irkernel.ir.module import IRModule
 from irkernel.ir.structural import structural_equal, structural_hash
 from irkernel.ir.verify import verify
-
-
-def parse(text: str) -> IRModule:
-    """Parse the text format (``mod.script()``) back into an IRModule; ParseError on bad text."""
-    from irkernel.text.parser import parse as _parse
-
-    return _parse(text)
-
+from irkernel.text import parse
 
 __version__ = "0.1.0"
 
@@ -46,6 +40,7 @@ __all__ = [
     "parse",
     "structural_equal",
     "structural_hash",
+    "tir",
     "transform",
     "verify",
 ]

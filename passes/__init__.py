@@ -8,7 +8,6 @@ Importing this package registers every built-in pass with
 from __future__ import annotations
 
 from irkernel import transform
-
 from passes import tir as tir  # registers the TIR passes: Simplify, FlattenBuffer, ...
 from passes.cse import EliminateCommonSubexpr
 from passes.dead_code import DeadCodeElimination

@@ -20,7 +20,6 @@ from irkernel.tir.function import PrimFunc
 from irkernel.tir.functor import post_order
 from irkernel.tir.stmt import Allocate, For, LetStmt
 from irkernel.tir.te import extract_compute
-
 from passes._fuse_epilogue import static_extents
 
 

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from irkernel.ir import ops
 from irkernel import transform
-from irkernel.ir.jit import kernel, prefetch
+from irkernel.ir import ops
 from irkernel.ir.function import Function
 from irkernel.ir.ids import ENC_BINARY, ENC_CONST, ENC_PARAM, ENC_UNARY
+from irkernel.ir.jit import kernel, prefetch
 from irkernel.ir.rebuild import rebuild
-
 
 _PREFETCH_DISTANCE = 16
 

@@ -12,14 +12,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from irkernel.ir import ops
 from irkernel import transform
-from irkernel.ir.jit import kernel
+from irkernel.ir import ops
 from irkernel.ir.function import Function
-from irkernel.ir.ids import ENC_BINARY, ENC_UNARY, ENC_VARIADIC
+from irkernel.ir.jit import kernel
 from irkernel.ir.module import IRModule
+from irkernel.ir.operands import operand_at, operand_count
 from irkernel.ir.rebuild import rebuild
-
 from passes._common import op_pinned
 
 
@@ -44,14 +43,8 @@ def mark_live_kernel(kind, a0, a1, extra, op_encoding, op_pinned, outputs):
             live[i] = True
         n_live += 1
         enc = op_encoding[k]
-        if enc == ENC_BINARY:
-            live[a0[i]] = True
-            live[a1[i]] = True
-        elif enc == ENC_UNARY:
-            live[a0[i]] = True
-        elif enc == ENC_VARIADIC:
-            for j in range(a0[i], a0[i] + a1[i]):
-                live[extra[j]] = True
+        for j in range(operand_count(enc, a1[i])):
+            live[operand_at(enc, a0[i], a1[i], extra, j)] = True
     return live, n_live
 
 

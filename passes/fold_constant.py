@@ -23,15 +23,36 @@ from __future__ import annotations
 
 import numpy as np
 
-from irkernel.ir import ops
 from irkernel import transform
-from irkernel.ir.jit import kernel
-from irkernel.ir.scalar_ops import scalar_eval_kernel
-from irkernel.ir.ops import OP_BROADCAST_TO, OP_CALL_FUNC, OP_CALL_TIR, OP_CONCAT, OP_MATMUL, OP_MAX, OP_MEAN, OP_MULTIPLY, OP_PERMUTE_DIMS, OP_RESHAPE, OP_SUM
+from irkernel.ir import ops
 from irkernel.ir.function import Function
-from irkernel.ir.ids import ENC_BINARY, ENC_CONST, ENC_PARAM, ENC_VARIADIC, FLOAT32, FLOAT64, NONE, NUMPY_DTYPES
+from irkernel.ir.ids import (
+    ENC_BINARY,
+    ENC_CONST,
+    ENC_PARAM,
+    ENC_VARIADIC,
+    FLOAT32,
+    FLOAT64,
+    NONE,
+    NUMPY_DTYPES,
+)
+from irkernel.ir.jit import kernel
+from irkernel.ir.ops import (
+    OP_BROADCAST_TO,
+    OP_CALL_FUNC,
+    OP_CALL_TIR,
+    OP_CONCAT,
+    OP_MATMUL,
+    OP_MAX,
+    OP_MEAN,
+    OP_MULTIPLY,
+    OP_PERMUTE_DIMS,
+    OP_RESHAPE,
+    OP_SUM,
+)
 from irkernel.ir.pools import ConstPool, ConstPoolBuilder
 from irkernel.ir.rebuild import rebuild
+from irkernel.ir.scalar_ops import scalar_eval_kernel
 
 UNKNOWN, SCALAR, TENSOR = 0, 1, 2
 SWEEP_DONE, SWEEP_NEEDS_PYTHON = 0, 1

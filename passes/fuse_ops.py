@@ -43,13 +43,14 @@ from typing import Any
 
 import numpy as np
 
-from irkernel.ir import ops
 from irkernel import transform
-from irkernel.ir.jit import kernel
+from irkernel.ir import ops
 from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
-from irkernel.ir.ids import DTYPE_NAMES, ENC_BINARY, ENC_UNARY, ENC_VARIADIC, NONE
+from irkernel.ir.ids import DTYPE_NAMES, NONE
+from irkernel.ir.jit import kernel
 from irkernel.ir.module import IRModule
+from irkernel.ir.operands import operand_csr, operand_edges
 from irkernel.ir.pools import ConstPool
 from irkernel.ir.rebuild import rebuild
 from irkernel.tir.buffer import Buffer
@@ -110,34 +111,15 @@ def fuse_groups_kernel(operand_ptr, operand, pattern, uses, max_size):
 # per-node inputs of the sweep
 # ---------------------------------------------------------------------------
 
-def operand_edges(func: Function, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(consumer, operand) int64 pairs of every operand read of ``nodes``, in node then
-    operand order (vectorized: no per-node Python)."""
-    enc = ops.op_arrays().encoding[func.kind[nodes]]
-    counts = np.where(enc == ENC_VARIADIC, func.a1[nodes],
-                      np.where(enc == ENC_BINARY, 2, np.where(enc == ENC_UNARY, 1, 0)))
-    counts = counts.astype(np.int64)
-    consumer = np.repeat(nodes.astype(np.int64), counts)
-    offsets = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(
-        np.cumsum(counts) - counts, counts)
-    enc_e = np.repeat(enc, counts)
-    var_idx = np.repeat(func.a0[nodes].astype(np.int64), counts) + offsets
-    var_idx[enc_e != ENC_VARIADIC] = 0
-    extra = func.extra if len(func.extra) else np.zeros(1, np.int32)
-    operand = np.where(enc_e == ENC_VARIADIC, extra[var_idx],
-                       np.where(offsets == 0, func.a0[consumer], func.a1[consumer]))
-    return consumer, operand.astype(np.int64)
-
-
-def operand_csr(func: Function) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def operands_and_uses(func: Function) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(operand_ptr int64[n+1], operand int64[E], uses int32[n]) of every node, read-only;
     ``uses`` counts distinct consumer nodes plus occurrences among the outputs, so a
     value read twice by one node (``x * x``) still fuses into it: FuseTIR binds such a
     value once with a ``Let`` instead of computing it twice."""
     n = func.num_nodes
-    consumer, operand = operand_edges(func, np.arange(n, dtype=np.int64))
-    ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(consumer, minlength=n), out=ptr[1:])
+    ptr, ids = operand_csr(func)
+    operand = ids.astype(np.int64)
+    consumer = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
     distinct = np.unique(consumer * max(n, 1) + operand) % max(n, 1)
     reads = np.concatenate([distinct, func.outputs.astype(np.int64)])
     uses = np.bincount(reads, minlength=n).astype(np.int32)
@@ -180,7 +162,7 @@ def fusion_groups(func: Function, mod: IRModule,
                   max_group_size: int = MAX_GROUP_SIZE) -> tuple[np.ndarray, np.ndarray]:
     """(root int32[n], size int32[n]) of ``func``'s fusion groups (see the module notes)."""
     pattern, _ = node_patterns(func, mod)
-    ptr, operand, uses = operand_csr(func)
+    ptr, operand, uses = operands_and_uses(func)
     return fuse_groups_kernel(ptr, operand, pattern, uses, np.int32(max_group_size))
 
 
@@ -345,7 +327,7 @@ def _fuse_function(func: Function, fname: str, mod: IRModule, names: _Names,
     pattern, op_names = node_patterns(func, mod)
     if not np.any(pattern != _OPAQUE):
         return func
-    ptr, operand, uses = operand_csr(func)
+    ptr, operand, uses = operands_and_uses(func)
     root, size = fuse_groups_kernel(ptr, operand, pattern, uses, np.int32(max_group_size))
     lay = _layout(func, root, size)
     if lay is None:

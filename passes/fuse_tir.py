@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from irkernel.ir import ops
 from irkernel import transform
+from irkernel.ir import ops
 from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
 from irkernel.ir.ids import DTYPE_NAMES
@@ -50,8 +50,13 @@ from irkernel.tir.expr import FloatImm, IntImm, Let, PrimExpr, Var
 from irkernel.tir.function import PrimFunc
 from irkernel.tir.functor import Mutator, post_order, substitute
 from irkernel.tir.stmt import Allocate, BufferStore, For, SeqStmt, Stmt, seq
-
-from passes._fuse_epilogue import fold_into_nest, fold_into_stores, peel, replace_store_value, static_extents
+from passes._fuse_epilogue import (
+    fold_into_nest,
+    fold_into_stores,
+    peel,
+    replace_store_value,
+    static_extents,
+)
 from passes._fuse_memo import CalleeInfo, RunCache, callee_info, interned_buffer
 from passes._fuse_parallel import parallelize
 from passes.fuse_ops import _group_name, _sanitize

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 import passes.topi.templates as op_templates
-from irkernel.ir import ops
 from irkernel import transform
+from irkernel.ir import ops
 from irkernel.ir.errors import TypeInferenceError
 from irkernel.ir.function import Function
 from irkernel.ir.ids import DTYPE_NAMES, ENC_BINARY, ENC_VARIADIC

@@ -34,10 +34,21 @@ from __future__ import annotations
 import numpy as np
 
 from irkernel import transform
-from irkernel.ir.jit import kernel
 from irkernel.ir.function import Function
 from irkernel.ir.ids import FLOAT32, FLOAT64, INT32, INT64, NUMPY_DTYPES
-from irkernel.ir.ops import OP_ADD, OP_ASTYPE, OP_BROADCAST_TO, OP_CONST, OP_DIVIDE, OP_MULTIPLY, OP_NEGATIVE, OP_PERMUTE_DIMS, OP_RESHAPE, OP_SUBTRACT
+from irkernel.ir.jit import kernel
+from irkernel.ir.ops import (
+    OP_ADD,
+    OP_ASTYPE,
+    OP_BROADCAST_TO,
+    OP_CONST,
+    OP_DIVIDE,
+    OP_MULTIPLY,
+    OP_NEGATIVE,
+    OP_PERMUTE_DIMS,
+    OP_RESHAPE,
+    OP_SUBTRACT,
+)
 from irkernel.ir.pools import ConstPool, ConstPoolBuilder, ShapeTable
 from irkernel.ir.rebuild import rebuild
 

@@ -44,7 +44,6 @@ from irkernel.ir.module import IRModule
 from irkernel.tir.function import PrimFunc
 from passes.tir import FAST_MATH, LOWERING
 from passes.tir.unroll_loop import CONFIG_KEY as UNROLL_KEY
-
 from runtime import threadpool  # noqa: F401  (registers irkernel_parallel_launch with LLVM)
 from runtime.abi import CallingConvention
 from runtime.cache import DiskCache, digest

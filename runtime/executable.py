@@ -22,7 +22,6 @@ from runtime.threadpool import take_error
 
 if TYPE_CHECKING:
     from irkernel.ir.module import IRModule
-
     from runtime.executor import GraphExecutor
     from runtime.memory_plan import MemoryPlan
 

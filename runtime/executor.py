@@ -38,7 +38,6 @@ from irkernel.ir.ids import NUMPY_DTYPES
 from irkernel.ir.interp import check_inputs
 from irkernel.tir.buffer import Buffer
 from irkernel.tir.expr import IntImm
-
 from runtime.abi import CallingConvention, empty
 from runtime.memory_plan import ALIGN, MemoryPlan, plan_memory
 from runtime.threadpool import take_error

@@ -44,7 +44,6 @@ from irkernel.tir.stmt import (
     Stmt,
 )
 from passes.tir.flatten_buffer import flatten_buffer
-
 from runtime.codegen_expr import I8, I32, I64, PTR, ExprCodegen, memory_type, value_type
 from runtime.target import Target
 

@@ -38,9 +38,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from irkernel.ir import ops
-from irkernel.ir.jit import kernel
 from irkernel.ir.function import Function
-from irkernel.ir.ids import ENC_BINARY, ENC_UNARY, ENC_VARIADIC, NONE, NUMPY_DTYPES
+from irkernel.ir.ids import NONE, NUMPY_DTYPES
+from irkernel.ir.jit import kernel
+from irkernel.ir.operands import operand_at, operand_count
 
 ALIGN = 64  # bytes: arena offsets and size classes (a cache line, AVX-512 friendly)
 
@@ -58,14 +59,8 @@ def last_use_kernel(kind, a0, a1, extra, op_encoding):
     last = np.full(n, -1, np.int32)
     for i in range(n):
         enc = op_encoding[kind[i]]
-        if enc == ENC_VARIADIC:
-            for j in range(a0[i], a0[i] + a1[i]):
-                last[extra[j]] = i
-        elif enc == ENC_BINARY:
-            last[a0[i]] = i
-            last[a1[i]] = i
-        elif enc == ENC_UNARY:
-            last[a0[i]] = i
+        for j in range(operand_count(enc, a1[i])):
+            last[operand_at(enc, a0[i], a1[i], extra, j)] = i
     return last
 
 

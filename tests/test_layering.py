@@ -50,29 +50,120 @@ def test_import_passes_does_not_import_runtime():
     assert json.loads(out) == []
 
 
-def _imported_roots(tree: ast.AST, module_level_only: bool) -> set[str]:
-    nodes = tree.body if module_level_only else list(ast.walk(tree))  # type: ignore[attr-defined]
-    roots = set()
-    for node in nodes:
-        if isinstance(node, ast.Import):
-            roots |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            roots.add(node.module.split(".")[0])
-    return roots
+#: The layers, bottom first. A module may import modules of its own package and of
+#: lower layers only, deferred imports inside functions included. Packages on one
+#: line are siblings: they do not import each other.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("irkernel.ir",),
+    ("irkernel.text", "irkernel.tir", "irkernel.testing"),
+    ("irkernel.transform",),
+    ("irkernel.instrument",),
+    ("irkernel",),  # the public facade (irkernel/__init__.py)
+    ("passes",),
+    ("runtime",),
+    ("irkernel.cli",),
+)
 
 
-@pytest.mark.parametrize(("package", "banned", "module_level_only"), [
-    ("irkernel", {"passes", "runtime"}, True),  # the CLI may import lazily
-    ("passes", {"runtime"}, False),  # never, not even lazily
-])
-def test_imports_point_one_way(package, banned, module_level_only):
+def _package_of(module: str) -> str:
+    """The layer package a module belongs to (the longest matching prefix)."""
+    best = ""
+    for layer in LAYERS:
+        for pkg in layer:
+            if (module == pkg or module.startswith(pkg + ".")) and len(pkg) > len(best):
+                best = pkg
+    return best
+
+
+def _rank(module: str) -> int:
+    pkg = _package_of(module)
+    return next(k for k, layer in enumerate(LAYERS) if pkg in layer)
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_edges() -> dict[str, set[str]]:
+    """module -> the project modules it imports (every import statement, at any depth)."""
+    files = {_module_name(p): p for pkg in PACKAGES for p in _modules(pkg)}
+    edges: dict[str, set[str]] = {}
+    for module, path in files.items():
+        is_pkg = path.name == "__init__.py"
+        base = module.split(".") if is_pkg else module.split(".")[:-1]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                anchor = base[: len(base) - node.level + 1] if node.level else []
+                mod = ".".join(anchor + ([node.module] if node.module else []))
+                names = [mod] + [f"{mod}.{a.name}" for a in node.names]
+            else:
+                continue
+            for name in names:
+                while name and name not in files:
+                    name = name.rpartition(".")[0]
+                if name and name != module and not (is_pkg and name.startswith(module + ".")):
+                    targets.add(name)
+        edges[module] = targets
+    return edges
+
+
+def test_imports_point_down_the_layers():
+    """Lower layers never import higher ones, not even lazily, and siblings not each other."""
     bad = []
-    for path in _modules(package):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        hit = _imported_roots(tree, module_level_only) & banned
-        if hit:
-            bad.append(f"{path.relative_to(ROOT)} imports {sorted(hit)}")
-    assert not bad, bad
+    for module, targets in _import_edges().items():
+        for target in targets:
+            same = _package_of(target) == _package_of(module)
+            if not same and _rank(target) >= _rank(module):
+                bad.append(f"{module} -> {target}")
+    assert not bad, "imports against the layering:\n" + "\n".join(sorted(bad))
+
+
+def test_no_import_cycles():
+    edges = _import_edges()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: list[str] = []
+    cycles = []
+    for root in sorted(edges):  # Tarjan's SCC, iterative (no recursion limit)
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        on_stack.append(root)
+        while work:
+            node, it = work[-1]
+            child = next(it, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    on_stack.append(child)
+                    work.append((child, iter(sorted(edges[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = on_stack.pop()
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_irkernel_has_few_plain_modules():
+    """The top of irkernel/ names the layers: the facade and a few modules, the rest in packages."""
+    plain = sorted(p.name for p in (ROOT / "irkernel").glob("*.py"))
+    assert len(plain) <= 8, plain
 
 
 def _code_lines(path: Path) -> int:

@@ -89,10 +89,9 @@ class NodeCounts:
 
 def optimize_generated(n_nodes: int, seed: int, pipeline_text: str, out: TextIO) -> None:
     import passes  # noqa: F401  (registers the graph passes)
-
     from irkernel import instrument, transform
-    from irkernel.testing import GraphSpec, random_function
     from irkernel.ir.verify import verify
+    from irkernel.testing import GraphSpec, random_function
 
     print(f"1. Optimize a generated {n_nodes:,}-node graph (seed {seed})\n", file=out)
     with step("generate (bulk GraphBuilder)", out):
@@ -190,7 +189,6 @@ def compile_and_compare(label: str, mod: IRModule, inputs: Sequence[np.ndarray],
                         reference: Callable[..., np.ndarray], out: TextIO,
                         repeat: int = 5) -> None:
     import runtime
-
     from irkernel.ir.interp import interpret
 
     print(f"\n  {label}", file=out)

@@ -25,7 +25,6 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_opt(args: argparse.Namespace, out: TextIO) -> int:
     """Like LLVM's opt: read IR, run a textual pipeline, write IR."""
     import passes  # noqa: F401  (registers the graph passes)
-
     from irkernel import instrument, transform
 
     mod = _read_module(args.file)

@@ -61,7 +61,6 @@ def _run(args: argparse.Namespace, out: TextIO, read_module: Callable[[str], IRM
     import numpy as np
 
     import runtime
-
     from irkernel import instrument, transform
 
     mod = read_module(args.file)

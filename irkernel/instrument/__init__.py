@@ -1,225 +1,26 @@
-"""Pass instruments (TVM's ``tvm.ir.instrument``): the base class, timing and printing.
+"""Instrument layer (TVM's ``tvm.ir.instrument``): PassInstrument and the built-in instruments.
 
-Public facade. The checking and debugging instruments (PrintChanged, DumpIR,
-VerifyEach, CheckSemantics, CheckImmutable) live in ``_instruments_debug``.
-Printing instruments write ``mod.script()`` to a ``file=`` stream that
-defaults to ``sys.stdout`` at print time; nothing else in the package prints.
-Results stay on the instrument instance (the timing tree survives the
-context, unlike TVM's thread-local profile). Never imports ``passes``.
+The public facade. Modules: ``base`` (PassInstrument, ``@pass_instrument``),
+``timing`` (PassTimingInstrument), ``printing`` (PrintBeforeAll, PrintAfterAll,
+PrintBefore/After, PassPrintingInstrument), ``dump`` (PrintChanged, DumpIR)
+and ``checks`` (VerifyEach, CheckSemantics, CheckImmutable). May import the
+ir, testing and transform layers; never ``passes`` or ``runtime``.
 """
 
 from __future__ import annotations
 
-# pyright: reportUnnecessaryIsInstance=false
-# (public entry points validate their arguments at run time)
-import sys
-from collections.abc import Iterable
-from typing import TextIO
-
-from irkernel.instrument.base import HOOK_NAMES, PassInstrument, pass_instrument
-from irkernel.instrument.checks import CheckImmutable, CheckSemantics, DumpIR, PassCheckError, PrintChanged, VerifyEach
-from irkernel.transform.context import PassInfo, running_frame
-from irkernel.ir.module import IRModule
-
-# ---------------------------------------------------------------------------
-# timing
-# ---------------------------------------------------------------------------
-
-
-class _TimingNode:
-    __slots__ = ("calls", "children", "name", "stats", "total")
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.calls = 0
-        self.total = 0.0
-        self.children: dict[str, _TimingNode] = {}
-        self.stats: dict[str, float] = {}
-
-
-class PassTimingInstrument(PassInstrument):
-    """Times every pass as a tree: nested passes under the pass that ran them.
-
-    Each line of :meth:`render` shows a pass (indented under its parent, calls
-    of the same pass under the same parent merged): number of calls, total
-    and self time (total minus its children), share of the parent's time, and
-    the counters the pass reported with ``ctx.stat``. A pass's time is that of
-    its transformation, measured by the pass runner, so the hooks of other
-    instruments around it are not counted (those of its nested passes are part
-    of its self time). Entering a context with this instrument starts a new
-    tree; the tree stays on the instance after the context exits.
-
-    Examples
-    --------
-    >>> timing = PassTimingInstrument()
-    >>> with PassContext(instruments=[timing]):      # doctest: +SKIP
-    ...     mod = get_pass("O2")(mod)
-    >>> print(timing.render())                        # doctest: +SKIP
-    """
-
-    def __init__(self) -> None:
-        self._root = _TimingNode("")
-        self._open: list[_TimingNode] = []
-
-    def enter_pass_ctx(self) -> None:
-        self._root = _TimingNode("")
-        self._open = []
-
-    def exit_pass_ctx(self) -> None:
-        self._open = []  # passes cut short by an exception stay uncounted
-
-    def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
-        parent = self._open[-1] if self._open else self._root
-        node = parent.children.get(info.name)
-        if node is None:
-            node = parent.children[info.name] = _TimingNode(info.name)
-        self._open.append(node)
-
-    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
-        if not self._open:
-            return
-        node = self._open.pop()
-        node.calls += 1
-        frame = running_frame()
-        if frame is None:
-            return
-        node.total += frame.elapsed
-        if frame.stats:
-            for key, value in frame.stats.items():
-                node.stats[key] = node.stats.get(key, 0) + value
-
-    def render(self) -> str:
-        """The timing tree as text, one line per pass; ``""`` when no pass ran."""
-        if not self._root.children:
-            return ""
-        lines = [f"{'pass':<40} {'calls':>6} {'total ms':>10} {'self ms':>10} {'%parent':>8}"]
-        top_total = sum(c.total for c in self._root.children.values())
-        pending = [(node, 0, top_total) for node in reversed(self._root.children.values())]
-        while pending:  # depth-first, in first-seen order, without recursion
-            node, depth, parent_total = pending.pop()
-            own = node.total - sum(c.total for c in node.children.values())
-            share = 100.0 * node.total / parent_total if parent_total > 0 else 100.0
-            stats = " ".join(f"{k}={_fmt_stat(v)}" for k, v in node.stats.items())
-            label = ("  " * depth + node.name)[:40]
-            lines.append(f"{label:<40} {node.calls:>6} {node.total * 1e3:>10.3f} "
-                         f"{own * 1e3:>10.3f} {share:>7.1f}%" + (f"  {stats}" if stats else ""))
-            pending.extend((child, depth + 1, node.total)
-                           for child in reversed(node.children.values()))
-        return "\n".join(lines)
-
-    def totals(self) -> dict[str, float]:
-        """Total seconds per pass name, summed over the whole tree."""
-        out: dict[str, float] = {}
-        pending = list(self._root.children.values())
-        while pending:
-            node = pending.pop()
-            out[node.name] = out.get(node.name, 0.0) + node.total
-            pending.extend(node.children.values())
-        return out
-
-
-def _fmt_stat(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:.4g}"
-
-
-# ---------------------------------------------------------------------------
-# printing
-# ---------------------------------------------------------------------------
-
-
-def _names(arg: str, names: Iterable[str] | None) -> frozenset[str]:
-    if names is None:
-        return frozenset()
-    if isinstance(names, str) or not isinstance(names, (list, tuple, set, frozenset)):
-        raise TypeError(f"{arg} must be a list/tuple/set of pass names, "
-                        f"got {type(names).__name__}")
-    for name in names:
-        if not isinstance(name, str):
-            raise TypeError(f"{arg} must hold str pass names, got {name!r}")
-    return frozenset(names)
-
-
-class _Printer(PassInstrument):
-    def __init__(self, file: TextIO | None) -> None:
-        self.file = file
-
-    def _print(self, header: str, mod: IRModule) -> None:
-        out = sys.stdout if self.file is None else self.file
-        out.write(f"{header}\n{mod.script()}\n\n")
-
-
-class PrintBeforeAll(_Printer):
-    """Print the module before every pass (``Before Running Pass: <info>``).
-
-    Parameters
-    ----------
-    file : text stream, optional
-        Defaults to ``sys.stdout`` at print time.
-    """
-
-    def __init__(self, file: TextIO | None = None) -> None:
-        super().__init__(file)
-
-    def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
-        self._print(f"Before Running Pass: {info}", mod)
-
-
-class PrintAfterAll(_Printer):
-    """Print the module after every pass (``After Running Pass: <info>``).
-
-    Parameters
-    ----------
-    file : text stream, optional
-        Defaults to ``sys.stdout`` at print time.
-    """
-
-    def __init__(self, file: TextIO | None = None) -> None:
-        super().__init__(file)
-
-    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
-        self._print(f"After Running Pass: {info}", mod)
-
-
-class PassPrintingInstrument(_Printer):
-    """Print the module before the passes in one list and after those in another.
-
-    Parameters
-    ----------
-    print_before_pass_names, print_after_pass_names : list/tuple/set of str
-        Pass names (``info.name``); a bare str is a TypeError.
-    file : text stream, optional
-        Defaults to ``sys.stdout`` at print time.
-    """
-
-    def __init__(self, print_before_pass_names: Iterable[str] | None,
-                 print_after_pass_names: Iterable[str] | None,
-                 file: TextIO | None = None) -> None:
-        super().__init__(file)
-        self.print_before_pass_names = _names("print_before_pass_names", print_before_pass_names)
-        self.print_after_pass_names = _names("print_after_pass_names", print_after_pass_names)
-
-    def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
-        if info.name in self.print_before_pass_names:
-            self._print(f"Print IR before: {info.name}", mod)
-
-    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
-        if info.name in self.print_after_pass_names:
-            self._print(f"Print IR after: {info.name}", mod)
-
-
-class PrintBefore(PassPrintingInstrument):
-    """Print the module before each pass named in ``names``."""
-
-    def __init__(self, names: Iterable[str], file: TextIO | None = None) -> None:
-        super().__init__(_names("names", names), (), file)
-
-
-class PrintAfter(PassPrintingInstrument):
-    """Print the module after each pass named in ``names``."""
-
-    def __init__(self, names: Iterable[str], file: TextIO | None = None) -> None:
-        super().__init__((), _names("names", names), file)
-
+from irkernel.instrument.base import PassInstrument, pass_instrument
+from irkernel.instrument.checks import CheckImmutable, CheckSemantics, PassCheckError, VerifyEach
+from irkernel.instrument.dump import DumpIR, PrintChanged
+from irkernel.instrument.printing import (
+    PassPrintingInstrument,
+    PrintAfter,
+    PrintAfterAll,
+    PrintBefore,
+    PrintBeforeAll,
+)
+from irkernel.instrument.timing import PassTimingInstrument
+from irkernel.transform.instrument_protocol import HOOK_NAMES
 
 __all__ = [
     "HOOK_NAMES",

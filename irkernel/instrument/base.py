@@ -1,23 +1,19 @@
 """The ``PassInstrument`` base class and the ``@pass_instrument`` class decorator.
 
-Shared by :mod:`irkernel.transform.context` (which builds per-hook call lists) and
-the public facade :mod:`irkernel.instrument`. Imports nothing from irkernel.
+The pass context (a layer below) recognizes instruments and their no-op
+hooks by the markers of :mod:`irkernel.transform.instrument_protocol`, which
+this class sets. Imports the transform layer only.
 """
 
 from __future__ import annotations
 
 # pyright: reportUnnecessaryIsInstance=false
 # (public entry points validate their arguments at run time)
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-if TYPE_CHECKING:
-    from irkernel.transform.context import PassInfo
-    from irkernel.ir.module import IRModule
-
-#: The five hooks, in the order a context calls them over its life.
-HOOK_NAMES = ("enter_pass_ctx", "exit_pass_ctx", "should_run", "run_before_pass",
-              "run_after_pass")
+from irkernel.ir.module import IRModule
+from irkernel.transform.instrument_protocol import noop_hook
+from irkernel.transform.pass_info import PassInfo
 
 _T = TypeVar("_T")
 
@@ -50,34 +46,34 @@ class PassInstrument:
     >>> class CountPasses(PassInstrument):
     ...     def __init__(self) -> None:
     ...         self.count = 0
-    ...     def run_after_pass(self, mod, info):
+    ...     @noop_hook
+    def run_after_pass(self, mod, info):
     ...         self.count += 1
     """
 
+    _irkernel_pass_instrument = True  # the marker the pass context checks
+
+    @noop_hook
     def enter_pass_ctx(self) -> None:
         """Called when the owning context is entered."""
 
+    @noop_hook
     def exit_pass_ctx(self) -> None:
         """Called when the owning context exits."""
 
+    @noop_hook
     def should_run(self, mod: IRModule, info: PassInfo) -> bool:
         """Whether the pass described by ``info`` may run on ``mod``."""
         del mod, info
         return True
 
+    @noop_hook
     def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
         """Called before a pass runs, with its input module."""
 
+    @noop_hook
     def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
         """Called after a pass ran, with its output module."""
-
-
-def overridden_hook(inst: PassInstrument, hook: str) -> Callable[..., Any] | None:
-    """The bound hook of ``inst``, or None when it is the base class's no-op."""
-    bound = getattr(inst, hook)
-    if getattr(bound, "__func__", None) is getattr(PassInstrument, hook):
-        return None
-    return bound
 
 
 def pass_instrument(pi_cls: type[_T] | None = None) -> Any:
@@ -108,7 +104,8 @@ def pass_instrument(pi_cls: type[_T] | None = None) -> Any:
     ... class Names:
     ...     def __init__(self):
     ...         self.names = []
-    ...     def run_before_pass(self, mod, info):
+    ...     @noop_hook
+    def run_before_pass(self, mod, info):
     ...         self.names.append(info.name)
     """
 

@@ -1,11 +1,9 @@
-"""Debugging and checking instruments (PrintChanged, DumpIR, VerifyEach, CheckSemantics, ...).
+"""Checking instruments: VerifyEach, CheckSemantics, CheckImmutable (and PassCheckError).
 
 All of them lean on change tracking: a pass that changed nothing returned
-its input object, so "changed?" is ``out is inp`` and unchanged passes cost
-nothing (no diff, no verify, no interpretation). Passes nest (a Sequential's
-before/after hooks surround its inner passes'), so instruments that pair a
-before with an after keep a stack. Imports irkernel core modules lazily
-where they would be heavy; never ``passes``/``runtime``.
+its input object, so unchanged passes cost nothing (no verify, no
+interpretation). Imports the IR, testing (random inputs) and transform layers;
+never ``passes``/``runtime``.
 """
 
 from __future__ import annotations
@@ -13,21 +11,20 @@ from __future__ import annotations
 # pyright: reportUnnecessaryIsInstance=false
 # (public entry points validate their arguments at run time)
 import dataclasses
-import difflib
-import re
-import sys
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
-from typing import Any, TextIO
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from irkernel.instrument.base import PassInstrument
-from irkernel.transform.context import PassInfo, running_frame
 from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
+from irkernel.ir.interp import interpret
 from irkernel.ir.module import IRModule
+from irkernel.ir.verify import verify
+from irkernel.testing import random_inputs
+from irkernel.transform.pass_info import PassInfo
 
 
 class PassCheckError(RuntimeError):
@@ -36,130 +33,6 @@ class PassCheckError(RuntimeError):
     def __init__(self, message: str, pass_name: str) -> None:
         super().__init__(message)
         self.pass_name = pass_name
-
-
-def _value_text(name: str, value: object) -> str:
-    """The text of one module entry (graph Function or PrimFunc)."""
-    if isinstance(value, Function):
-        return value.script(name)
-    script = getattr(value, "script", None)
-    return str(script()) if callable(script) else repr(value)
-
-
-def _name_set(arg: str, names: Iterable[str] | None) -> frozenset[str] | None:
-    if names is None:
-        return None
-    if isinstance(names, str) or not isinstance(names, (list, tuple, set, frozenset)):
-        raise TypeError(f"{arg} must be a list/tuple/set of names or None, "
-                        f"got {type(names).__name__}")
-    return frozenset(names)
-
-
-# ---------------------------------------------------------------------------
-# PrintChanged
-# ---------------------------------------------------------------------------
-
-
-class PrintChanged(PassInstrument):
-    """After each pass that changed the module, print a unified diff of what changed.
-
-    LLVM's ``-print-changed=diff``: one diff per changed function (identity
-    tells which), nothing for passes that returned their input. Containers
-    (Sequential, fixpoint) are skipped, since their inner passes already
-    printed the same changes.
-
-    Parameters
-    ----------
-    pass_names : list/tuple/set of str, optional
-        Only report these passes (default: all).
-    function_names : list/tuple/set of str, optional
-        Only diff these functions (default: all).
-    file : text stream, optional
-        Defaults to ``sys.stdout`` at print time.
-    context : int
-        Lines of context in the diff (default 3).
-    """
-
-    def __init__(self, pass_names: Iterable[str] | None = None,
-                 function_names: Iterable[str] | None = None,
-                 file: TextIO | None = None, context: int = 3) -> None:
-        self.pass_names = _name_set("pass_names", pass_names)
-        self.function_names = _name_set("function_names", function_names)
-        self.file = file
-        self.context = context
-        self._inputs: list[IRModule] = []
-
-    def enter_pass_ctx(self) -> None:
-        self._inputs = []
-
-    def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
-        self._inputs.append(mod)
-
-    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
-        if not self._inputs:
-            return
-        before = self._inputs.pop()
-        if mod is before or (self.pass_names is not None and info.name not in self.pass_names):
-            return
-        frame = running_frame()
-        if frame is not None and frame.pass_._is_container:  # pyright: ignore[reportPrivateUsage]
-            return
-        chunks: list[str] = []
-        for name in dict.fromkeys([*before.functions, *mod.functions]):
-            if self.function_names is not None and name not in self.function_names:
-                continue
-            old, new = before.functions.get(name), mod.functions.get(name)
-            if old is new:
-                continue
-            old_lines = [] if old is None else _value_text(name, old).splitlines(keepends=True)
-            new_lines = [] if new is None else _value_text(name, new).splitlines(keepends=True)
-            diff = difflib.unified_diff(old_lines, new_lines, f"{name} (before {info.name})",
-                                        f"{name} (after {info.name})", n=self.context)
-            chunks.append("".join(line if line.endswith("\n") else line + "\n" for line in diff))
-        if not chunks and self.function_names is not None:
-            return
-        out = sys.stdout if self.file is None else self.file
-        body = "".join(chunks) or "(module attributes changed)\n"
-        out.write(f"*** IR Dump After {info.name} (changed) ***\n{body}")
-
-
-# ---------------------------------------------------------------------------
-# DumpIR
-# ---------------------------------------------------------------------------
-
-_DUMP_RE = re.compile(r"^\d{3,}_.*\.ir$")
-
-
-class DumpIR(PassInstrument):
-    """Write the module after every pass to ``<dump_dir>/NNN_<pass>.ir`` (as in TVM 0.27).
-
-    ``NNN`` counts from 000 over the instrument's life; the files parse back
-    with ``ik.parse``.
-
-    Parameters
-    ----------
-    dump_dir : str or Path
-        Created when the first file is written.
-    refresh : bool
-        Delete earlier ``NNN_*.ir`` files in ``dump_dir`` first (other files
-        are left alone).
-    """
-
-    def __init__(self, dump_dir: str | Path, refresh: bool = False) -> None:
-        self.dump_dir = Path(dump_dir)
-        self.counter = 0
-        if refresh and self.dump_dir.is_dir():
-            for item in self.dump_dir.iterdir():
-                if item.is_file() and _DUMP_RE.match(item.name):
-                    item.unlink()
-
-    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
-        self.dump_dir.mkdir(parents=True, exist_ok=True)
-        safe = re.sub(r"[^A-Za-z0-9_.\-]", "_", info.name)
-        path = self.dump_dir / f"{self.counter:03d}_{safe}.ir"
-        self.counter += 1
-        path.write_text(mod.script(), encoding="utf-8")
-
 
 # ---------------------------------------------------------------------------
 # VerifyEach
@@ -187,8 +60,6 @@ class VerifyEach(PassInstrument):
     def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
         if mod is self._good:
             return
-        from irkernel.ir.verify import verify
-
         try:
             verify(mod)
         except IRError as exc:
@@ -198,8 +69,6 @@ class VerifyEach(PassInstrument):
     def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
         if mod is self._good:
             return
-        from irkernel.ir.verify import verify
-
         try:
             verify(mod)
         except IRError as exc:
@@ -235,26 +104,6 @@ def _describe(a: np.ndarray, b: np.ndarray) -> str:
     first = tuple(int(i) for i in np.argwhere(bad)[0])
     return (f"{int(np.count_nonzero(bad))} element(s) differ; first at index {list(first)}: "
             f"{a1[first]!s} became {b1[first]!s}")
-
-
-def _generate_inputs(func: Function, seed: int) -> list[np.ndarray]:
-    try:
-        from irkernel.testing import random_inputs  # pyright: ignore[reportMissingImports]
-    except ModuleNotFoundError as exc:  # NOTE: irkernel.testing may not exist yet: fall back
-        if exc.name != "irkernel.testing":
-            raise
-        rng = np.random.default_rng(seed)
-        arrays: list[np.ndarray] = []
-        for dtype_name, shape in func.signature()[0]:
-            dtype = np.dtype(dtype_name)
-            if dtype.kind == "f":
-                arrays.append(rng.standard_normal(shape).astype(dtype))
-            elif dtype.kind == "b":
-                arrays.append(rng.random(shape) < 0.5)
-            else:
-                arrays.append(rng.integers(-8, 9, size=shape).astype(dtype))
-        return arrays
-    return list(random_inputs(func, seed))
 
 
 class CheckSemantics(PassInstrument):
@@ -297,15 +146,13 @@ class CheckSemantics(PassInstrument):
         self._ref = []
 
     def _interpret(self, mod: IRModule) -> list[np.ndarray]:
-        from irkernel.ir.interp import interpret
-
         if self.entry not in mod:
             raise ValueError(f"CheckSemantics: the module has no entry function {self.entry!r}")
         if self.inputs is None:
             func = mod[self.entry]
             if not isinstance(func, Function):
                 raise TypeError(f"CheckSemantics: entry {self.entry!r} is not a graph Function")
-            self.inputs = _generate_inputs(func, self.seed)
+            self.inputs = list(random_inputs(func, self.seed))
         return [np.asarray(r) for r in interpret(mod, *self.inputs, entry=self.entry)]
 
     @staticmethod

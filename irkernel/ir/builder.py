@@ -18,11 +18,21 @@ import numpy as np
 
 from irkernel.ir import ops
 from irkernel.ir.checks import STRUCTURE_RULES, check_structure_kernel
-from irkernel.ir.typecheck import SignatureTable
 from irkernel.ir.errors import TypeInferenceError
 from irkernel.ir.function import Function
-from irkernel.ir.ids import DTYPE_NAMES, ENC_BINARY, ENC_PARAM, ENC_UNARY, ENC_VARIADIC, MAX_NODES, NONE, dtype_code
+from irkernel.ir.ids import (
+    DTYPE_NAMES,
+    ENC_BINARY,
+    ENC_PARAM,
+    ENC_UNARY,
+    ENC_VARIADIC,
+    MAX_NODES,
+    NONE,
+    dtype_code,
+)
+from irkernel.ir.operands import operand_list
 from irkernel.ir.pools import AttrTable, ConstPoolBuilder, ShapeTable
+from irkernel.ir.typecheck import SignatureTable
 
 Shape = tuple[int, ...]
 _OPS_BY_NAME = ops._by_name  # live view of the op registry (append-only)
@@ -428,10 +438,7 @@ class GraphBuilder:
 
     @staticmethod
     def _operands(v: dict[str, np.ndarray], opdef: ops.OpDef, i: int) -> list[int]:
-        x, y = int(v["a0"][i]), int(v["a1"][i])
-        if opdef.encoding == ENC_VARIADIC:
-            return [int(e) for e in v["extra"][x: x + y]]
-        return [x, y][: 2 if opdef.encoding == ENC_BINARY else 1]
+        return operand_list(opdef.encoding, int(v["a0"][i]), int(v["a1"][i]), v["extra"])
 
     # -- finish -------------------------------------------------------------
     def finish(self, outputs: int | Sequence[int]) -> Function:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from irkernel.ir.ids import ENC_CONST, ENC_NULLARY, ENC_PARAM, ENC_VARIADIC
 from irkernel.ir.jit import kernel
-from irkernel.ir.ids import ENC_BINARY, ENC_CONST, ENC_NULLARY, ENC_PARAM, ENC_UNARY, ENC_VARIADIC
+from irkernel.ir.operands import operand_at, operand_count
 
 # Rule codes returned by check_structure_kernel (index into STRUCTURE_RULES).
 STRUCTURE_RULES = (
@@ -66,12 +67,6 @@ def check_structure_kernel(kind, a0, a1, extra, dtype, shape_id, attr_id, op_enc
                 return i, 6, x
             if op_arity[k] >= 0 and y != op_arity[k]:
                 return i, 4, y
-            for j in range(x, x + y):
-                v = extra[j]
-                if v < 0 or v >= n:
-                    return i, 2, v
-                if v >= i:
-                    return i, 3, v
         elif enc == ENC_CONST or enc == ENC_PARAM:
             if y != -1:
                 return i, 5, y
@@ -79,22 +74,19 @@ def check_structure_kernel(kind, a0, a1, extra, dtype, shape_id, attr_id, op_enc
                 return i, 7, x
             if enc == ENC_PARAM and (x < 0 or x >= n_params):
                 return i, 8, x
+            continue
         else:
-            n_used = 2 if enc == ENC_BINARY else (1 if enc == ENC_UNARY else 0)
+            n_used = operand_count(enc, y)
             if n_used < 2 and y != -1:
                 return i, 5, y
             if n_used < 1 and x != -1:
                 return i, 5, x
-            if n_used >= 1:
-                if x < 0 or x >= n:
-                    return i, 2, x
-                if x >= i:
-                    return i, 3, x
-            if n_used == 2:
-                if y < 0 or y >= n:
-                    return i, 2, y
-                if y >= i:
-                    return i, 3, y
+        for j in range(operand_count(enc, y)):
+            v = operand_at(enc, x, y, extra, j)
+            if v < 0 or v >= n:
+                return i, 2, v
+            if v >= i:
+                return i, 3, v
     return -1, 0, 0
 
 
@@ -131,21 +123,14 @@ def type_sweep_kernel(kind, a0, a1, extra, attr_id, dtype, shape_id, op_encoding
             key[:] = -1
             key[0] = k
             key[1] = attr_id[i]
-            if enc == ENC_VARIADIC:
-                if a1[i] > 3:
-                    return i, 2
-                key[2] = a1[i]
-                for j in range(a1[i]):
-                    v = extra[a0[i] + j]
-                    key[3 + 2 * j] = dtype[v]
-                    key[4 + 2 * j] = shape_id[v]
-            else:
-                key[2] = 1 if enc == ENC_UNARY else 2
-                key[3] = dtype[a0[i]]
-                key[4] = shape_id[a0[i]]
-                if enc == ENC_BINARY:
-                    key[5] = dtype[a1[i]]
-                    key[6] = shape_id[a1[i]]
+            n_operands = operand_count(enc, a1[i])
+            if n_operands > 3:
+                return i, 2
+            key[2] = n_operands
+            for j in range(n_operands):
+                v = operand_at(enc, a0[i], a1[i], extra, j)
+                key[3 + 2 * j] = dtype[v]
+                key[4 + 2 * j] = shape_id[v]
             h = np.uint64(14695981039346656037)
             for j in range(9):
                 h = (h ^ np.uint64(key[j] & 0xFFFFFFFF)) * np.uint64(1099511628211)

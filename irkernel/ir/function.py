@@ -21,8 +21,13 @@ from typing import Any
 import numpy as np
 
 from irkernel.ir import ops
-from irkernel.ir.ids import ENC_BINARY, ENC_UNARY, ENC_VARIADIC, NUMPY_DTYPES
+from irkernel.ir.hooks import Hook
+from irkernel.ir.ids import NUMPY_DTYPES
+from irkernel.ir.operands import operand_csr
 from irkernel.ir.pools import AttrTable, ConstPool, ShapeTable
+
+#: ``print_function(func, name) -> str``, installed by the text layer.
+PRINT_FUNCTION = Hook("print a graph Function", "irkernel.text.printer")
 
 _COLUMNS = {"kind": np.int16, "a0": np.int32, "a1": np.int32, "dtype": np.int8,
             "shape_id": np.int32, "attr_id": np.int32, "extra": np.int32,
@@ -46,7 +51,7 @@ def freeze_column(name: str, arr: object) -> np.ndarray:
     return out
 
 
-@dataclass(frozen=True, eq=False, slots=True)
+@dataclass(frozen=True, eq=False, slots=True, weakref_slot=True)
 class Function:
     """An immutable graph function. Build one with :class:`irkernel.GraphBuilder`."""
 
@@ -114,15 +119,7 @@ class Function:
         return ops.get_op(int(self.kind[node_id]))
 
     def operands(self, node_id: int) -> tuple[int, ...]:
-        enc = self.op(node_id).encoding
-        a0, a1 = int(self.a0[node_id]), int(self.a1[node_id])
-        if enc == ENC_UNARY:
-            return (a0,)
-        if enc == ENC_BINARY:
-            return (a0, a1)
-        if enc == ENC_VARIADIC:
-            return tuple(int(v) for v in self.extra[a0: a0 + a1])
-        return ()
+        return tuple(int(v) for v in operand_csr(self).of(node_id))
 
     def node_attrs(self, node_id: int) -> dict[str, Any]:
         return self.attr_table.as_dict(int(self.attr_id[node_id]))
@@ -145,9 +142,7 @@ class Function:
 
     # -- text ---------------------------------------------------------------
     def script(self, name: str | None = None) -> str:
-        from irkernel.text.printer import print_function
-
-        return print_function(self, name or str(self.attrs.get("global_symbol", "main")))
+        return PRINT_FUNCTION(self, name or str(self.attrs.get("global_symbol", "main")))
 
     def __str__(self) -> str:
         return self.script()

@@ -17,8 +17,13 @@ import numpy as np
 from irkernel.ir import ops
 from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
-from irkernel.ir.ids import ENC_BINARY, ENC_UNARY, ENC_VARIADIC, NUMPY_DTYPES, dtype_code
-from irkernel.ir.module import IRModule
+from irkernel.ir.hooks import Hook
+from irkernel.ir.ids import NUMPY_DTYPES, dtype_code
+from irkernel.ir.module import IRModule, is_prim_func
+from irkernel.ir.operands import operand_csr, use_counts
+
+#: ``run(prim_func, *arrays)``: the TIR reference interpreter, installed by ``irkernel.tir``.
+RUN_PRIM_FUNC = Hook("interpret a tir.PrimFunc", "irkernel.tir.interp")
 
 MAX_CALL_DEPTH = 64
 
@@ -64,31 +69,15 @@ def check_inputs(func: Function, name: str, inputs: Sequence[Any]) -> list[np.nd
     return arrays
 
 
-def _use_counts(func: Function) -> np.ndarray:
-    """How many times each node is read (as an operand or an output)."""
-    table = ops.op_arrays()
-    enc = table.encoding[func.kind]
-    n = func.num_nodes
-    reads = [func.a0[(enc == ENC_UNARY) | (enc == ENC_BINARY)], func.a1[enc == ENC_BINARY],
-             func.outputs]
-    variadic = np.nonzero(enc == ENC_VARIADIC)[0]
-    if len(variadic):
-        counts = func.a1[variadic].astype(np.int64)
-        starts = np.repeat(func.a0[variadic].astype(np.int64), counts)
-        offsets = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(
-            np.cumsum(counts) - counts, counts)
-        reads.append(func.extra[starts + offsets])
-    return np.bincount(np.concatenate(reads).astype(np.int64), minlength=n)
-
-
 def _run(mod: IRModule | None, func: Function, name: str, inputs: list[np.ndarray],
          depth: int) -> list[np.ndarray]:
     if depth > MAX_CALL_DEPTH:
         raise IRError(f"{name}: call_func nesting deeper than {MAX_CALL_DEPTH} (recursive calls?)")
-    remaining = _use_counts(func).tolist()
-    kinds, a0s, a1s = func.kind.tolist(), func.a0.tolist(), func.a1.tolist()
+    remaining = use_counts(func).tolist()
+    csr = operand_csr(func)
+    ptr, operand_ids = csr.ptr.tolist(), csr.ids.tolist()
+    kinds, a0s = func.kind.tolist(), func.a0.tolist()
     dtypes, shape_ids, attr_ids = func.dtype.tolist(), func.shape_id.tolist(), func.attr_id.tolist()
-    extra = func.extra
     all_ops = ops.all_ops()
     attrs_of = [dict(r) for r in func.attr_table.records]
     values: list[Any] = [None] * func.num_nodes
@@ -99,11 +88,7 @@ def _run(mod: IRModule | None, func: Function, name: str, inputs: list[np.ndarra
             out = func.consts.value(a0s[i], func.shapes)
         else:
             opdef = all_ops[k]
-            enc = opdef.encoding
-            if enc == ENC_VARIADIC:
-                ids = extra[a0s[i]: a0s[i] + a1s[i]].tolist()
-            else:
-                ids = [a0s[i], a1s[i]] if enc == ENC_BINARY else [a0s[i]]
+            ids = operand_ids[ptr[i]: ptr[i + 1]]
             args = [values[j] for j in ids]
             for j in ids:
                 remaining[j] -= 1
@@ -143,16 +128,13 @@ def _call_func(mod: IRModule | None, name: str, node: int, callee: str, args: li
 def _call_tir(mod: IRModule | None, name: str, node: int, attrs: dict[str, Any],
               args: list[np.ndarray]) -> np.ndarray:
     """Run the callee PrimFunc with the TIR interpreter on a fresh output array."""
-    from irkernel.tir.function import PrimFunc
-    from irkernel.tir.interp import run
-
     callee = attrs["callee"]
     target = None if mod is None else mod.functions.get(callee)
-    if not isinstance(target, PrimFunc):
+    if not is_prim_func(target):
         raise IRError(f"{name}: node {node} (call_tir): callee {callee!r} is not a PrimFunc "
                       f"of the module")
     out = np.empty(attrs["shape"], dtype=NUMPY_DTYPES[dtype_code(attrs["dtype"])])
-    run(target, *[a if a.flags.c_contiguous else a.copy() for a in args], out)
+    RUN_PRIM_FUNC(target, *[a if a.flags.c_contiguous else a.copy() for a in args], out)
     return out
 
 

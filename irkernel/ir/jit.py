@@ -63,3 +63,13 @@ def _make_prefetch() -> Any:
 
 
 prefetch = _make_prefetch()
+
+
+def inline(fn: F) -> F:
+    """Compile a small helper that Numba inlines into the kernels calling it.
+
+    Used for the few rules kernels share (the operand walker in
+    ``irkernel.ir.operands``), so they are written once and cost nothing.
+    """
+    return numba.njit(cache=True, nogil=True, error_model="numpy",  # type: ignore[no-any-return]
+                      inline="always")(fn)

@@ -6,6 +6,20 @@ from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from irkernel.ir.hooks import Hook
+
+#: ``print_module(mod) -> str``, installed by the text layer.
+PRINT_MODULE = Hook("print an IRModule", "irkernel.text.printer")
+
+
+def is_prim_func(value: object) -> bool:
+    """Whether ``value`` is a TIR PrimFunc.
+
+    ``irkernel.tir.PrimFunc`` sets the class attribute ``_irkernel_prim_func =
+    True``; checking the marker keeps this module free of a ``tir`` import.
+    """
+    return bool(getattr(type(value), "_irkernel_prim_func", False))
+
 
 class IRModule(Mapping[str, Any]):
     """Functions by name. Immutable: ``with_function``/``without`` return new modules.
@@ -67,9 +81,7 @@ class IRModule(Mapping[str, Any]):
         return IRModule({k: v for k, v in self._functions.items() if k not in drop}, self.attrs)
 
     def script(self) -> str:
-        from irkernel.text.printer import print_module
-
-        return print_module(self)
+        return PRINT_MODULE(self)
 
     def __str__(self) -> str:
         return self.script()

@@ -4,8 +4,9 @@ Each op declares its operand encoding, arity, typed attributes, dtype and shape
 rule (``infer``), a NumPy reference implementation, its fusion pattern kind
 (TVM's OpPatternKind values) and whether it is pure. Passes read the integer
 columns from :func:`op_arrays`; they never compare op names as strings.
-Opcodes of the built-in ops are module constants ``OP_<NAME>`` and never change
-between versions (Numba caches kernels that read them). Imports numpy only.
+Opcodes of the built-in ops are module constants ``OP_<NAME>`` (declared in
+``irkernel.ir.opcodes``) and never change between versions (Numba caches
+kernels that read them). Imports numpy and lower ``irkernel.ir`` modules.
 
 Semantics worth stating once (the interpreter and every backend follow them):
 binary ops need operands of one dtype (no implicit promotion, as in TVM Relax)
@@ -24,8 +25,24 @@ from typing import Any
 
 import numpy as np
 
+from irkernel.ir import scalar_ops
 from irkernel.ir.errors import TypeInferenceError
-from irkernel.ir.ids import ALL_DTYPES, BOOL, DTYPE_NAMES, ENC_BINARY, ENC_CONST, ENC_PARAM, ENC_UNARY, ENC_VARIADIC, FLOAT_DTYPES, NUMERIC_DTYPES, dtype_code, numpy_dtype
+from irkernel.ir.ids import (
+    ALL_DTYPES,
+    BOOL,
+    DTYPE_NAMES,
+    ENC_BINARY,
+    ENC_CONST,
+    ENC_PARAM,
+    ENC_UNARY,
+    ENC_VARIADIC,
+    FLOAT_DTYPES,
+    NUMERIC_DTYPES,
+    dtype_code,
+    numpy_dtype,
+)
+from irkernel.ir.opcodes import *  # noqa: F403  (OP_<NAME> constants are part of this module's API)
+from irkernel.ir.opcodes import BUILTIN_OP_NAMES, OP_POWER
 
 Shape = tuple[int, ...]
 TensorType = tuple[int, Shape]  # (dtype code, shape)
@@ -311,16 +328,14 @@ def _divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.true_divide(x, y) if x.dtype.kind == "f" else np.floor_divide(x, y)
 
 
-def _float_math(opcode_name: str):
-    """exp/log/tanh/sigmoid/power through the compiled scalar semantics (see _scalar_ops)."""
+def _float_math(opcode: int):
+    """exp/log/tanh/sigmoid/power through the compiled scalar semantics (see scalar_ops)."""
     def ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
-        from irkernel.ir.scalar_ops import float_math_kernel
-
         arrays = np.broadcast_arrays(*xs)
         dt = arrays[0].dtype
         # np.array copies: a broadcast view handed to Numba as is warns (FutureWarning)
         flat = [np.array(a, np.float64, order="C").ravel() for a in arrays]
-        out = float_math_kernel(globals()[opcode_name], flat[0], flat[-1], dt == np.float32)
+        out = scalar_ops.float_math_kernel(opcode, flat[0], flat[-1], dt == np.float32)
         return out.astype(dt).reshape(arrays[0].shape)
     return ref
 
@@ -404,7 +419,7 @@ def _binary(name: str, fn: Callable[..., Any], allowed: frozenset[int] = _NUM,
 
 
 def _unary(name: str, fn: Callable[..., Any] | None, allowed: frozenset[int], doc: str) -> OpDef:
-    ref = _float_math("OP_" + name.upper()) if fn is None else _ufunc(fn)
+    ref = _float_math(BUILTIN_OP_NAMES.index(name)) if fn is None else _ufunc(fn)
     return OpDef(name, ENC_UNARY, 1, _elementwise_rule(allowed), ref, ELEMWISE, doc=doc)
 
 
@@ -421,7 +436,7 @@ BUILTIN_OPS: tuple[OpDef, ...] = (
     _binary("divide", _divide, doc="x / y for floats; floor division (x // 0 == 0) for ints"),
     _binary("maximum", _nan_max, commutative=True, doc="elementwise max, NaN propagates"),
     _binary("minimum", _nan_min, commutative=True, doc="elementwise min, NaN propagates"),
-    OpDef("power", ENC_BINARY, 2, _elementwise_rule(_FLOAT), _float_math("OP_POWER"), BROADCAST,
+    OpDef("power", ENC_BINARY, 2, _elementwise_rule(_FLOAT), _float_math(OP_POWER), BROADCAST,
           doc="x ** y (floats; libm pow)"),
     _unary("negative", np.negative, _NUM, "-x; ints wrap"),
     _unary("exp", None, _FLOAT, "e ** x (libm)"),
@@ -460,11 +475,8 @@ BUILTIN_OPS: tuple[OpDef, ...] = (
           doc="operands in extra; call tir.PrimFunc `callee`, whose last buffer is the result"),
 )
 
-OP_PARAM, OP_CONST, OP_ADD, OP_SUBTRACT, OP_MULTIPLY, OP_DIVIDE, OP_MAXIMUM, OP_MINIMUM, \
-    OP_POWER, OP_NEGATIVE, OP_EXP, OP_LOG, OP_SQRT, OP_TANH, OP_SIGMOID, OP_RELU, OP_ABS, \
-    OP_WHERE, OP_EQUAL, OP_LESS, OP_GREATER, OP_MATMUL, OP_SUM, OP_MAX, OP_MEAN, OP_RESHAPE, \
-    OP_PERMUTE_DIMS, OP_BROADCAST_TO, OP_ASTYPE, OP_CONCAT, OP_CALL_FUNC, OP_CALL_TIR = \
-    range(len(BUILTIN_OPS))
+if tuple(op.name for op in BUILTIN_OPS) != BUILTIN_OP_NAMES:
+    raise AssertionError("BUILTIN_OPS must list the ops in opcode order (irkernel.ir.opcodes)")
 
 
 # ---------------------------------------------------------------------------

@@ -29,10 +29,10 @@ from typing import Any
 import numpy as np
 
 from irkernel.ir import ops
-from irkernel.ir.jit import kernel
 from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
 from irkernel.ir.ids import ENC_BINARY, ENC_PARAM, ENC_UNARY, ENC_VARIADIC, NONE
+from irkernel.ir.jit import kernel
 
 REBUILD_OK, REBUILD_BAD_REP, REBUILD_DANGLING, REBUILD_PARAM = 0, 1, 2, 3
 

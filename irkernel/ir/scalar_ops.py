@@ -16,9 +16,30 @@ from __future__ import annotations
 
 import numpy as np
 
-from irkernel.ir.jit import kernel
 from irkernel.ir.ids import BOOL, FLOAT32, FLOAT64, INT32
-from irkernel.ir.ops import OP_ABS, OP_ADD, OP_ASTYPE, OP_DIVIDE, OP_EQUAL, OP_EXP, OP_GREATER, OP_LESS, OP_LOG, OP_MAXIMUM, OP_MINIMUM, OP_MULTIPLY, OP_NEGATIVE, OP_POWER, OP_RELU, OP_SIGMOID, OP_SQRT, OP_SUBTRACT, OP_TANH, OP_WHERE
+from irkernel.ir.jit import kernel
+from irkernel.ir.opcodes import (
+    OP_ABS,
+    OP_ADD,
+    OP_ASTYPE,
+    OP_DIVIDE,
+    OP_EQUAL,
+    OP_EXP,
+    OP_GREATER,
+    OP_LESS,
+    OP_LOG,
+    OP_MAXIMUM,
+    OP_MINIMUM,
+    OP_MULTIPLY,
+    OP_NEGATIVE,
+    OP_POWER,
+    OP_RELU,
+    OP_SIGMOID,
+    OP_SQRT,
+    OP_SUBTRACT,
+    OP_TANH,
+    OP_WHERE,
+)
 
 _I32_MIN, _I64_MIN = -(2**31), -(2**63)
 

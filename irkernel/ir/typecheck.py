@@ -11,7 +11,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from irkernel.ir.checks import SIG_WIDTH, SWEEP_DONE, SWEEP_MISMATCH, SWEEP_NEEDS_PYTHON, SWEEP_NEW_SIGNATURE, SWEEP_TABLE_FULL, type_sweep_kernel
+from irkernel.ir.checks import (
+    SIG_WIDTH,
+    SWEEP_DONE,
+    SWEEP_MISMATCH,
+    SWEEP_NEEDS_PYTHON,
+    SWEEP_NEW_SIGNATURE,
+    SWEEP_TABLE_FULL,
+    type_sweep_kernel,
+)
 from irkernel.ir.ops import op_arrays
 
 # type_of(node_id) -> (dtype code, shape id); shape id -2 means "no such shape".

@@ -29,11 +29,12 @@ import numpy as np
 
 from irkernel.ir import ops
 from irkernel.ir.checks import STRUCTURE_RULES, check_structure_kernel
-from irkernel.ir.typecheck import SignatureTable
 from irkernel.ir.errors import IRError, TypeInferenceError
 from irkernel.ir.function import _COLUMNS, Function
-from irkernel.ir.ids import DTYPE_NAMES, ENC_BINARY, ENC_VARIADIC
+from irkernel.ir.ids import DTYPE_NAMES
 from irkernel.ir.module import IRModule
+from irkernel.ir.operands import operand_list
+from irkernel.ir.typecheck import SignatureTable
 
 
 def _fail(fname: str, node: int | None, op: str | None, what: str, rule: str) -> IRError:
@@ -145,10 +146,7 @@ class _TypeRule:
 
     def operands(self, i: int, opdef: ops.OpDef) -> list[int]:
         f = self.func
-        x, y = int(f.a0[i]), int(f.a1[i])
-        if opdef.encoding == ENC_VARIADIC:
-            return [int(e) for e in f.extra[x: x + y]]
-        return [x, y][: 2 if opdef.encoding == ENC_BINARY else 1]
+        return operand_list(opdef.encoding, int(f.a0[i]), int(f.a1[i]), f.extra)
 
     def __call__(self, i: int) -> tuple[int, int]:
         f = self.func

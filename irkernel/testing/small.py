@@ -1,25 +1,27 @@
 """Small-tensor random graphs: one ``GraphBuilder.call`` per node, every op covered.
 
-Owned here: :func:`irkernel.testing.random_function` for ``shapes="small"``.
-Graphs are small (tests, hypothesis; up to ~1e4 nodes), so this generator is
-plain Python. It never re-implements a type rule: it proposes candidates
-(an op, operands, attributes) and keeps the first one the op table's own
-``normalize_attrs``/``infer`` accepts, then adds it with ``bb.call``.
-
-Shapes come from one random *base* shape of rank ``max_rank`` (dims in
-``1..max_dim``): parameters and constants take "variants" of it (leading dims
-dropped, some dims set to 1), so elementwise operands usually broadcast, plus
-a matmul partner ``(..., base[-1], d)``. Op results leave the family
-(``permute_dims``, ``reshape``, ``concat``), which keeps the other rules busy.
-
-The wiring follows the scalar generator (``irkernel.testing.bulk``): live op
-nodes read the oldest unread live node they can first (so nothing live is
-left unread), dead nodes read anything, class-C nodes read only
-constant-derived nodes, duplicates repeat an earlier call exactly, and near
-the end merge steps join the unread nodes into ``n_outputs`` sinks. Fractions
-are met per node when a candidate of the designated kind exists; otherwise the
-node falls back to a plain live node, so measured fractions land near the spec.
+Owns ``build_small_function`` (``random_function`` for ``shapes="small"``) and ``base_shape``.
+Imports ``irkernel.ir.*`` and the wiring helpers of ``irkernel.testing.bulk``.
 """
+
+# Graphs are small (tests, hypothesis; up to ~1e4 nodes), so this generator is plain
+# Python. It never re-implements a type rule: it proposes candidates (an op, operands,
+# attributes) and keeps the first one the op table's own ``normalize_attrs``/``infer``
+# accepts, then adds it with ``bb.call``.
+#
+# Shapes come from one random *base* shape of rank ``max_rank`` (dims in ``1..max_dim``):
+# parameters and constants take "variants" of it (leading dims dropped, some dims set to
+# 1), so elementwise operands usually broadcast, plus a matmul partner
+# ``(..., base[-1], d)``. Op results leave the family (``permute_dims``, ``reshape``,
+# ``concat``), which keeps the other rules busy.
+#
+# The wiring follows the scalar generator (``irkernel.testing.bulk``): live op nodes read
+# the oldest unread live node they can first (so nothing live is left unread), dead nodes
+# read anything, class-C nodes read only constant-derived nodes, duplicates repeat an
+# earlier call exactly, and near the end merge steps join the unread nodes into
+# ``n_outputs`` sinks. Fractions are met per node when a candidate of the designated kind
+# exists; otherwise the node falls back to a plain live node, so measured fractions land
+# near the spec.
 
 from __future__ import annotations
 
@@ -29,11 +31,11 @@ from typing import Any
 import numpy as np
 
 from irkernel.ir import ops
-from irkernel.testing.bulk import choose_outputs, leaf_count, param_lanes
 from irkernel.ir.builder import GraphBuilder
 from irkernel.ir.errors import TypeInferenceError
 from irkernel.ir.function import Function
 from irkernel.ir.ids import BOOL, DTYPE_NAMES, NUMPY_DTYPES, dtype_code
+from irkernel.testing.bulk import choose_outputs, leaf_count, param_lanes
 
 Shape = tuple[int, ...]
 MAX_TRIES = 24

@@ -1,9 +1,7 @@
-"""Hypothesis strategies over :mod:`irkernel.testing` (re-exported there).
+"""Hypothesis strategies drawing :class:`GraphSpec` fields (so hypothesis shrinks the spec).
 
-Strategies draw :class:`GraphSpec` fields (so hypothesis shrinks the spec:
-fewer nodes, seed 0, zero fractions, fewer dtypes) and map them through the
-generator. Hypothesis is imported inside each function, so importing
-``irkernel.testing`` works without it.
+Owns ``graph_specs``, ``functions``, ``modules``, ``functions_with_inputs``. Imports
+``irkernel.ir.*``, ``irkernel.testing.spec`` / ``generate``; hypothesis only inside functions.
 """
 
 from __future__ import annotations
@@ -16,7 +14,8 @@ import numpy as np
 from irkernel.ir.function import Function
 from irkernel.ir.ids import DTYPE_NAMES
 from irkernel.ir.module import IRModule
-from irkernel.testing import DEFAULT_OPS, GraphSpec, random_function, random_inputs, random_module
+from irkernel.testing.generate import random_function, random_inputs, random_module
+from irkernel.testing.spec import DEFAULT_OPS, GraphSpec
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -118,3 +117,4 @@ def functions_with_inputs(module: bool = False, special_values: Any = None,
         lambda t: (t[0], random_inputs(t[0], seed=t[1], special_values=t[2])))
 
 
+__all__ = ["functions", "functions_with_inputs", "graph_specs", "modules"]

@@ -17,7 +17,15 @@ from typing import Any
 import numpy as np
 
 from irkernel.ir.errors import ParseError
-from irkernel.ir.ids import BOOL, DTYPE_NAMES, FLOAT32, FLOAT64, FLOAT_DTYPES, INT_DTYPES, numpy_dtype
+from irkernel.ir.ids import (
+    BOOL,
+    DTYPE_NAMES,
+    FLOAT32,
+    FLOAT64,
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    numpy_dtype,
+)
 
 Token = tuple[str, str, int]  # (kind, text, 1-based column)
 

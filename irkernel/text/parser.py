@@ -80,7 +80,19 @@ from irkernel.ir.errors import ParseError
 from irkernel.ir.function import Function
 from irkernel.ir.ids import DTYPE_NAMES, ENC_BINARY, ENC_UNARY, NONE, numpy_dtype
 from irkernel.ir.module import IRModule
-from irkernel.text.lexer import NOT_FAST, Cursor, Token, attr_dict, const_array, const_literals, describe, fast_literal, operand_tokens, parse_type, string_value
+from irkernel.text.lexer import (
+    NOT_FAST,
+    Cursor,
+    Token,
+    attr_dict,
+    const_array,
+    const_literals,
+    describe,
+    fast_literal,
+    operand_tokens,
+    parse_type,
+    string_value,
+)
 from irkernel.text.printer import format_type
 
 _NAME = r"(\w+)"

@@ -18,9 +18,18 @@ from typing import Any
 import numpy as np
 
 from irkernel.ir import ops
-from irkernel.ir.function import Function
-from irkernel.ir.ids import BOOL, DTYPE_NAMES, ENC_BINARY, ENC_CONST, ENC_PARAM, ENC_UNARY, FLOAT32, FLOAT64
-from irkernel.ir.module import IRModule
+from irkernel.ir.function import PRINT_FUNCTION, Function
+from irkernel.ir.ids import (
+    BOOL,
+    DTYPE_NAMES,
+    ENC_BINARY,
+    ENC_CONST,
+    ENC_PARAM,
+    ENC_UNARY,
+    FLOAT32,
+    FLOAT64,
+)
+from irkernel.ir.module import PRINT_MODULE, IRModule
 
 _BARE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
 _BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -291,5 +300,8 @@ def print_module(mod: IRModule) -> str:
                             f"has no script(name) method")
     return "\n".join(parts)
 
+
+PRINT_FUNCTION.install(print_function)
+PRINT_MODULE.install(print_module)
 
 __all__ = ["format_float", "format_type", "format_values", "print_function", "print_module"]

@@ -15,7 +15,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from irkernel.tir import dtype as dt
-from irkernel.tir.expr import Add, Broadcast, Cast, Div, FloorDiv, FloorMod, IntImm, Let, Max, Min, Mod, Mul, PrimExpr, Ramp, Select, Sub, Var
+from irkernel.tir.expr import (
+    Add,
+    Broadcast,
+    Cast,
+    Div,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Let,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    PrimExpr,
+    Ramp,
+    Select,
+    Sub,
+    Var,
+)
 
 Interval = tuple[int, int]
 #: The pseudo-variable standing for the lane number of a Ramp in linear forms.

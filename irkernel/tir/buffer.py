@@ -7,7 +7,8 @@ Buffers are identified by name inside a PrimFunc (the verifier checks that
 every use matches the declaration); ``buf[i, j]`` builds a
 :class:`BufferLoad`, and ``buf[i, j] = v`` appends a store to the PrimFunc
 being traced by :func:`irkernel.tir.script.prim_func`.
-Imports ``irkernel.tir.expr`` and ``dtype``.
+The store goes through the ``STORE`` hook, which ``irkernel.tir.script`` installs.
+Imports ``irkernel.tir.expr``, ``construct``, ``dtype`` and ``irkernel.ir.hooks``.
 """
 
 from __future__ import annotations
@@ -15,8 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from irkernel.ir.hooks import Hook
 from irkernel.tir import dtype as dt
-from irkernel.tir.expr import IntImm, Node, PrimExpr, _depth, _set, as_expr
+from irkernel.tir.construct import as_expr
+from irkernel.tir.expr import IntImm, Node, PrimExpr, _depth, _set
+
+#: ``store(buffer, indices, value)``: append ``buffer[indices] = value`` to the PrimFunc being
+#: traced (RuntimeError outside a trace); installed by ``irkernel.tir.script``.
+STORE = Hook("store to a buffer inside a @T.prim_func trace", "irkernel.tir.script")
 
 
 def _as_index(value: Any, what: str) -> PrimExpr:
@@ -87,9 +94,7 @@ class Buffer(Node):
         return BufferLoad(self, _indices(index))
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        from irkernel.tir.script import _store  # script imports this module
-
-        _store(self, _indices(index), value)
+        STORE(self, _indices(index), value)
 
 
 def _indices(index: Any) -> tuple[Any, ...]:

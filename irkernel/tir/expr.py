@@ -21,7 +21,10 @@ Design notes
   printer can never overflow the Python stack (PrimFuncs are small and wide,
   not deep).
 
-Imports ``irkernel.tir.dtype`` only.
+The operators build nodes through the ``BINARY`` hook (Python numbers
+converted, scalars broadcast), which ``irkernel.tir.construct`` installs; the
+other constructors (``const``, ``as_expr``, ``select``, ``cast``, ...) live there.
+Imports ``irkernel.tir.dtype`` and ``irkernel.ir.hooks`` only.
 """
 
 from __future__ import annotations
@@ -33,7 +36,12 @@ from typing import Any
 
 import numpy as np
 
+from irkernel.ir.hooks import Hook
 from irkernel.tir import dtype as dt
+
+#: ``cls(a, b)`` with Python numbers converted and scalars broadcast: what the operators
+#: call (``irkernel.tir.construct.binary``, installed there).
+BINARY = Hook("build a TIR expression with an operator", "irkernel.tir.construct")
 
 #: Deepest allowed nesting of statements and expressions in one tree.
 MAX_DEPTH = 200
@@ -106,22 +114,22 @@ class PrimExpr(Node):
     dtype: str
 
     def __add__(self, other: Any) -> PrimExpr:
-        return binary(Add, self, other)
+        return BINARY(Add, self, other)
 
     def __radd__(self, other: Any) -> PrimExpr:
-        return binary(Add, other, self)
+        return BINARY(Add, other, self)
 
     def __sub__(self, other: Any) -> PrimExpr:
-        return binary(Sub, self, other)
+        return BINARY(Sub, self, other)
 
     def __rsub__(self, other: Any) -> PrimExpr:
-        return binary(Sub, other, self)
+        return BINARY(Sub, other, self)
 
     def __mul__(self, other: Any) -> PrimExpr:
-        return binary(Mul, self, other)
+        return BINARY(Mul, self, other)
 
     def __rmul__(self, other: Any) -> PrimExpr:
-        return binary(Mul, other, self)
+        return BINARY(Mul, other, self)
 
     def __truediv__(self, other: Any) -> PrimExpr:
         return _true_div(self, other)
@@ -130,45 +138,45 @@ class PrimExpr(Node):
         return _true_div(other, self)
 
     def __floordiv__(self, other: Any) -> PrimExpr:
-        return binary(FloorDiv, self, other)
+        return BINARY(FloorDiv, self, other)
 
     def __rfloordiv__(self, other: Any) -> PrimExpr:
-        return binary(FloorDiv, other, self)
+        return BINARY(FloorDiv, other, self)
 
     def __mod__(self, other: Any) -> PrimExpr:
-        return binary(FloorMod, self, other)
+        return BINARY(FloorMod, self, other)
 
     def __rmod__(self, other: Any) -> PrimExpr:
-        return binary(FloorMod, other, self)
+        return BINARY(FloorMod, other, self)
 
     def __neg__(self) -> PrimExpr:
         # -0.0 - x is exactly -x for every float x (0.0 - x is wrong for x = 0.0)
         zero = -0.0 if dt.is_float(self.dtype) else 0
-        return binary(Sub, zero, self)
+        return BINARY(Sub, zero, self)
 
     def __lt__(self, other: Any) -> PrimExpr:
-        return binary(LT, self, other)
+        return BINARY(LT, self, other)
 
     def __le__(self, other: Any) -> PrimExpr:
-        return binary(LE, self, other)
+        return BINARY(LE, self, other)
 
     def __gt__(self, other: Any) -> PrimExpr:
-        return binary(GT, self, other)
+        return BINARY(GT, self, other)
 
     def __ge__(self, other: Any) -> PrimExpr:
-        return binary(GE, self, other)
+        return BINARY(GE, self, other)
 
     def __and__(self, other: Any) -> PrimExpr:
-        return binary(And, self, other)
+        return BINARY(And, self, other)
 
     def __rand__(self, other: Any) -> PrimExpr:
-        return binary(And, other, self)
+        return BINARY(And, other, self)
 
     def __or__(self, other: Any) -> PrimExpr:
-        return binary(Or, self, other)
+        return BINARY(Or, self, other)
 
     def __ror__(self, other: Any) -> PrimExpr:
-        return binary(Or, other, self)
+        return BINARY(Or, other, self)
 
     def __invert__(self) -> PrimExpr:
         return Not(self)
@@ -540,174 +548,18 @@ class Let(PrimExpr):
         _depth(self, self.var, self.value, self.body)
 
 
-# ---------------------------------------------------------------------------
-# construction helpers
-# ---------------------------------------------------------------------------
-
-
-def const(value: Any, dtype: str | None = None) -> PrimExpr:
-    """A constant of ``dtype`` (default: int64 for ints, float64 for floats, bool for bools).
-
-    A vector ``dtype`` gives a :class:`Broadcast`.
-    """
-    if dtype is None:
-        if isinstance(value, (bool, np.bool_)):
-            dtype = "bool"
-        elif isinstance(value, (int, np.integer)):
-            dtype = np.dtype(type(value)).name if isinstance(value, np.integer) else dt.INDEX
-        elif isinstance(value, (float, np.floating)):
-            dtype = np.dtype(type(value)).name if isinstance(value, np.floating) else "float64"
-        else:
-            raise TypeError(f"cannot make a TIR constant from {value!r}")
-    dtype = dt.normalize(dtype)
-    elem, n = dt.element(dtype), dt.lanes(dtype)
-    if elem in dt.FLOAT_ELEMENTS:
-        if isinstance(value, (bool, np.bool_)):
-            raise TypeError(f"bool constant {value!r} in a {elem} expression")
-        scalar: PrimExpr = FloatImm(value, elem)
-    else:
-        if isinstance(value, (float, np.floating)):
-            if not float(value).is_integer() or math.isinf(value):
-                raise TypeError(f"float constant {value!r} in a {elem} expression; cast it")
-            value = int(value)
-        if elem == "bool" and value not in (0, 1):
-            raise ValueError(f"bool constant must be True/False, got {value!r}")
-        scalar = IntImm(int(value), elem)
-    return scalar if n == 1 else Broadcast(scalar, n)
-
-
-def as_expr(value: Any, like: str | None = None) -> PrimExpr:
-    """``value`` as a PrimExpr; Python numbers take the dtype ``like`` (lanes included)."""
-    if isinstance(value, PrimExpr):
-        return value
-    if like is None:
-        return const(value)
-    return const(value, like)
-
-
-def _match_lanes(a: PrimExpr, b: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
-    if a.lanes == b.lanes:
-        return a, b
-    if a.lanes == 1:
-        return Broadcast(a, b.lanes), b
-    if b.lanes == 1:
-        return a, Broadcast(b, a.lanes)
-    raise TypeError(f"vector lanes differ ({a.dtype} vs {b.dtype})")
-
-
-def binary(cls: type[BinaryOp], a: Any, b: Any) -> PrimExpr:
-    """``cls(a, b)`` with Python numbers converted and scalars broadcast to vectors."""
-    if not isinstance(a, PrimExpr) and not isinstance(b, PrimExpr):
-        a, b = const(a), const(b)
-    elif not isinstance(a, PrimExpr):
-        a = as_expr(a, b.dtype)
-    elif not isinstance(b, PrimExpr):
-        b = as_expr(b, a.dtype)
-    a, b = _match_lanes(a, b)
-    return cls(a, b)
-
-
 def _true_div(a: Any, b: Any) -> PrimExpr:
-    out = binary(Div, a, b)
+    """``a / b``: float division only."""
+    out = BINARY(Div, a, b)
     if not dt.is_float(out.dtype):
         raise TypeError(f"'/' is float division; for {out.dtype} use '//' (floor) or "
                         "T.truncdiv")
     return out
 
 
-def eq(a: Any, b: Any) -> PrimExpr:
-    """The ``EQ`` node (``==`` on expressions is structural equality)."""
-    return binary(EQ, a, b)
-
-
-def ne(a: Any, b: Any) -> PrimExpr:
-    """The ``NE`` node."""
-    return binary(NE, a, b)
-
-
-def truncdiv(a: Any, b: Any) -> PrimExpr:
-    """C division of ints (rounds toward zero)."""
-    return binary(Div, a, b)
-
-
-def truncmod(a: Any, b: Any) -> PrimExpr:
-    """C remainder of ints (sign of ``a``)."""
-    return binary(Mod, a, b)
-
-
-def select(condition: Any, true_value: Any, false_value: Any) -> PrimExpr:
-    """:class:`Select` with number conversion and broadcasting."""
-    t, f = true_value, false_value
-    if not isinstance(t, PrimExpr) and not isinstance(f, PrimExpr):
-        t, f = const(t), const(f)
-    elif not isinstance(t, PrimExpr):
-        t = as_expr(t, f.dtype)
-    elif not isinstance(f, PrimExpr):
-        f = as_expr(f, t.dtype)
-    t, f = _match_lanes(t, f)
-    cond = as_expr(condition, "bool")
-    if cond.lanes > 1 and t.lanes == 1:
-        t, f = Broadcast(t, cond.lanes), Broadcast(f, cond.lanes)
-    return Select(cond, t, f)
-
-
-def cast(dtype: str, value: Any) -> PrimExpr:
-    """:class:`Cast` (no node when ``value`` already has ``dtype``)."""
-    value = as_expr(value)
-    target = dt.with_lanes(dt.normalize(dtype), value.lanes)
-    return value if value.dtype == target else Cast(target, value)
-
-
-def call(op: str, *args: Any) -> PrimExpr:
-    """A math :class:`Call`; Python numbers take the dtype of the first expression argument."""
-    like = next((a.dtype for a in args if isinstance(a, PrimExpr)), None)
-    exprs = [as_expr(a, like) for a in args]
-    widest = max(e.lanes for e in exprs)
-    exprs = [Broadcast(e, widest) if e.lanes == 1 and widest > 1 else e for e in exprs]
-    return Call(op, tuple(exprs))
-
-
 __all__ = [
-    "EQ",
-    "GE",
-    "GT",
-    "LE",
-    "LT",
-    "MATH_OPS",
-    "MAX_DEPTH",
-    "NE",
-    "Add",
-    "And",
-    "BinaryOp",
-    "Broadcast",
-    "Call",
-    "Cast",
-    "Div",
-    "FloatImm",
-    "FloorDiv",
-    "FloorMod",
-    "IntImm",
-    "Let",
-    "Max",
-    "Min",
-    "Mod",
-    "Mul",
-    "Node",
-    "Not",
-    "Or",
-    "PrimExpr",
-    "Ramp",
-    "Select",
-    "Sub",
+    "EQ", "GE", "GT", "LE", "LT", "MATH_OPS", "MAX_DEPTH", "NE", "Add", "And",
+    "BinaryOp", "Broadcast", "Call", "Cast", "Div", "FloatImm", "FloorDiv", "FloorMod", "IntImm",
+    "Let", "Max", "Min", "Mod", "Mul", "Node", "Not", "Or", "PrimExpr", "Ramp", "Select", "Sub",
     "Var",
-    "as_expr",
-    "binary",
-    "call",
-    "cast",
-    "const",
-    "eq",
-    "ne",
-    "select",
-    "truncdiv",
-    "truncmod",
 ]

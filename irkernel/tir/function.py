@@ -9,7 +9,8 @@ The class implements what ``IRModule``, ``ik.verify``, ``ik.structural_hash``
 and the pass infrastructure expect of a non-graph function: the
 ``_irkernel_prim_func`` marker, ``script(name)``, ``verify(name)``,
 ``structural_digest()``, structural ``==``/``hash``, ``attrs`` and ``callees()``.
-Imports the TIR node modules; the printer and verifier lazily.
+``script`` and ``verify`` call the ``PRINT`` / ``VERIFY`` hooks that ``irkernel.tir.printer``
+and ``irkernel.tir.verify`` install. Imports the TIR node modules and ``irkernel.ir.hooks``.
 """
 
 from __future__ import annotations
@@ -19,10 +20,16 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from irkernel.ir.hooks import Hook
 from irkernel.tir.buffer import Buffer
 from irkernel.tir.expr import Node, Var, _depth, _set
 from irkernel.tir.functor import free_vars
 from irkernel.tir.stmt import Stmt
+
+#: ``script(func, name) -> str``: the TVMScript-like text (``irkernel.tir.printer.script``).
+PRINT = Hook("print a PrimFunc", "irkernel.tir.printer")
+#: ``verify(func, name)``: raise IRError on a broken rule (``irkernel.tir.verify``).
+VERIFY = Hook("verify a PrimFunc", "irkernel.tir.verify")
 
 
 class Attrs(Mapping[str, Any]):
@@ -139,15 +146,11 @@ class PrimFunc(Node):
     # -- module protocol ---------------------------------------------------
     def script(self, name: str | None = None) -> str:
         """TVMScript-like text (see :mod:`irkernel.tir.printer`)."""
-        from irkernel.tir.printer import script
-
-        return script(self, name if name is not None else self.attrs.get("global_symbol", "main"))
+        return PRINT(self, name if name is not None else self.attrs.get("global_symbol", "main"))
 
     def verify(self, name: str = "main") -> None:
         """Raise :class:`irkernel.IRError` naming ``name`` and the broken rule."""
-        from irkernel.tir.verify import verify_prim_func
-
-        verify_prim_func(self, name)
+        VERIFY(self, name)
 
     def structural_digest(self) -> bytes:
         """A 16-byte digest, equal for structurally equal PrimFuncs, stable across processes."""

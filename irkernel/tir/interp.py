@@ -7,7 +7,8 @@ lowering: int ``x // 0``, ``x % 0``, truncating ``x / 0`` are 0; ``MIN / -1``
 wraps; float-to-int casts saturate (NaN is 0). Loop kinds do not change
 meaning (a parallel loop must not carry dependences; that is the author's
 contract, as in TVM). Reads outside a buffer raise IndexError naming it.
-Imports numpy and the TIR node modules.
+Imports numpy, the TIR node modules and ``irkernel.ir.interp``, whose ``RUN_PRIM_FUNC``
+hook (``call_tir`` in the graph interpreter) it installs.
 """
 
 from __future__ import annotations
@@ -19,11 +20,51 @@ from typing import Any
 
 import numpy as np
 
+from irkernel.ir.interp import RUN_PRIM_FUNC
 from irkernel.tir import dtype as dt
 from irkernel.tir.buffer import Buffer, BufferLoad
-from irkernel.tir.expr import EQ, GE, GT, LE, LT, NE, Add, And, BinaryOp, Broadcast, Call, Cast, Div, FloatImm, FloorDiv, FloorMod, IntImm, Let, Max, Min, Mod, Mul, Not, Or, PrimExpr, Ramp, Select, Sub, Var
+from irkernel.tir.expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    BinaryOp,
+    Broadcast,
+    Call,
+    Cast,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Let,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Ramp,
+    Select,
+    Sub,
+    Var,
+)
 from irkernel.tir.function import PrimFunc
-from irkernel.tir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Stmt
+from irkernel.tir.stmt import (
+    Allocate,
+    BufferStore,
+    Evaluate,
+    For,
+    IfThenElse,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+)
 
 Env = dict[str, np.ndarray]
 
@@ -286,5 +327,7 @@ def evaluate(expr: PrimExpr, env: dict[str, Any] | None = None) -> np.ndarray:
     with np.errstate(all="ignore"):
         return _Interpreter(None).eval(expr, values)  # type: ignore[arg-type]
 
+
+RUN_PRIM_FUNC.install(run)
 
 __all__ = ["evaluate", "run"]

@@ -7,7 +7,7 @@ print with the same syntax for reading. Immediates print as plain literals
 where the tracer would convert them back to the same dtype (next to a
 non-constant operand of that dtype), else as ``T.int32(5)``-style constants.
 Python's precedence is respected: comparisons bind looser than ``&``/``|``.
-Imports the TIR node modules only.
+Imports the TIR node modules only; installs ``function.PRINT`` (``PrimFunc.script``).
 """
 
 from __future__ import annotations
@@ -19,9 +19,48 @@ import numpy as np
 
 from irkernel.tir import dtype as dt
 from irkernel.tir.buffer import Buffer, BufferLoad
-from irkernel.tir.expr import EQ, GE, GT, LE, LT, NE, Add, And, BinaryOp, Broadcast, Call, Cast, Div, FloatImm, FloorDiv, FloorMod, IntImm, Let, Max, Min, Mod, Mul, Not, Or, PrimExpr, Ramp, Select, Sub, Var
-from irkernel.tir.function import PrimFunc
-from irkernel.tir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Stmt
+from irkernel.tir.expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    BinaryOp,
+    Broadcast,
+    Call,
+    Cast,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Let,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Ramp,
+    Select,
+    Sub,
+    Var,
+)
+from irkernel.tir.function import PRINT, PrimFunc
+from irkernel.tir.stmt import (
+    Allocate,
+    BufferStore,
+    Evaluate,
+    For,
+    IfThenElse,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+)
 
 _ATOM = 20
 # (symbol, precedence) of infix operators; Python: comparisons < | < & < +,- < *,/,//,% < unary
@@ -227,5 +266,7 @@ def expr_text(e: PrimExpr) -> str:
     """One expression as text (used in error messages)."""
     return _Printer().expr(e)
 
+
+PRINT.install(script)
 
 __all__ = ["expr_text", "format_float", "script"]

@@ -15,7 +15,7 @@ front end, and gives meta-programming for free. Its cost is that loop and
 binding names must be recovered: they are read from the bytecode instruction
 that stores the value (``STORE_FAST i`` after ``FOR_ITER``); pass ``name=`` to
 override. ``break``/``continue``/``return`` inside a traced loop are errors.
-Imports the TIR node modules only.
+Imports the TIR node modules only; installs ``buffer.STORE`` (``buf[i] = v`` in a trace).
 """
 
 
@@ -34,14 +34,25 @@ from typing import Any
 import numpy as np
 
 from irkernel.tir import dtype as dt
+from irkernel.tir.buffer import STORE, index_lanes
 from irkernel.tir.buffer import Buffer as _BufferNode
-from irkernel.tir.buffer import index_lanes
+from irkernel.tir.construct import as_expr, binary, call, cast, const, eq, ne, truncdiv, truncmod
+from irkernel.tir.construct import select as _select
 from irkernel.tir.expr import Broadcast as _Broadcast
-from irkernel.tir.expr import FloorDiv, FloorMod, Let, Max, Min, PrimExpr, Sub, Var, as_expr, binary, call, cast, const, eq, ne, truncdiv, truncmod
+from irkernel.tir.expr import FloorDiv, FloorMod, Let, Max, Min, PrimExpr, Sub, Var
 from irkernel.tir.expr import Ramp as _Ramp
-from irkernel.tir.expr import select as _select
 from irkernel.tir.function import Attrs, PrimFunc
-from irkernel.tir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Stmt, seq
+from irkernel.tir.stmt import (
+    Allocate,
+    BufferStore,
+    Evaluate,
+    For,
+    IfThenElse,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+    seq,
+)
 
 _STATE = threading.local()
 
@@ -493,6 +504,8 @@ float32, float64, int32, int64 = (_DTypeSpec(n) for n in ("float32", "float64", 
                                                           "int64"))
 bool = _DTypeSpec("bool")
 Buffer = Buffer_
+
+STORE.install(_store)
 
 __all__ = [
     "Buffer", "Else", "If", "abs", "alloc_buffer", "bool", "broadcast", "cast", "ceil", "cos",

@@ -6,7 +6,7 @@ Loops run ``loop_var`` over ``[min, min + extent)``; ``kind`` is a scheduling
 hint that lowering honours (``serial``, ``parallel``: chunks on the runtime's
 thread pool, ``vectorized``: LLVM vector ops, ``unrolled``: copies). A
 ``SeqStmt`` of no statements is the no-op.
-Imports ``irkernel.tir.expr``, ``buffer`` and ``dtype``.
+Imports ``irkernel.tir.expr``, ``construct``, ``buffer`` and ``dtype``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any
 
 from irkernel.tir import dtype as dt
 from irkernel.tir.buffer import Buffer, index_lanes, index_tuple
-from irkernel.tir.expr import Node, PrimExpr, Var, _depth, _set, as_expr
+from irkernel.tir.construct import as_expr
+from irkernel.tir.expr import Node, PrimExpr, Var, _depth, _set
 
 #: Loop kinds, as in TVM's ForKind.
 FOR_KINDS = ("serial", "parallel", "vectorized", "unrolled")

@@ -35,7 +35,8 @@ from typing import Any
 
 from irkernel.tir import dtype as dt
 from irkernel.tir.buffer import Buffer, BufferLoad
-from irkernel.tir.expr import GT, NE, Add, FloatImm, IntImm, Or, PrimExpr, Select, Var, as_expr, const
+from irkernel.tir.construct import as_expr, const
+from irkernel.tir.expr import GT, NE, Add, FloatImm, IntImm, Or, PrimExpr, Select, Var
 from irkernel.tir.function import PrimFunc
 from irkernel.tir.functor import post_order, substitute
 from irkernel.tir.stmt import BufferStore, For, SeqStmt, Stmt, seq

@@ -36,7 +36,33 @@ import numpy as np
 
 from irkernel.tir import dtype as dt
 from irkernel.tir.buffer import Buffer
-from irkernel.tir.expr import EQ, GE, GT, LE, LT, NE, Add, And, Call, Div, FloorDiv, FloorMod, IntImm, Let, Max, Min, Mod, Mul, Not, Or, PrimExpr, Select, Sub, Var, cast, const
+from irkernel.tir.construct import cast, const
+from irkernel.tir.expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    Call,
+    Div,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Let,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Select,
+    Sub,
+    Var,
+)
 from irkernel.tir.function import Attrs, PrimFunc
 from irkernel.tir.stmt import Allocate, BufferStore, For, IfThenElse, LetStmt, Stmt, seq
 

@@ -16,7 +16,7 @@ the verifier checks what construction can not see, in one walk:
    are skipped (the guard may exclude the bad iterations).
 
 Errors are ``IRError("<func>: <where>: <what> (rule: <rule>)")``.
-Imports the TIR node modules and ``irkernel.ir.errors``.
+Imports the TIR node modules and ``irkernel.ir.errors``; installs ``function.VERIFY``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from irkernel.tir import dtype as dt
 from irkernel.tir.analysis import LANE, Interval, const_int, linear_extremes, linear_form
 from irkernel.tir.buffer import Buffer, BufferLoad
 from irkernel.tir.expr import Let, Node, PrimExpr, Select, Var
-from irkernel.tir.function import PrimFunc
+from irkernel.tir.function import VERIFY, PrimFunc
 from irkernel.tir.functor import children
 from irkernel.tir.printer import expr_text
 from irkernel.tir.stmt import Allocate, BufferStore, For, IfThenElse, LetStmt
@@ -167,5 +167,7 @@ def verify_prim_func(func: PrimFunc, name: str = "main") -> None:
         raise TypeError(f"verify_prim_func: expected a PrimFunc, got {type(func).__name__}")
     _Verifier(func, name).run()
 
+
+VERIFY.install(verify_prim_func)
 
 __all__ = ["verify_prim_func"]

@@ -1,10 +1,15 @@
-"""Pass infrastructure (TVM's ``tvm.transform``): passes, contexts, pipelines, the registry.
+"""Transform layer (TVM's ``tvm.transform``): passes, contexts, pipelines, the registry.
 
-Public facade; the implementation lives in ``_pass_context`` (PassInfo,
-PassContext, config registry; its docstring has the ordering design note),
-``_pass_core`` (pass classes and the runner), ``_pass_decorators``,
-``_pass_registry`` (registry, O0..O3), ``_pipeline_text`` (textual pipelines)
-and ``_bisect``. Never imports ``passes`` or ``runtime``. See docs/pass_infra.md.
+The public facade of the pass infrastructure. Modules, bottom up:
+``pass_info`` (PassInfo), ``config`` (config registry), ``instrument_protocol``
+(how the context recognizes instruments), ``context`` (PassContext; its
+docstring has the ordering design note), ``pass_text`` (spelling of a pass
+with options), ``registry`` (name -> factory; finds the built-in passes
+through entry points), ``pass_base`` (Pass, the runner, ``get_pass``),
+``pass_kinds`` (Module/Function/PrimFunc passes, Sequential, FixedPoint),
+``decorators``, ``pipelines`` (O0..O3), ``pipeline_text`` (textual pipelines)
+and ``bisect``. May import ``irkernel.ir``; never ``instrument``, ``passes``
+or ``runtime``. See docs/pass_infra.md.
 """
 
 from __future__ import annotations
@@ -14,13 +19,23 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+from irkernel.ir.module import IRModule, is_prim_func
 from irkernel.transform.bisect import BisectResult, bisect
-from irkernel.transform.context import PassContext, PassInfo, register_pass_config
-from irkernel.transform.pass_base import FixedPoint, FunctionPass, ModulePass, Pass, PrimFuncPass, Sequential, is_prim_func
+from irkernel.transform.config import register_pass_config
+from irkernel.transform.context import PassContext
 from irkernel.transform.decorators import function_pass, module_pass, prim_func_pass
-from irkernel.transform.registry import PIPELINES, get_pass, list_passes, register_pass
+from irkernel.transform.pass_base import Pass, get_pass
+from irkernel.transform.pass_info import PassInfo
+from irkernel.transform.pass_kinds import (
+    FixedPoint,
+    FunctionPass,
+    ModulePass,
+    PrimFuncPass,
+    Sequential,
+)
 from irkernel.transform.pipeline_text import PipelineParseError, parse_pipeline
-from irkernel.ir.module import IRModule
+from irkernel.transform.pipelines import PIPELINES
+from irkernel.transform.registry import list_passes, register_pass
 
 
 def PrintIR(header: str = "", file: TextIO | None = None) -> ModulePass:

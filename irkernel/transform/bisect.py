@@ -16,9 +16,9 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from irkernel.ir.module import IRModule
 from irkernel.transform.context import PassContext
 from irkernel.transform.pass_base import Pass
-from irkernel.ir.module import IRModule
 
 
 @dataclass(frozen=True, eq=False)

@@ -43,184 +43,19 @@ import numbers
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
-from irkernel.instrument.base import PassInstrument, overridden_hook
+from irkernel.ir.module import IRModule
+from irkernel.transform.config import check_config, config_default, list_configs
+from irkernel.transform.instrument_protocol import is_instrument, overridden_hook
+from irkernel.transform.pass_info import PassInfo, name_list
 
-if TYPE_CHECKING:
-    from irkernel.transform.pass_base import Pass
-    from irkernel.ir.module import IRModule
+# Types of higher layers, named for the reader; this module never imports them.
+Pass = Any  # irkernel.transform.pass_base.Pass
+PassInstrument = Any  # irkernel.instrument.PassInstrument (see instrument_protocol)
 
 logger = logging.getLogger("irkernel.transform")
-
-# ---------------------------------------------------------------------------
-# PassInfo
-# ---------------------------------------------------------------------------
-
-
-def _name_list(arg: str, value: object, allow_set: bool) -> tuple[str, ...]:
-    """A tuple of pass names from a list/tuple (or set); TypeError naming ``arg``."""
-    if value is None:
-        return ()
-    kinds: tuple[type, ...] = (list, tuple, set, frozenset) if allow_set else (list, tuple)
-    if not isinstance(value, kinds):
-        want = "list/tuple/set" if allow_set else "list/tuple"
-        raise TypeError(f"{arg} must be a {want} of pass names, got {type(value).__name__}")
-    seq = cast("Iterable[Any]", value)
-    items: list[Any] = sorted(seq) if isinstance(value, (set, frozenset)) else list(seq)
-    for item in items:
-        if not isinstance(item, str) or not item:
-            raise TypeError(f"{arg} must hold non-empty str pass names, got {item!r}")
-    return tuple(items)
-
-
-@dataclass(frozen=True)
-class PassInfo:
-    """Metadata of a pass: optimization level, name and required passes.
-
-    Parameters
-    ----------
-    opt_level : int
-        The pass runs inside a :class:`Sequential` when ``opt_level <= ctx.opt_level``.
-    name : str
-        The pass name (the registry key for built-in passes).
-    required : list or tuple of str, optional
-        Names of passes (looked up in the registry) that must run before this one.
-
-    Examples
-    --------
-    >>> PassInfo(1, "MyPass", ["FoldConstant"]).required
-    ('FoldConstant',)
-    """
-
-    opt_level: int
-    name: str
-    required: tuple[str, ...] = field(default=())
-
-    def __init__(self, opt_level: int, name: str,
-                 required: list[str] | tuple[str, ...] | None = None) -> None:
-        if not isinstance(opt_level, int) or isinstance(opt_level, bool):
-            raise TypeError(f"opt_level must be an int, got {type(opt_level).__name__}")
-        if not isinstance(name, str) or not name:
-            raise TypeError(f"name must be a non-empty str, got {name!r}")
-        object.__setattr__(self, "opt_level", opt_level)
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "required", _name_list("required", required, False))
-
-    def __str__(self) -> str:
-        return (f"pass name: {self.name}, opt_level: {self.opt_level}, "
-                f"required passes: [{', '.join(self.required)}]")
-
-
-# ---------------------------------------------------------------------------
-# config registry (append-only, like the pass registry)
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _ConfigOption:
-    name: str
-    type: type
-    default: Any
-    description: str
-    check: Callable[[Any], str | None] | None
-
-
-_CONFIGS: dict[str, _ConfigOption] = {}
-_CONFIG_LOCK = threading.Lock()
-
-
-def _coerce(option: _ConfigOption, value: Any) -> Any:
-    """``value`` as the option's type; TypeError/ValueError naming the key."""
-    typ = option.type
-    if typ is bool:
-        ok = isinstance(value, bool)
-    elif typ is int:
-        ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-    elif typ is float:
-        ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    else:
-        ok = isinstance(value, typ)
-    if not ok:
-        raise TypeError(f"pass config {option.name!r} expects {typ.__name__}, "
-                        f"got {type(value).__name__} ({value!r})")
-    if typ is int:
-        value = int(cast(int, value))
-    elif typ is float:
-        value = float(cast(float, value))
-    if option.check is not None:
-        problem = option.check(value)
-        if problem:
-            raise ValueError(f"pass config {option.name!r}: {problem} (got {value!r})")
-    return value
-
-
-def register_pass_config(name: str, type: type, default: Any, *,  # TVM's parameter names
-                         description: str = "",
-                         check: Callable[[Any], str | None] | None = None) -> None:
-    """Register a config option accepted by ``PassContext(config=...)``.
-
-    Parameters
-    ----------
-    name : str
-        The key, by convention ``"<pass or package>.<option>"``.
-    type : type
-        The value type (``int``, ``float``, ``bool``, ``str`` or any class).
-        ``int`` rejects bools; ``float`` accepts ints.
-    default : object
-        The value ``ctx.get_config(name)`` returns when the context does not set it.
-    description : str, optional
-        One line shown by :meth:`PassContext.list_configs`.
-    check : callable, optional
-        ``check(value)`` returns an error message for a bad value, or None.
-
-    Raises
-    ------
-    ValueError
-        When ``name`` is already registered, or ``default`` fails ``check``.
-    TypeError
-        When ``default`` does not have type ``type``.
-    """
-    if not isinstance(name, str) or not name:
-        raise TypeError(f"register_pass_config: name must be a non-empty str, got {name!r}")
-    if not isinstance(type, builtins.type):
-        raise TypeError(f"register_pass_config: type must be a class, got {type!r}")
-    option = _ConfigOption(name, type, default, description, check)
-    option = _ConfigOption(name, type, _coerce(option, default), description, check)
-    with _CONFIG_LOCK:
-        if name in _CONFIGS:
-            raise ValueError(f"pass config {name!r} is already registered")
-        _CONFIGS[name] = option
-
-
-def _check_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
-    if config is None:
-        return {}
-    if not isinstance(config, Mapping):
-        raise TypeError(f"config must be a mapping, got {builtins.type(config).__name__}")
-    out: dict[str, Any] = {}
-    for key, value in config.items():
-        option = _CONFIGS.get(key)
-        if option is None:
-            known = ", ".join(sorted(_CONFIGS)) or "none"
-            raise ValueError(f"unknown pass config key {key!r}; registered keys: {known}")
-        out[key] = _coerce(option, value)
-    return out
-
-
-def _at_least(low: int) -> Callable[[Any], str | None]:
-    def check(value: Any) -> str | None:
-        return f"must be >= {low}" if value < low else None
-    return check
-
-
-register_pass_config("irkernel.bisect_limit", int, -1, check=_at_least(-1),
-                     description="run only the first N pass executions (-1: no limit)")
-register_pass_config("irkernel.fixpoint_max_iterations", int, 10, check=_at_least(1),
-                     description="bound on the rounds of a fixpoint(...) pipeline")
-
 
 # ---------------------------------------------------------------------------
 # thread-local state: the context stack, the default context, running frames
@@ -326,11 +161,11 @@ class PassContext:
         if opt_level < 0:
             raise ValueError(f"opt_level must be >= 0, got {opt_level}")
         self.opt_level = opt_level
-        self.required_pass = _name_list("required_pass", required_pass, True)
-        self.disabled_pass = _name_list("disabled_pass", disabled_pass, True)
+        self.required_pass = name_list("required_pass", required_pass, True)
+        self.disabled_pass = name_list("disabled_pass", disabled_pass, True)
         self._required_set = frozenset(self.required_pass)
         self._disabled_set = frozenset(self.disabled_pass)
-        self._config = _check_config(config)
+        self._config = check_config(config)
         self.config: Mapping[str, Any] = MappingProxyType(self._config)
         self._bisect_limit: int = self.get_config("irkernel.bisect_limit")
         self._executions = 0
@@ -438,18 +273,12 @@ class PassContext:
         """
         if key in self._config:
             return self._config[key]
-        option = _CONFIGS.get(key)
-        if option is None:
-            known = ", ".join(sorted(_CONFIGS)) or "none"
-            raise ValueError(f"unknown pass config key {key!r}; registered keys: {known}")
-        return option.default
+        return config_default(key)
 
     @staticmethod
     def list_configs() -> dict[str, dict[str, Any]]:
         """Every registered config option: ``{name: {"type", "default", "description"}}``."""
-        return {name: {"type": opt.type.__name__, "default": opt.default,
-                       "description": opt.description}
-                for name, opt in sorted(_CONFIGS.items())}
+        return list_configs()
 
     # -- enabling rule --------------------------------------------------------
     def pass_enabled(self, info: PassInfo) -> bool:
@@ -533,7 +362,7 @@ def _check_instruments(instruments: Iterable[PassInstrument] | None) -> tuple[Pa
                         f"got {builtins.type(instruments).__name__}")
     items: tuple[Any, ...] = tuple(instruments)
     for pos, inst in enumerate(items):
-        if not isinstance(inst, PassInstrument):
+        if not is_instrument(inst):
             raise TypeError(f"instruments[{pos}] must be a PassInstrument (subclass it or use "
                             f"@pass_instrument), got {builtins.type(inst).__name__}")
     return items

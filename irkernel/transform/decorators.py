@@ -12,8 +12,8 @@ import functools
 from collections.abc import Sequence
 from typing import Any, cast
 
-from irkernel.transform.context import PassInfo
-from irkernel.transform.pass_base import FunctionPass, ModulePass, PrimFuncPass
+from irkernel.transform.pass_info import PassInfo
+from irkernel.transform.pass_kinds import FunctionPass, ModulePass, PrimFuncPass
 
 _Base = type[ModulePass] | type[FunctionPass]
 

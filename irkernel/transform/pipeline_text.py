@@ -1,4 +1,4 @@
-"""Textual pipelines: ``parse_pipeline(text)`` and the option formatting ``str(pass)`` uses.
+"""Textual pipelines: ``parse_pipeline(text)`` (the spelling of one pass is ``pass_text``).
 
 Grammar (whitespace between tokens is ignored)::
 
@@ -11,22 +11,22 @@ Grammar (whitespace between tokens is ignored)::
 ``max_iterations``) repeats its passes until nothing changes; any other
 unregistered ``NAME(...)`` is a nested Sequential of that name. ``str()`` of a
 pipeline prints the canonical text (no spaces), which parses back to the same
-text. Imports only the pass classes and the registry.
+text. Imports the pass classes, ``get_pass`` and the registry.
 """
 
 from __future__ import annotations
 
 # pyright: reportUnnecessaryIsInstance=false
 # (public entry points validate their arguments at run time)
-import math
-import numbers
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
-NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+from irkernel.transform.pass_base import get_pass
+from irkernel.transform.pass_kinds import FixedPoint, Sequential
+from irkernel.transform.pass_text import KEYWORDS, NAME_RE
+from irkernel.transform.registry import list_passes, registered
+
 _NUMBER_RE = re.compile(r"[+-]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?")
-_KEYWORDS = {"true": True, "false": False, "none": None}
 _MAX_DEPTH = 64
 
 
@@ -38,41 +38,6 @@ class PipelineParseError(ValueError):
         self.message = message
         self.text = text
         self.position = position
-
-
-# ---------------------------------------------------------------------------
-# formatting
-# ---------------------------------------------------------------------------
-
-
-def format_value(value: Any) -> str:
-    """One option value in pipeline syntax (the parser reads it back to an equal value)."""
-    if value is None or isinstance(value, bool):
-        return {None: "none", True: "true", False: "false"}[value]
-    if isinstance(value, numbers.Integral):
-        return str(int(value))
-    if isinstance(value, numbers.Real):
-        number = float(value)
-        if not math.isfinite(number):
-            raise ValueError(f"option value {number!r} has no pipeline spelling")
-        return repr(number)
-    if isinstance(value, str):
-        if (NAME_RE.fullmatch(value) and value not in _KEYWORDS):
-            return value
-        escaped = value.replace("\\", "\\\\").replace('"', '\\"')
-        return f'"{escaped}"'
-    if isinstance(value, (list, tuple)):
-        items = cast("Sequence[Any]", value)
-        return "[" + ",".join(format_value(v) for v in items) + "]"
-    raise TypeError(f"option value of type {type(value).__name__} has no pipeline spelling")
-
-
-def format_pass_text(name: str, options: Mapping[str, Any]) -> str:
-    """``Name`` or ``Name{key=value,...}``."""
-    if not options:
-        return name
-    body = ",".join(f"{key}={format_value(value)}" for key, value in options.items())
-    return f"{name}{{{body}}}"
 
 
 # ---------------------------------------------------------------------------
@@ -181,7 +146,7 @@ class _Parser:
             is_float = any(c in token for c in ".eE")
             return float(token) if is_float else int(token)
         word = self.name("an option value")
-        return _KEYWORDS.get(word, word)
+        return KEYWORDS.get(word, word)
 
     def string(self, quote: str) -> str:
         start = self.pos
@@ -201,8 +166,6 @@ class _Parser:
         raise self.error("unterminated string", start)
 
     def single(self, name: str, options: dict[str, Any], start: int, options_at: int) -> Any:
-        from irkernel.transform.registry import get_pass, list_passes, registered
-
         if name == "fixpoint":
             raise self.error("fixpoint needs a parenthesized pipeline: fixpoint(A,B)", start)
         if not registered(name):
@@ -215,9 +178,6 @@ class _Parser:
 
     def group(self, name: str, options: dict[str, Any], inner: list[Any], start: int,
               options_at: int) -> Any:
-        from irkernel.transform.pass_base import FixedPoint, Sequential
-        from irkernel.transform.registry import registered
-
         if name == "fixpoint":
             unknown = sorted(set(options) - {"max_iterations"})
             if unknown:
@@ -253,8 +213,6 @@ def parse_pipeline(text: str) -> Any:
         (a ValueError) naming the problem and its position, for bad syntax, an
         unknown pass, or options its factory rejects.
     """
-    from irkernel.transform.pass_base import Sequential
-
     if not isinstance(text, str):
         raise TypeError(f"parse_pipeline: text must be a str, got {type(text).__name__}")
     parser = _Parser(text)

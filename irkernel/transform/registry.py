@@ -1,27 +1,41 @@
-"""The pass registry (name -> factory) and the named pipelines O0..O3.
+"""The pass registry: name -> factory, append-only and lock-guarded.
 
-Append-only and lock-guarded, like the config registry (STYLE 9.5); it is
-one of the three pieces of module-level mutable state allowed. ``get_pass``
-never imports ``passes``: importing that package is what registers the
-built-in graph passes.
+One of the three pieces of module-level mutable state allowed (STYLE 9.5),
+like the config and op registries. ``irkernel.transform.get_pass`` turns a
+name into a Pass through it.
+
+Finding the built-in passes: the graph and TIR passes live in the ``passes``
+package, a higher layer that this one must not import. They are found the
+way plugins are: ``passes`` declares itself under the entry-point group
+``irkernel.passes`` (``pyproject.toml``), and the first lookup of a name that
+is not registered yet loads every module of that group once. So
+``get_pass("O2")`` works right after ``import irkernel``, a third-party
+package can ship passes the same way, and no import edge points up.
+Alternatives considered: importing ``passes`` from here (an upward edge, even
+when deferred) and keeping the old silent behaviour (O2 was an empty pipeline
+until ``passes`` had been imported by someone).
 """
 
 from __future__ import annotations
 
 # pyright: reportUnnecessaryIsInstance=false
 # (public entry points validate their arguments at run time)
+import importlib.metadata
 import threading
 from collections.abc import Callable
 from typing import Any
 
-from irkernel.transform.pass_base import FixedPoint, Pass, Sequential
-from irkernel.transform.pipeline_text import NAME_RE, format_pass_text
+from irkernel.transform.pass_text import NAME_RE
 
-PassFactory = Callable[..., Pass]
+PassFactory = Callable[..., Any]
+
+#: The entry-point group that provides passes (loaded on the first unknown name).
+ENTRY_POINT_GROUP = "irkernel.passes"
 
 _REGISTRY: dict[str, PassFactory] = {}
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()
 _RESERVED = {"fixpoint"}
+_discovered = threading.Event()
 
 
 def register_pass(name: str, factory: PassFactory) -> PassFactory:
@@ -59,79 +73,37 @@ def register_pass(name: str, factory: PassFactory) -> PassFactory:
     return factory
 
 
+def discover() -> None:
+    """Load every module of the ``irkernel.passes`` entry-point group, once per process.
+
+    A provider that fails to import raises its ImportError (once: the group is
+    not loaded again), so a broken install is reported, not hidden.
+    """
+    if _discovered.is_set():
+        return
+    with _LOCK:
+        if _discovered.is_set():
+            return
+        _discovered.set()  # before loading: a provider's own lookups must not recurse
+        for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+            entry.load()  # a broken provider raises here, naming its module
+
+
+def lookup(name: str) -> PassFactory | None:
+    """The factory registered as ``name``, discovering the providers on a miss."""
+    factory = _REGISTRY.get(name)
+    if factory is None and not _discovered.is_set():
+        discover()
+        factory = _REGISTRY.get(name)
+    return factory
+
+
 def registered(name: str) -> bool:
-    """Whether a pass is registered under ``name``."""
-    return name in _REGISTRY
+    """Whether a pass is registered under ``name`` (after discovering the providers)."""
+    return lookup(name) is not None
 
 
 def list_passes() -> tuple[str, ...]:
     """Names of every registered pass and pipeline, in registration order."""
+    discover()
     return tuple(_REGISTRY)
-
-
-def get_pass(name: str, /, **options: Any) -> Pass:
-    """A new pass from the factory registered as ``name``.
-
-    Parameters
-    ----------
-    name : str
-        The registered name, e.g. ``"FoldConstant"`` or ``"O2"``.
-    **options
-        Keyword arguments for the factory (``FoldConstant{max_elements=1024}``
-        in a textual pipeline).
-
-    Returns
-    -------
-    Pass
-        ``str()`` of it is its pipeline text, e.g. ``FoldConstant{max_elements=1024}``.
-
-    Raises
-    ------
-    ValueError
-        When ``name`` is not registered (listing the registered names).
-    TypeError
-        When the factory does not return a Pass (or rejects the options).
-    """
-    factory = _REGISTRY.get(name)
-    if factory is None:
-        known = ", ".join(_REGISTRY) or "none"
-        raise ValueError(f"unknown pass {name!r}; registered passes: {known}")
-    made = factory(**options)
-    if not isinstance(made, Pass):
-        raise TypeError(f"the factory registered as {name!r} returned "
-                        f"{type(made).__name__}, not a Pass")
-    made._text = format_pass_text(name, options)  # pyright: ignore[reportPrivateUsage]
-    return made
-
-
-# ---------------------------------------------------------------------------
-# named pipelines
-# ---------------------------------------------------------------------------
-
-#: Pass names of each named pipeline; names not registered when the pipeline
-#: is built (``get_pass("O2")``) are left out, so these fill in as the
-#: ``passes`` package registers its passes. O3 is O2 repeated to a fixed point.
-PIPELINES: dict[str, tuple[str, ...]] = {
-    "O0": (),
-    "O1": ("FoldConstant", "DeadCodeElimination"),
-    "O2": ("FoldConstant", "SimplifyArith", "EliminateCommonSubexpr", "DeadCodeElimination"),
-    "O3": ("FoldConstant", "SimplifyArith", "EliminateCommonSubexpr", "DeadCodeElimination"),
-}
-
-
-def _named_pipeline(level: str) -> PassFactory:
-    def factory() -> Pass:
-        passes = [get_pass(name) for name in PIPELINES[level] if name in _REGISTRY]
-        if level == "O3":
-            passes = [FixedPoint(passes)]
-        return Sequential(passes, opt_level=0, name=level)
-
-    factory.__name__ = factory.__qualname__ = level
-    factory.__doc__ = (f"The {level} pipeline: "
-                       f"{', '.join(PIPELINES[level]) or 'no passes'}"
-                       f"{' (to a fixed point)' if level == 'O3' else ''}.")
-    return factory
-
-
-for _level in PIPELINES:
-    register_pass(_level, _named_pipeline(_level))

@@ -11,7 +11,6 @@ Imports irkernel only (never runtime).
 from __future__ import annotations
 
 from irkernel import transform
-
 from passes.tir.flatten_buffer import FlattenBuffer, flatten_buffer
 from passes.tir.lower_parallel import LowerParallel, lower_parallel
 from passes.tir.simplify import Simplify, simplify

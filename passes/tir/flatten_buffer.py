@@ -23,8 +23,9 @@ from typing import Any
 from irkernel import transform
 from irkernel.tir import dtype as dt
 from irkernel.tir.buffer import Buffer, BufferLoad
+from irkernel.tir.construct import binary, cast
 from irkernel.tir.expr import Add as _Add
-from irkernel.tir.expr import Broadcast, IntImm, PrimExpr, binary, cast
+from irkernel.tir.expr import Broadcast, IntImm, PrimExpr
 from irkernel.tir.expr import Mul as _Mul
 from irkernel.tir.function import PrimFunc
 from irkernel.tir.functor import Mutator

@@ -29,6 +29,7 @@ from typing import Any
 from irkernel import transform
 from irkernel.tir import dtype as dt
 from irkernel.tir.analysis import Interval, const_int, int_bounds
+from irkernel.tir.construct import const
 from irkernel.tir.expr import (
     EQ,
     GE,
@@ -59,7 +60,6 @@ from irkernel.tir.expr import (
     Select,
     Sub,
     Var,
-    const,
 )
 from irkernel.tir.function import PrimFunc
 from irkernel.tir.functor import Mutator, children, free_vars, substitute

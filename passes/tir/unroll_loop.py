@@ -28,8 +28,9 @@ from typing import Any
 from irkernel import transform
 from irkernel.ir.errors import IRError
 from irkernel.tir.analysis import const_int
+from irkernel.tir.construct import binary
 from irkernel.tir.expr import Add as _Add
-from irkernel.tir.expr import IntImm, PrimExpr, binary
+from irkernel.tir.expr import IntImm, PrimExpr
 from irkernel.tir.function import PrimFunc
 from irkernel.tir.functor import substitute
 from irkernel.tir.stmt import (

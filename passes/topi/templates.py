@@ -34,9 +34,19 @@ from typing import Any
 
 from irkernel.ir import ops
 from irkernel.ir.ids import DTYPE_NAMES, FLOAT_DTYPES
-from irkernel.ir.ops import BROADCAST, ELEMWISE, INJECTIVE, OUT_EWISE_FUSABLE, REDUCE, TensorType, normalize_axes, permutation
+from irkernel.ir.ops import (
+    BROADCAST,
+    ELEMWISE,
+    INJECTIVE,
+    OUT_EWISE_FUSABLE,
+    REDUCE,
+    TensorType,
+    normalize_axes,
+    permutation,
+)
 from irkernel.tir import te
-from irkernel.tir.expr import FloorDiv, FloorMod, IntImm, Max, Min, PrimExpr, call, cast, const, eq, ne, select
+from irkernel.tir.construct import call, cast, const, eq, ne, select
+from irkernel.tir.expr import FloorDiv, FloorMod, IntImm, Max, Min, PrimExpr
 from irkernel.tir.function import PrimFunc
 
 Shape = tuple[int, ...]

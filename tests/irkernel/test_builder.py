@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import irkernel as ik
-from irkernel.ir import builder as builder_module
 from irkernel import ops
+from irkernel.ir import builder as builder_module
 from irkernel.ir.ids import FLOAT32, FLOAT64, INT32, NONE
 
 # op -> (param (shape, dtype) list, attrs, expected (dtype, shape))

@@ -9,7 +9,18 @@ import pytest
 
 from irkernel import ops
 from irkernel.ir.errors import TypeInferenceError
-from irkernel.ir.ids import BOOL, ENC_BINARY, ENC_CONST, ENC_PARAM, ENC_UNARY, ENC_VARIADIC, FLOAT32, FLOAT64, INT32, INT64
+from irkernel.ir.ids import (
+    BOOL,
+    ENC_BINARY,
+    ENC_CONST,
+    ENC_PARAM,
+    ENC_UNARY,
+    ENC_VARIADIC,
+    FLOAT32,
+    FLOAT64,
+    INT32,
+    INT64,
+)
 
 OPS = ops.all_ops()
 OP_NAMES = [op.name for op in OPS]
@@ -34,7 +45,7 @@ def test_opcode_constant_matches_registry(name):
     assert OPS[op.opcode] is op
 
 
-def test_issue_ops_are_all_registered():
+def test_required_ops_are_all_registered():
     assert set(REQUIRED) <= set(OP_NAMES)
     assert len(set(OP_NAMES)) == len(OP_NAMES)
 

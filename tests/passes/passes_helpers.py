@@ -15,7 +15,7 @@ import irkernel as ik
 import passes
 from irkernel import transform
 
-#: The graph passes of issue 4, by registered (= constructor) name.
+#: The graph passes of O2, by registered (= constructor) name.
 GRAPH_PASSES: tuple[str, ...] = ("FoldConstant", "DeadCodeElimination",
                                  "EliminateCommonSubexpr", "SimplifyArith")
 

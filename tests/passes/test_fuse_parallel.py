@@ -15,9 +15,9 @@ import irkernel as ik
 import passes
 import runtime
 from irkernel import tir
-from passes.topi.matmul import matmul_with_epilogue, scheduled_matmul
 from irkernel.tir import script as T
 from passes._fuse_parallel import PARALLEL_MIN_WORK, independent_outer, parallelize, work
+from passes.topi.matmul import matmul_with_epilogue, scheduled_matmul
 
 
 def _chain(shape: tuple[int, ...]) -> ik.IRModule:

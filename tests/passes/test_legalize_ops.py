@@ -18,8 +18,8 @@ from passes_helpers import assert_same_results
 import irkernel as ik
 import passes
 from irkernel import ops, transform
-from irkernel.testing import functions_with_inputs, random_function, random_inputs
 from irkernel.ir.rebuild import rebuild
+from irkernel.testing import functions_with_inputs, random_function, random_inputs
 from irkernel.tir import PrimFunc, te
 
 INEXACT = {"exp", "log", "tanh", "sigmoid", "power", "sum", "mean", "matmul"}
@@ -360,8 +360,8 @@ def test_float_matmul_uses_the_scheduled_kernel() -> None:
 
 def test_matmul_epilogue_fuses_bias_and_relu() -> None:
     runtime = pytest.importorskip("runtime")
-    from passes.topi.matmul import matmul_with_epilogue
     from irkernel.tir import Buffer, const, select
+    from passes.topi.matmul import matmul_with_epilogue
 
     bias = Buffer("x2", (64,), "float32")
     zero = const(0, "float32")

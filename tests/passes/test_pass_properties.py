@@ -197,7 +197,7 @@ def test_every_pass_is_registered_under_its_constructor_name(name: str) -> None:
     assert name in transform.list_passes()
 
 
-def test_pass_kinds_and_opt_levels_follow_the_issue() -> None:
+def test_pass_kinds_and_opt_levels_are_documented_ones() -> None:
     assert isinstance(passes.FoldConstant(), transform.FunctionPass)
     assert isinstance(passes.EliminateCommonSubexpr(), transform.FunctionPass)
     assert isinstance(passes.SimplifyArith(), transform.FunctionPass)

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from irkernel import ops
 from irkernel.ir.ids import DTYPE_NAMES, dtype_code
-from passes.topi.templates import TEMPLATES
 from irkernel.tir import For, PrimFunc, SeqStmt, interpret, te
 from irkernel.tir import script as T
+from passes.topi.templates import TEMPLATES
 
 shapes = st.lists(st.integers(1, 3), min_size=0, max_size=3).map(tuple)
 

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from irkernel.transform import registry as _pass_registry
 from irkernel.transform import PassContext
+from irkernel.transform import registry as _pass_registry
 
 
 @pytest.fixture

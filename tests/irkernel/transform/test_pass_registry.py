@@ -213,3 +213,36 @@ def test_parse_pipeline_type_error() -> None:
 
 def _unused(*args: Any) -> None:
     del args
+
+
+def test_builtin_passes_are_found_on_first_lookup_after_import_irkernel() -> None:
+    """``get_pass("O2")`` right after ``import irkernel``: the registry loads the built-in
+    passes through their entry point, and importing irkernel alone never imports them."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import json, sys\n"
+        "import irkernel\n"
+        "from irkernel import transform\n"
+        "before = 'passes' in sys.modules\n"
+        "o2 = transform.get_pass('O2')\n"
+        "print(json.dumps([before, [p.info.name for p in o2.passes]]))\n")
+    root = Path(__file__).resolve().parents[3]
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "PYTHONPATH": str(root)}, check=True)
+    before, names = json.loads(out.stdout)
+    assert before is False
+    assert names == list(transform.PIPELINES["O2"])
+
+
+def test_named_pipeline_with_an_unregistered_member_names_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from irkernel.transform import pipelines
+
+    monkeypatch.setitem(pipelines.PIPELINES, "O1", ("FoldConstant", "NoSuchPass"))
+    with pytest.raises(ValueError, match="pipeline O1 needs pass 'NoSuchPass'"):
+        transform.get_pass("O1")

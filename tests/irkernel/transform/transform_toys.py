@@ -42,7 +42,7 @@ def negate_output(func: ik.Function) -> ik.Function:
 
 
 class FakePrimFunc:
-    """Stands in for tir.PrimFunc (issue 5): the class marker is what PrimFuncPass tests."""
+    """Stands in for tir.PrimFunc: the class marker is what PrimFuncPass tests."""
 
     _irkernel_prim_func = True
 

@@ -1,0 +1,25 @@
+"""Opcodes of the built-in graph ops: ``OP_<NAME>`` ints, fixed forever.
+
+Numba caches kernels that read these numbers as compile-time constants, so
+they never change between versions; new built-in ops are appended. The op
+table (:mod:`irkernel.ir.ops`) checks at import that its rows come in this
+order. Kept apart from the table so the compiled scalar semantics
+(:mod:`irkernel.ir.scalar_ops`), which the table's references call, can read
+opcodes without importing the table. Imports nothing.
+"""
+
+from __future__ import annotations
+
+#: Names of the built-in ops; the index of a name is its opcode.
+BUILTIN_OP_NAMES = (
+    "param", "const", "add", "subtract", "multiply", "divide", "maximum", "minimum",
+    "power", "negative", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs",
+    "where", "equal", "less", "greater", "matmul", "sum", "max", "mean", "reshape",
+    "permute_dims", "broadcast_to", "astype", "concat", "call_func", "call_tir",
+)
+
+OP_PARAM, OP_CONST, OP_ADD, OP_SUBTRACT, OP_MULTIPLY, OP_DIVIDE, OP_MAXIMUM, OP_MINIMUM, \
+    OP_POWER, OP_NEGATIVE, OP_EXP, OP_LOG, OP_SQRT, OP_TANH, OP_SIGMOID, OP_RELU, OP_ABS, \
+    OP_WHERE, OP_EQUAL, OP_LESS, OP_GREATER, OP_MATMUL, OP_SUM, OP_MAX, OP_MEAN, OP_RESHAPE, \
+    OP_PERMUTE_DIMS, OP_BROADCAST_TO, OP_ASTYPE, OP_CONCAT, OP_CALL_FUNC, OP_CALL_TIR = \
+    range(len(BUILTIN_OP_NAMES))

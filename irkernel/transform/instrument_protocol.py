@@ -1,0 +1,41 @@
+"""What the pass context needs to know about instruments, without importing them.
+
+The instrument classes (``irkernel.instrument``) sit a layer above the pass
+context that calls them. The context only needs two facts, declared here by
+markers the base class sets: whether an object is a pass instrument (the
+class attribute ``_irkernel_pass_instrument``), and whether a hook is the base
+class's no-op (the function attribute ``_irkernel_noop_hook``, set by
+:func:`noop_hook`), so that it builds call lists holding only the hooks an
+instrument overrides. The same marker idiom tells PrimFuncs apart
+(``irkernel.ir.module.is_prim_func``). Imports nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+#: The five hooks, in the order a context calls them over its life.
+HOOK_NAMES = ("enter_pass_ctx", "exit_pass_ctx", "should_run", "run_before_pass",
+              "run_after_pass")
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def noop_hook(fn: _F) -> _F:
+    """Mark a base-class hook as a no-op that the context never needs to call."""
+    fn._irkernel_noop_hook = True  # type: ignore[attr-defined]
+    return fn
+
+
+def is_instrument(obj: object) -> bool:
+    """Whether ``obj`` is a pass instrument (an ``irkernel.instrument.PassInstrument``)."""
+    return bool(getattr(type(obj), "_irkernel_pass_instrument", False))
+
+
+def overridden_hook(inst: object, hook: str) -> Callable[..., Any] | None:
+    """The bound hook of ``inst``, or None when it is the base class's no-op."""
+    bound = getattr(inst, hook)
+    if getattr(getattr(bound, "__func__", None), "_irkernel_noop_hook", False):
+        return None
+    return bound
