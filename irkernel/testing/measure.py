@@ -9,29 +9,13 @@ import numpy as np
 
 from irkernel.ir import ops
 from irkernel.ir.function import Function
-from irkernel.ir.ids import ENC_BINARY, ENC_UNARY, ENC_VARIADIC
+from irkernel.ir.operands import operand_csr
 
 
 def operand_lists(func: Function) -> tuple[np.ndarray, np.ndarray]:
-    """CSR of every node's operands: ``(ptr int64[n+1], args int32[k])`` (whole-array work)."""
-    enc = ops.op_arrays().encoding[func.kind]
-    count = np.where(enc == ENC_BINARY, 2, np.where(enc == ENC_UNARY, 1, 0)).astype(np.int64)
-    variadic = enc == ENC_VARIADIC
-    count[variadic] = func.a1[variadic]
-    ptr = np.zeros(func.num_nodes + 1, np.int64)
-    np.cumsum(count, out=ptr[1:])
-    args = np.empty(int(ptr[-1]), np.int32)
-    fixed = (enc == ENC_UNARY) | (enc == ENC_BINARY)
-    args[ptr[:-1][fixed]] = func.a0[fixed]
-    binary = enc == ENC_BINARY
-    args[ptr[:-1][binary] + 1] = func.a1[binary]
-    vnodes = np.nonzero(variadic)[0]
-    if len(vnodes):
-        cnt = count[vnodes]
-        within = np.arange(int(cnt.sum()), dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-        args[np.repeat(ptr[vnodes], cnt) + within] = func.extra[
-            np.repeat(func.a0[vnodes].astype(np.int64), cnt) + within]
-    return ptr, args
+    """CSR of every node's operands: ``(ptr int64[n+1], args int32[k])`` (read-only)."""
+    csr = operand_csr(func)
+    return csr.ptr, csr.ids
 
 
 def graph_fractions(func: Function) -> dict[str, float]:
