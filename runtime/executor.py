@@ -36,6 +36,7 @@ from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
 from irkernel.ir.ids import NUMPY_DTYPES
 from irkernel.ir.interp import check_inputs
+from irkernel.ir.operands import operand_csr
 from irkernel.tir.buffer import Buffer
 from irkernel.tir.expr import IntImm
 from runtime.abi import CallingConvention, empty
@@ -213,7 +214,8 @@ class GraphExecutor:
         # Plain lists and per-signature caches: building the launch list of a 1e5-kernel
         # graph is one cheap Python step per node, and each distinct (callee, operand
         # types) pair is checked against its kernel once.
-        a0, a1, extra = func.a0.tolist(), func.a1.tolist(), func.extra.tolist()
+        csr = operand_csr(func)
+        ptr, operand_ids = csr.ptr.tolist(), csr.ids.tolist()
         attr_ids = func.attr_id.tolist()
         type_key = ((func.dtype.astype(np.int64) << 32) | func.shape_id).tolist()
         callee_of: dict[int, str] = {}
@@ -222,7 +224,7 @@ class GraphExecutor:
             callee = callee_of.get(attr_ids[node])
             if callee is None:
                 callee = callee_of[attr_ids[node]] = func.node_attrs(node)["callee"]
-            operands = extra[a0[node]:a0[node] + a1[node]]
+            operands = operand_ids[ptr[node]:ptr[node + 1]]
             if self._kinds[node] == ops.OP_CALL_FUNC:
                 args = [(*self._source(j, 16), j) for j in operands]
                 templates.append((_CALL, callee, args, self._new_slot(node)))

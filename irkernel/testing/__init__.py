@@ -1,8 +1,9 @@
-"""Facade: seeded random graphs and hypothesis strategies for tests, benchmarks and the CLI.
+"""Testing layer: seeded random graphs and hypothesis strategies for tests, benchmarks, the CLI.
 
 Re-exports ``spec`` (GraphSpec, DEFAULT_OPS), ``generate`` (random_function, random_module,
 random_inputs), ``measure`` (graph_fractions, operand_lists) and ``strategies`` (hypothesis,
-imported lazily); imports only those. Generators: ``bulk`` (scalar), ``small`` (tensors).
+imported lazily). Generators: ``bulk`` (scalar), ``small`` (tensors). May import
+``irkernel.ir`` only (and hypothesis, lazily, inside the strategies).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ affine forms), ``printer``, ``verify``, ``script`` (the tracer) and
 codegen). Lower modules call higher ones only through hooks
 (``irkernel.ir.hooks``) that the higher ones install when imported here:
 ``expr.BINARY`` (construct), ``buffer.STORE`` (script), ``function.PRINT``
-(printer), ``function.VERIFY`` (verify). Never imports ``passes`` or ``runtime``.
+(printer), ``function.VERIFY`` (verify). May import ``irkernel.ir`` only.
 """
 
 from __future__ import annotations
