@@ -17,14 +17,14 @@ None. Arguments are the PrimFunc's parameters in order (or by keyword):
 
 Violations raise ``TypeError`` (wrong kind or dtype, wrong argument count)
 or ``ValueError`` (shape, layout, alignment, aliasing) naming the argument,
-before any native code runs: bad input is never a segfault. The native
-signature is ``(buffer pointers..., scalars..., shape vars...)`` (see
-``runtime/lower.py``).
+before any native code runs: bad input is never a segfault. Natively every
+kernel takes one pointer to an ``int64`` array, one slot per parameter and
+then per shape var (``runtime/lower.py``): :meth:`CallingConvention.pack`
+builds that array.
 """
 
 from __future__ import annotations
 
-import ctypes
 import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -39,10 +39,6 @@ from irkernel.tir.functor import post_order
 from irkernel.tir.interp import evaluate
 from irkernel.tir.printer import expr_text
 from irkernel.tir.stmt import BufferStore
-
-_CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double, "int32": ctypes.c_int32,
-           "int64": ctypes.c_int64, "bool": ctypes.c_uint8}
-
 
 def _describe(buf: Buffer) -> str:
     return f"{buf.dtype}[{', '.join(expr_text(s) for s in buf.shape)}]"
@@ -79,9 +75,8 @@ class CallingConvention:
         self.shape_vars = func.shape_vars
         self.written = frozenset(n.buffer.name for n in post_order(func.body)
                                  if isinstance(n, BufferStore))
-        self.argtypes = [ctypes.c_void_p if isinstance(p, Buffer) else _CTYPES[p.dtype]
-                         for p in self.params]
-        self.argtypes += [_CTYPES[v.dtype] for v in self.shape_vars]
+        #: Number of int64 slots of the packed argument array (params, then shape vars).
+        self.n_slots = len(self.params) + len(self.shape_vars)
         self.positions = {p.name: k for k, p in enumerate(self.params)}
 
     @property
@@ -114,8 +109,8 @@ class CallingConvention:
                             f"(got {len(args) + len(kwargs)} of {n})")
         return out
 
-    def pack(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[Any]:
-        """Check every argument and return the native argument values.
+    def pack(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> np.ndarray:
+        """Check every argument and return the packed argument slots (``int64[n_slots]``).
 
         Raises
         ------
@@ -141,7 +136,7 @@ class CallingConvention:
                                  f"{expr_text(expr)} = {want}")
         self._check_aliasing(arrays)
         native.extend(env[v.name] for v in self.shape_vars)
-        return native
+        return np.array(native, dtype=np.int64)
 
     def _bind(self, what: str, expr: PrimExpr, actual: int, env: dict[str, int],
               deferred: list[tuple[str, PrimExpr, int]]) -> None:
@@ -207,16 +202,36 @@ class CallingConvention:
             if not lo <= int(value) <= hi:
                 raise ValueError(f"{self.name}: {arg} = {value} does not fit {elem}")
             return int(value)
-        return float(value)
+        return int(np.float64(value).view(np.int64))  # a float travels as float64 bits
 
     def _check_aliasing(self, arrays: list[tuple[str, np.ndarray]]) -> None:
-        for i, (name_a, a) in enumerate(arrays):
-            for name_b, b in arrays[i + 1:]:
-                if (name_a in self.written or name_b in self.written) \
-                        and np.may_share_memory(a, b):
-                    raise ValueError(f"{self.name}: arguments {name_a!r} and {name_b!r} "
-                                     "overlap in memory, and the kernel writes one of them "
-                                     "(buffers are noalias; pass a copy)")
+        """No written buffer may overlap another buffer argument (by byte range).
+
+        One sort of the ranges, then a sweep that remembers the range reaching
+        furthest so far and the written range reaching furthest: any
+        overlapping pair with a written member meets one of them. O(n log n),
+        so a kernel of thousands of buffers (a concat of many tensors) checks
+        as fast as a small one.
+        """
+        spans = sorted((a.ctypes.data, a.ctypes.data + a.nbytes, name)
+                       for name, a in arrays if a.size)
+        reach_any: tuple[int, int, str] | None = None
+        reach_written: tuple[int, int, str] | None = None
+        for span in spans:
+            lo, hi, name = span
+            written = name in self.written
+            hit = reach_written if reach_written is not None and lo < reach_written[1] else None
+            if hit is None and written and reach_any is not None and lo < reach_any[1]:
+                hit = reach_any
+            if hit is not None:
+                first, second = sorted((hit[2], name), key=lambda n: self.positions[n])
+                raise ValueError(f"{self.name}: arguments {first!r} and {second!r} "
+                                 "overlap in memory, and the kernel writes one of them "
+                                 "(buffers are noalias; pass a copy)")
+            if reach_any is None or hi > reach_any[1]:
+                reach_any = span
+            if written and (reach_written is None or hi > reach_written[1]):
+                reach_written = span
 
 
 class _Missing:

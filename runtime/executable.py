@@ -12,12 +12,12 @@ kernel stays callable after the executable is dropped.
 
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from runtime.abi import CallingConvention
 from runtime.jit import Engine, assembly, optimized_ir
+from runtime.launcher import KERNEL_TYPE
 from runtime.threadpool import take_error
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ class Kernel:
         self.address = address
         self._convention = convention
         self._engine = engine  # keeps the machine code alive
-        self._cfunc = ctypes.CFUNCTYPE(None, *convention.argtypes)(address)
+        self._cfunc = KERNEL_TYPE(address)
 
     @property
     def signature(self) -> str:
@@ -63,8 +63,8 @@ class Kernel:
         RuntimeError
             When the thread pool failed to run a parallel loop.
         """
-        native = self._convention.pack(args, kwargs)
-        self._cfunc(*native)
+        slots = self._convention.pack(args, kwargs)
+        self._cfunc(slots.ctypes.data)
         error = take_error()
         if error is not None:
             raise RuntimeError(f"{self.name}: a parallel loop failed to run") from error

@@ -1,31 +1,28 @@
 """GraphExecutor: runs one lowered graph Function on NumPy arrays.
 
-A lowered graph Function holds ``param``, ``const``, ``call_tir`` and
-``call_func`` nodes (``runtime.build`` guarantees it). The executor checks
-every ``call_tir`` against its compiled kernel *once, at build time* (buffer
-count, static shapes, dtypes, C-contiguous layout, only the last buffer
-written), so a run can call the kernels through raw pointers without the
-per-call argument checks of :class:`runtime.Kernel`: the only per-call checks
-are on the function's own inputs (count, dtype, shape; misaligned or
-non-contiguous inputs are copied).
+Build time (``runtime/launch_table.py``) turns the function into a table of
+kernel launches, checking every ``call_tir`` against its kernel once, so a
+run needs no per-kernel checks. A call then does, in order:
 
-Memory: intermediates live in one 64-byte aligned arena laid out by
-``runtime/memory_plan.py``. The executor keeps one arena and the launch list
-bound to it (absolute pointers precomputed); a concurrent call on the same
-executor (the arena is busy) binds a private arena instead, so calls are
-thread-safe. Outputs are fresh arrays every call (params and constants that
-are outputs are copied). ``call_func`` nodes run the callee's executor.
+1. check the inputs (count, dtype, shape; a non-contiguous or misaligned input
+   is copied) and, when given, the preallocated outputs ``out=[...]``;
+2. take a *binding* (an arena for the intermediates, laid out by
+   ``runtime/memory_plan.py``, and a private copy of the table's slots with
+   the arena's addresses filled in) from the executor's free list, or make one;
+3. write the call's dynamic addresses (inputs, outputs) into the slots with
+   one NumPy assignment, and run the launches with the native launcher
+   (``runtime/launcher.py``), one ctypes call per segment (``call_func``
+   nodes split segments and run their callee in between);
+4. return the outputs: fresh arrays (``np.empty``, first touched by the
+   kernel that writes them), or the ``out`` arrays.
 
-Launch mechanism, decided by measurement (bench/bench_executor.py): a Python
-loop of ctypes calls costs ~0.2-0.5 us per kernel here, under the 2 us
-target, so there is no generated AOT "main" (it would add an LLVM compile per
-build that the on-disk cache could not reuse, since kernel addresses change).
+A binding serves one call at a time, and concurrent calls take different
+ones, so an executor is thread-safe and calls on different threads run in
+parallel (the ctypes call releases the GIL).
 """
 
 from __future__ import annotations
 
-import ctypes
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -36,91 +33,42 @@ from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
 from irkernel.ir.ids import NUMPY_DTYPES
 from irkernel.ir.interp import check_inputs
-from irkernel.ir.operands import operand_csr
-from irkernel.tir.buffer import Buffer
-from irkernel.tir.expr import IntImm
-from runtime.abi import CallingConvention, empty
+from runtime.launch_table import (
+    _ARENA,
+    _CONST,
+    CallFunc,
+    CompiledKernel,
+    build_table,
+    check_kernel_call,
+)
+from runtime.launcher import run_steps
 from runtime.memory_plan import ALIGN, MemoryPlan, plan_memory
 from runtime.threadpool import take_error
 
 MAX_CALL_DEPTH = 64
 
-# Argument sources in a launch template.
-_ARENA, _STATIC, _DYNAMIC = 0, 1, 2
-# Step kinds in the launch list.
-_RUN, _RUN_DYNAMIC, _CALL = 0, 1, 2
+
+def _aligned_empty(shape: tuple[int, ...], dtype: np.dtype, align: int) -> np.ndarray:
+    """``np.empty``, over-allocated and sliced only when NumPy's 16 bytes are not enough."""
+    if align <= 16:
+        return np.empty(shape, dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + align, np.uint8)
+    start = (-raw.ctypes.data) % align
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
-class CompiledKernel:
-    """What the executor needs of one compiled PrimFunc: its address and convention.
+class _Binding:
+    """An arena and the table's slots bound to it (one call at a time)."""
 
-    ``owner`` is whatever keeps the machine code at ``address`` alive (the
-    ``runtime.Kernel``, which holds the JIT engine): an executor outliving its
-    Executable (``runtime.build(mod)["main"]``) must not call freed code.
-    """
+    __slots__ = ("arena", "slots")
 
-    __slots__ = ("address", "cfunc", "convention", "name", "owner")
-
-    def __init__(self, name: str, convention: CallingConvention, address: int,
-                 owner: Any = None) -> None:
-        self.name, self.convention, self.address = name, convention, address
-        self.owner = owner
-        self.cfunc = ctypes.CFUNCTYPE(None, *convention.argtypes)(address)
-
-
-def _static_dims(buf: Buffer) -> tuple[int, ...] | None:
-    if not all(isinstance(d, IntImm) for d in buf.shape):
-        return None
-    return tuple(int(d.value) for d in buf.shape)  # type: ignore[attr-defined]
-
-
-def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    out, acc = [], 1
-    for d in reversed(shape):
-        out.append(acc)
-        acc *= d
-    return tuple(reversed(out))
-
-
-def check_kernel_call(fname: str, node: int, kern: CompiledKernel,
-                      types: Sequence[tuple[np.dtype, tuple[int, ...]]]) -> None:
-    """Check that ``kern`` can be called with raw pointers to buffers of ``types``.
-
-    ``types`` are the (dtype, shape) of the operands, then of the result.
-    Raises IRError naming the function, node, callee and parameter.
-    """
-    conv = kern.convention
-    where = f"{fname}: node {node} (call_tir {kern.name!r})"
-    if len(conv.params) != len(types):
-        raise IRError(f"{where}: the PrimFunc has {len(conv.params)} parameters, expected "
-                      f"{len(types)} ({len(types) - 1} operands + the output)")
-    if conv.shape_vars:
-        raise IRError(f"{where}: shape vars {[v.name for v in conv.shape_vars]} are not "
-                      "allowed (call_tir needs static shapes)")
-    for pos, (param, (dtype, shape)) in enumerate(zip(conv.params, types, strict=True)):
-        if not isinstance(param, Buffer):
-            raise IRError(f"{where}: parameter {pos} ({param.name!r}) is a scalar; call_tir "
-                          "passes buffers only")
-        dims = _static_dims(param)
-        if dims != shape or np.dtype(param.dtype) != dtype:
-            raise IRError(f"{where}: parameter {pos} ({param.name!r}) is {param.dtype}"
-                          f"{list(dims) if dims is not None else '[symbolic]'}, but the "
-                          f"{'result' if pos == len(types) - 1 else 'operand'} is "
-                          f"{dtype.name}{list(shape)}")
-        if param.strides:
-            strides = tuple(int(s.value) if isinstance(s, IntImm) else -1 for s in param.strides)
-            if strides != _c_strides(shape):
-                raise IRError(f"{where}: parameter {pos} ({param.name!r}) declares strides "
-                              f"{strides}; call_tir passes C-contiguous buffers")
-        is_output = pos == len(types) - 1
-        if (param.name in conv.written) != is_output:
-            what = "never writes its output" if is_output else "writes operand"
-            raise IRError(f"{where}: the PrimFunc {what} {param.name!r} (destination passing: "
-                          "only the last buffer is written)")
+    def __init__(self, arena: np.ndarray | None, slots: np.ndarray) -> None:
+        self.arena, self.slots = arena, slots
 
 
 class GraphExecutor:
-    """Runs one graph Function of a built module: ``ex(*arrays) -> list[np.ndarray]``.
+    """Runs one graph Function of a built module: ``ex(*arrays, out=None) -> list[np.ndarray]``.
 
     Parameters
     ----------
@@ -147,259 +95,200 @@ class GraphExecutor:
         self._graphs = graphs
         self._kernels = dict(kernels)  # keeps the kernels' machine code alive (see owner)
         self.plan: MemoryPlan = plan_memory(func)
-        self._offsets = self.plan.offset_of()
-        self._kinds: list[int] = func.kind.tolist()
-        self._dtypes = [NUMPY_DTYPES[c] for c in func.dtype.tolist()]
-        self._shapes = [func.shapes[s] for s in func.shape_id.tolist()]
-        self._slot: dict[int, int] = {}      # node id -> dynamic slot (params, outputs, calls)
-        self._align: list[int] = []          # per slot: the alignment its readers need
-        self._consts: dict[int, np.ndarray] = {}
-        for node in func.params.tolist():   # slots 0..p-1 are the inputs, in order
-            self._new_slot(node)
-        self._templates = self._compile_steps(kernels)
-        self._fresh = [(self._slot[n], self._dtypes[n], self._shapes[n])
-                       for n in self._fresh_nodes]
+        self._table = build_table(name, func, self._kernels, self.plan)
+        self._n_params = len(func.params)
+        self._out_types = [(NUMPY_DTYPES[int(func.dtype[o])], func.shapes[int(func.shape_id[o])])
+                           for o in func.outputs.tolist()]
         self._outputs = self._output_plan()
-        self._lock = threading.Lock()
-        self._bound: tuple[np.ndarray | None, list[tuple[Any, ...]]] | None = None
+        self._free: list[_Binding] = []
 
-    # -- build time ---------------------------------------------------------
-    def _new_slot(self, node: int) -> int:
-        slot = self._slot.get(node)
-        if slot is None:
-            slot = self._slot[node] = len(self._align)
-            self._align.append(16)
-        return slot
-
-    def _const(self, node: int) -> np.ndarray:
-        arr = self._consts.get(node)
-        if arr is None:
-            value = self.func.const_value(node)
-            arr = empty(value.shape, value.dtype, align=ALIGN)
-            arr[...] = value
-            arr.setflags(write=False)
-            self._consts[node] = arr
-        return arr
-
-    def _source(self, node: int, align: int) -> tuple[int, Any]:
-        if self._kinds[node] == ops.OP_CONST:
-            return _STATIC, self._const(node)
-        offset = self._offsets.get(node)
-        if offset is not None:
-            if align > ALIGN:
-                raise IRError(f"{self.name}: node {node}: a kernel needs {align}-byte aligned "
-                              f"buffers; arena offsets are {ALIGN}-byte aligned")
-            return _ARENA, offset
-        slot = self._slot.get(node)
-        if slot is None:
-            raise IRError(f"{self.name}: node {node} ({self.func.op(node).name}) is read "
-                          "before it is computed")
-        self._align[slot] = max(self._align[slot], align)
-        return _DYNAMIC, slot
-
-    def _compile_steps(self, kernels: Mapping[str, CompiledKernel]) -> list[tuple[Any, ...]]:
-        func, name = self.func, self.name
-        kind = func.kind
-        is_call = (kind == ops.OP_CALL_TIR) | (kind == ops.OP_CALL_FUNC)
-        leaf = (kind == ops.OP_PARAM) | (kind == ops.OP_CONST)
-        bad = np.nonzero(~(is_call | leaf))[0]
-        if len(bad):
-            node = int(bad[0])
-            raise IRError(f"{name}: node {node} ({func.op(node).name}) is a graph op the "
-                          "executor cannot run; only param, const, call_tir and call_func "
-                          "nodes are executable (was LegalizeOps disabled?)")
-        outputs = set(func.outputs.tolist())
-        self._fresh_nodes: list[int] = []
-        templates: list[tuple[Any, ...]] = []
-        # Plain lists and per-signature caches: building the launch list of a 1e5-kernel
-        # graph is one cheap Python step per node, and each distinct (callee, operand
-        # types) pair is checked against its kernel once.
-        csr = operand_csr(func)
-        ptr, operand_ids = csr.ptr.tolist(), csr.ids.tolist()
-        attr_ids = func.attr_id.tolist()
-        type_key = ((func.dtype.astype(np.int64) << 32) | func.shape_id).tolist()
-        callee_of: dict[int, str] = {}
-        checked: set[tuple[Any, ...]] = set()
-        for node in np.nonzero(is_call)[0].tolist():
-            callee = callee_of.get(attr_ids[node])
-            if callee is None:
-                callee = callee_of[attr_ids[node]] = func.node_attrs(node)["callee"]
-            operands = operand_ids[ptr[node]:ptr[node + 1]]
-            if self._kinds[node] == ops.OP_CALL_FUNC:
-                args = [(*self._source(j, 16), j) for j in operands]
-                templates.append((_CALL, callee, args, self._new_slot(node)))
-                continue
-            kern = kernels.get(callee)
-            if kern is None:
-                raise IRError(f"{name}: node {node} (call_tir): callee {callee!r} is not a "
-                              "compiled PrimFunc of the module")
-            key = (callee, type_key[node], *[type_key[j] for j in operands])
-            if key not in checked:
-                types = [(self._dtypes[j], self._shapes[j]) for j in (*operands, node)]
-                check_kernel_call(name, node, kern, types)
-                checked.add(key)
-            params = kern.convention.params
-            args = [self._source(j, p.align) for j, p in zip(operands, params, strict=False)]
-            if node in outputs:
-                self._fresh_nodes.append(node)
-                slot = self._new_slot(node)
-                self._align[slot] = max(self._align[slot], params[-1].align, ALIGN)
-                args.append((_DYNAMIC, slot))
-            else:
-                args.append(self._source(node, params[-1].align))
-            templates.append((_RUN, kern.cfunc, args))
-        return templates
-
-    def _output_plan(self) -> list[tuple[int, Any]]:
-        """Per output: (_DYNAMIC, slot) to return as is, or (_STATIC, source) to copy."""
+    def _output_plan(self) -> list[tuple[bool, Any]]:
+        """Per output: (True, dynamic index) when a kernel writes it, else (False, what to
+        copy: a dynamic index (a parameter, a call_func result, a repeated output) or an
+        array (a constant))."""
+        fresh = dict(self._table.fresh)
         seen: set[int] = set()
-        plan: list[tuple[int, Any]] = []
+        plan: list[tuple[bool, Any]] = []
+        params = {int(p): k for k, p in enumerate(self.func.params.tolist())}
+        func_results = {seg[2].node: seg[2].result for seg in self._table.segments
+                        if seg[2] is not None}
         for node in self.func.outputs.tolist():
             kind = int(self.func.kind[node])
-            if kind == ops.OP_CONST:
-                plan.append((_STATIC, self._const(node)))
-            elif node in seen or kind == ops.OP_PARAM:
-                plan.append((_STATIC, self._slot[node]))   # a copy of the slot's array
+            if node in fresh and node not in seen:
+                plan.append((True, fresh[node]))
+            elif kind == ops.OP_CONST:
+                plan.append((False, self.func.const_value(node)))
+            elif node in fresh:
+                plan.append((False, fresh[node]))
+            elif node in params:
+                plan.append((False, params[node]))
             else:
-                plan.append((_DYNAMIC, self._slot[node]))
+                plan.append((False, func_results[node]))
             seen.add(node)
         return plan
 
-    def _bind(self) -> tuple[np.ndarray | None, list[tuple[Any, ...]]]:
-        """A fresh arena and the launch list with its absolute pointers."""
-        size = self.plan.planned_bytes
-        arena = empty(size, np.uint8, align=ALIGN) if size else None
-        base = arena.ctypes.data if arena is not None else 0
-        steps: list[tuple[Any, ...]] = []
-        for template in self._templates:
-            if template[0] == _CALL:
-                _, callee, args, slot = template
-                sources = []
-                for src, value, node in args:
-                    if src == _ARENA:
-                        assert arena is not None
-                        view = arena[value:value + self._nbytes(node)].view(self._dtypes[node])
-                        sources.append((view.reshape(self._shapes[node]), -1))
-                    elif src == _STATIC:
-                        sources.append((value, -1))
-                    else:
-                        sources.append((None, value))
-                steps.append((_CALL, callee, sources, slot))
-                continue
-            _, cfunc, args = template
-            native: list[int] = []
-            dynamic: list[tuple[int, int]] = []
-            for pos, (src, value) in enumerate(args):
-                if src == _ARENA:
-                    native.append(base + value)
-                elif src == _STATIC:
-                    native.append(value.ctypes.data)
-                else:
-                    native.append(0)
-                    dynamic.append((pos, value))
-            if dynamic:
-                steps.append((_RUN_DYNAMIC, cfunc, native, tuple(dynamic)))
-            else:
-                steps.append((_RUN, cfunc, tuple(native), None))
-        return arena, steps
-
-    def _nbytes(self, node: int) -> int:
-        return int(np.prod(self._shapes[node], dtype=np.int64)) * self._dtypes[node].itemsize
-
     # -- run time -------------------------------------------------------------
-    def __call__(self, *inputs: Any) -> list[np.ndarray]:
-        """Run the function; one fresh array per output, in order.
+    def __call__(self, *inputs: Any, out: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
+        """Run the function; one array per output, in order.
+
+        Parameters
+        ----------
+        *inputs : numpy.ndarray
+            One per parameter, of exactly its dtype and shape.
+        out : sequence of numpy.ndarray, optional
+            Preallocated outputs, one per output: exactly the output's dtype and
+            shape, C-contiguous, writeable, not overlapping an input or another
+            output. They are filled and returned (the list holds these objects).
 
         Raises
         ------
         TypeError
-            Wrong number of inputs or a wrong dtype (naming the parameter).
+            Wrong number of inputs or outputs, or a wrong dtype (naming it).
         ValueError
-            A wrong shape (naming the parameter).
+            A wrong shape, layout or overlap (naming the input or output).
         RuntimeError
             When the thread pool failed to run a parallel loop of a kernel.
         """
-        return self.run(check_inputs(self.func, self.name, inputs), 0)
+        arrays = check_inputs(self.func, self.name, inputs)
+        outs = None if out is None else self._check_out(out, arrays)
+        return self.run(arrays, 0, outs)
 
-    def run(self, arrays: list[np.ndarray], depth: int) -> list[np.ndarray]:
+    def _check_out(self, out: Sequence[np.ndarray], inputs: list[np.ndarray]) -> list[np.ndarray]:
+        if isinstance(out, np.ndarray) or not isinstance(out, (list, tuple)):
+            raise TypeError(f"{self.name}: out must be a list or tuple of numpy arrays, one "
+                            f"per output, got {type(out).__name__}")
+        if len(out) != len(self._out_types):
+            raise TypeError(f"{self.name}: out has {len(out)} arrays, the function has "
+                            f"{len(self._out_types)} outputs")
+        align = self._table.dyn_align
+        for k, (arr, (dtype, shape)) in enumerate(zip(out, self._out_types, strict=True)):
+            what = f"{self.name}: out[{k}]"
+            if not isinstance(arr, np.ndarray):
+                raise TypeError(f"{what} must be a numpy.ndarray, got {type(arr).__name__}")
+            if arr.dtype != dtype:
+                raise TypeError(f"{what} has dtype {arr.dtype}, expected {dtype}")
+            if arr.shape != tuple(shape):
+                raise ValueError(f"{what} has shape {arr.shape}, expected {tuple(shape)}")
+            if not arr.flags.c_contiguous or not arr.flags.writeable:
+                raise ValueError(f"{what} must be C-contiguous and writeable")
+            fresh, index = self._outputs[k]
+            need = int(align[index]) if fresh else 1
+            if arr.size and arr.ctypes.data % need:
+                raise ValueError(f"{what} data is not {need}-byte aligned (allocate it with "
+                                 f"runtime.empty(shape, dtype, align={need}))")
+            for j, x in enumerate(inputs):
+                if np.may_share_memory(arr, x):
+                    raise ValueError(f"{what} overlaps input {j}")
+            for j in range(k):
+                if np.may_share_memory(arr, out[j]):
+                    raise ValueError(f"{what} overlaps out[{j}]")
+        return list(out)
+
+    def run(self, arrays: list[np.ndarray], depth: int,
+            out: list[np.ndarray] | None = None) -> list[np.ndarray]:
         """Run on already checked inputs (``call_func`` enters here)."""
         if depth > MAX_CALL_DEPTH:
             raise IRError(f"{self.name}: call_func nesting deeper than {MAX_CALL_DEPTH} "
                           "(recursive calls?)")
-        values: list[Any] = [None] * len(self._align)
-        ptrs = [0] * len(self._align)
-        for slot, arr in enumerate(arrays):
-            values[slot], ptrs[slot] = self._usable(arr, self._align[slot])
-        for slot, dtype, shape in self._fresh:
-            arr = empty(shape, dtype, align=self._align[slot])
-            values[slot], ptrs[slot] = arr, arr.ctypes.data
-        if self._lock.acquire(blocking=False):
-            try:
-                if self._bound is None:
-                    self._bound = self._bind()
-                self._launch(self._bound[1], values, ptrs, depth)
-            finally:
-                self._lock.release()
-        else:  # the cached arena is in use (another thread, or a nested call)
-            # Hold the private arena until the kernels are done: the launch list has only
-            # raw pointers into it (``self._bind()[1]`` alone let it be freed first).
-            arena, steps = self._bind()
-            self._launch(steps, values, ptrs, depth)
-            del arena
+        table = self._table
+        values: list[Any] = [None] * table.n_dynamic
+        ptrs = np.zeros(table.n_dynamic, np.int64)
+        align = table.dyn_align
+        for k in range(self._n_params):
+            values[k], ptrs[k] = _usable(arrays[k], int(align[k]))
+        for k, (fresh, index) in enumerate(self._outputs):
+            if fresh:
+                if out is not None:
+                    arr = out[k]
+                else:
+                    dtype, shape = self._out_types[k]
+                    arr = _aligned_empty(shape, dtype, int(align[index]))
+                values[index] = arr
+                ptrs[index] = arr.ctypes.data if arr.size else 0
+        binding = self._take()
+        try:
+            slots = binding.slots
+            slots[table.dyn_pos] = ptrs[table.dyn_index]
+            for begin, end, call in table.segments:
+                run_steps(table.fns, table.starts, slots, begin, end)
+                if call is not None:
+                    self._call_func(call, binding, values, ptrs, depth)
+        finally:
+            self._free.append(binding)
         error = take_error()
         if error is not None:
             raise RuntimeError(f"{self.name}: a parallel loop of a kernel failed to run") \
                 from error
-        out = []
-        for src, value in self._outputs:
-            if src == _DYNAMIC:
-                out.append(values[value])
+        results = []
+        for k, (fresh, source) in enumerate(self._outputs):
+            if fresh:
+                results.append(values[source])
+                continue
+            src = values[source] if isinstance(source, int) else source
+            if out is not None:
+                np.copyto(out[k], src)
+                results.append(out[k])
             else:
-                out.append(np.array(values[value] if isinstance(value, int) else value,
-                                    copy=True))
-        return out
+                results.append(np.array(src, copy=True))
+        return results
 
-    @staticmethod
-    def _usable(arr: np.ndarray, align: int) -> tuple[np.ndarray, int]:
-        """``arr`` or an aligned C-contiguous copy of it, and its data pointer."""
-        ptr = arr.ctypes.data
-        if not arr.flags.c_contiguous or (arr.size and ptr % align):
-            copy = empty(arr.shape, arr.dtype, align=max(align, ALIGN))
-            copy[...] = arr
-            arr, ptr = copy, copy.ctypes.data
-        return arr, ptr
+    def _take(self) -> _Binding:
+        try:
+            return self._free.pop()  # atomic: two threads never get the same binding
+        except IndexError:
+            return self._bind()
 
-    def _launch(self, steps: list[tuple[Any, ...]], values: list[Any], ptrs: list[int],
-                depth: int) -> None:
-        for step, fn, args, extra in steps:
-            if step == _RUN:
-                fn(*args)
-            elif step == _RUN_DYNAMIC:
-                for pos, slot in extra:
-                    args[pos] = ptrs[slot]
-                fn(*args)
-            else:
-                self._sub_call(fn, args, extra, values, ptrs, depth)
+    def _bind(self) -> _Binding:
+        table = self._table
+        size = self.plan.planned_bytes
+        arena = _aligned_empty((size,), np.dtype(np.uint8), ALIGN) if size else None
+        slots = table.slots.copy()
+        if arena is not None:
+            slots[table.arena_pos] += arena.ctypes.data
+        return _Binding(arena, slots)
 
-    def _sub_call(self, callee: str, sources: list[tuple[Any, int]], slot: int,
-                  values: list[Any], ptrs: list[int], depth: int) -> None:
-        target = self._graphs.get(callee)
+    def _call_func(self, call: CallFunc, binding: _Binding, values: list[Any],
+                   ptrs: np.ndarray, depth: int) -> None:
+        target = self._graphs.get(call.callee)
         if target is None:
-            raise IRError(f"{self.name}: call_func callee {callee!r} is not a graph function "
-                          "of the built module")
-        args = [values[s] if arr is None else arr for arr, s in sources]
+            raise IRError(f"{self.name}: call_func callee {call.callee!r} is not a graph "
+                          "function of the built module")
+        args = []
+        for kind, source in call.sources:
+            if kind == _CONST:
+                args.append(source)
+            elif kind == _ARENA:
+                offset, dtype, shape = source
+                assert binding.arena is not None
+                nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+                args.append(binding.arena[offset:offset + nbytes].view(dtype).reshape(shape))
+            else:
+                args.append(values[source])
         result = target.run(args, depth + 1)[0]
-        values[slot], ptrs[slot] = self._usable(result, self._align[slot])
+        index = call.result
+        values[index], ptrs[index] = _usable(result, int(self._table.dyn_align[index]))
+        table = self._table
+        binding.slots[table.dyn_pos[table.dyn_index == index]] = ptrs[index]
 
     # -- introspection --------------------------------------------------------
     @property
     def num_kernels(self) -> int:
         """Kernel launches per call (call_tir nodes)."""
-        return sum(1 for t in self._templates if t[0] == _RUN)
+        return len(self._table.fns)
 
     def __repr__(self) -> str:
-        return (f"<GraphExecutor {self.name}: {len(self.func.params)} inputs, "
+        return (f"<GraphExecutor {self.name}: {self._n_params} inputs, "
                 f"{self.num_kernels} kernels, arena {self.plan.planned_bytes:,} B>")
+
+
+def _usable(arr: np.ndarray, align: int) -> tuple[np.ndarray, int]:
+    """``arr`` or an aligned C-contiguous copy of it, and its data pointer."""
+    ptr = arr.ctypes.data
+    if not arr.flags.c_contiguous or (arr.size and ptr % align):
+        copy = _aligned_empty(arr.shape, arr.dtype, max(align, ALIGN))
+        copy[...] = arr
+        arr, ptr = copy, copy.ctypes.data
+    return arr, ptr
 
 
 def make_kernels(kernels: Mapping[str, Any]) -> dict[str, CompiledKernel]:

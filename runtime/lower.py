@@ -1,12 +1,26 @@
-"""Lowering a (flattened) PrimFunc to an ``llvmlite.ir`` module: one ``Lowerer`` per PrimFunc.
+"""Lowering a (flattened) PrimFunc to ``llvmlite.ir``: one ``Lowerer`` per PrimFunc.
 
-The generated function (the calling convention, see ``runtime/abi.py``)::
+Every kernel is exported with one signature, the *packed* calling
+convention (see ``runtime/abi.py``)::
 
-    void @<symbol>(ptr noalias align(A) %buf..., <scalar params>..., <shape vars>...)
+    void @<symbol>(ptr %args)          ; args: i64[n], one slot per parameter
+
+Slot ``k`` holds parameter ``k`` of ``params + shape_vars``: a buffer's data
+pointer, an int's value, a bool as 0/1, a float as the bits of a float64.
+One signature for every kernel is what lets a native launcher run a table of
+kernels (``runtime/launcher.py``) and what makes kernels of any arity
+callable (ctypes stops at 1,024 arguments; a concat of 5,000 tensors does
+not). The entry unpacks the slots and calls the body, an internal function
+with the natural signature::
+
+    void @<symbol>__body(ptr noalias align(A) %buf..., <scalar params>..., <shape vars>...)
 
 Buffer parameters are ``noalias`` (the ABI rejects overlapping arguments of
-which one is written) and carry their declared alignment. Bool scalars are
-passed as ``i8``.
+which one is written) and carry their declared alignment; with one call
+site, LLVM inlines the body and keeps the aliasing facts as scoped
+metadata. Bool scalars are passed as ``i8``. Several kernels can be lowered
+into one module (:func:`lower_batch`), so LLVM's per-module costs are paid
+once per batch.
 
 Loops are the canonical header/body/latch shape with an ``nsw`` increment.
 A ``parallel`` loop is outlined (as TVM's ``CodeGenCPU::CreateParallelLaunch``
@@ -105,14 +119,12 @@ class Lowerer(ExprCodegen):
     """
 
     def __init__(self, func: PrimFunc, symbol: str, target: Target,
-                 fast_math: bool = False) -> None:
+                 fast_math: bool = False, module: ir.Module | None = None) -> None:
         self.func = flatten_buffer(func)
         self.symbol = symbol
         self.fast_math = fast_math
         self.mvec = target.mvec
-        self.module = ir.Module(name=symbol)
-        self.module.triple = target.triple
-        self.module.data_layout = target.data_layout
+        self.module = module if module is not None else new_module(symbol, target)
         self.n_outlined = 0
         self.in_parallel = False
         self.nontemporal = False
@@ -133,12 +145,14 @@ class Lowerer(ExprCodegen):
         return self.state.buffers
 
     def lower(self) -> ir.Module:
-        """The module with the kernel ``symbol`` (and its outlined parallel bodies)."""
+        """The module with the kernel ``symbol`` (its packed entry, body and outlined
+        parallel bodies)."""
         func = self.func
         params = [*func.params, *func.shape_vars]
         fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(),
                                                       [param_type(p) for p in params]),
-                         self.symbol)
+                         f"{self.symbol}__body")
+        fn.linkage = "internal"
         fn.attributes.add("nounwind")
         self.state = _FnState(fn)
         for param, arg in zip(params, fn.args, strict=True):
@@ -153,7 +167,27 @@ class Lowerer(ExprCodegen):
                 self.values[param.name] = arg
         self.stmt(func.body)
         self.builder.ret_void()
+        self.packed_entry(fn, params)
         return self.module
+
+    def packed_entry(self, body: ir.Function, params: list[Buffer | Var]) -> None:
+        """``void @<symbol>(ptr %args)``: unpack one i64 slot per parameter, call the body."""
+        entry = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR]), self.symbol)
+        entry.attributes.add("nounwind")
+        bld = ir.IRBuilder(entry.append_basic_block("entry"))
+        values = []
+        for k, (param, typ) in enumerate(zip(params, body.function_type.args, strict=True)):
+            slot = bld.load(bld.gep(entry.args[0], [I64(k)], inbounds=True, source_etype=I64),
+                            typ=I64)
+            if isinstance(param, Buffer):
+                values.append(bld.inttoptr(slot, PTR))
+            elif param.dtype in ("float32", "float64"):
+                as_double = bld.bitcast(slot, ir.DoubleType())
+                values.append(as_double if typ == ir.DoubleType() else bld.fptrunc(as_double, typ))
+            else:
+                values.append(slot if typ == I64 else bld.trunc(slot, typ))
+        bld.call(body, values)
+        bld.ret_void()
 
     # -- statements --------------------------------------------------------
     def stmt(self, s: Stmt) -> None:
@@ -324,10 +358,26 @@ class Lowerer(ExprCodegen):
         return fn
 
 
+def new_module(name: str, target: Target) -> ir.Module:
+    module = ir.Module(name=name)
+    module.triple = target.triple
+    module.data_layout = target.data_layout
+    return module
+
+
 def lower(func: PrimFunc, symbol: str, target: Target, fast_math: bool = False) -> str:
-    """The LLVM IR text of ``func`` as the function ``symbol``."""
+    """The LLVM IR text of ``func`` as the kernel ``symbol``."""
     return str(Lowerer(func, symbol, target, fast_math).lower())
 
 
+def lower_batch(items: list[tuple[PrimFunc, str]], target: Target, name: str,
+                fast_math: bool = False) -> str:
+    """The LLVM IR text of one module holding every ``(func, symbol)`` kernel of ``items``."""
+    module = new_module(name, target)
+    for func, symbol in items:
+        Lowerer(func, symbol, target, fast_math, module).lower()
+    return str(module)
+
+
 __all__ = ["ALLOC_ALIGN", "LAUNCH_SYMBOL", "NONTEMPORAL", "STACK_LIMIT", "Lowerer", "lower",
-           "param_type"]
+           "lower_batch", "new_module", "param_type"]

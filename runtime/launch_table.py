@@ -1,0 +1,352 @@
+"""Build time of a graph executor: the launch table of one lowered graph Function.
+
+A lowered graph Function holds ``param``, ``const``, ``call_tir`` and
+``call_func`` nodes. Each ``call_tir`` is one *launch* of a compiled kernel,
+whose packed entry takes an ``int64`` slot per parameter and shape var
+(``runtime/lower.py``). The table is three arrays for the native launcher
+(``runtime/launcher.py``): entry addresses, slot starts and the slots. A
+slot's value comes from where its node lives:
+
+* ``const`` nodes: the address of the constant in the module's pool (static);
+* intermediates: an offset in the arena (``runtime/memory_plan.py``), made
+  absolute when an arena is bound;
+* *dynamic values*, known per call: the inputs (one per parameter, in order),
+  the fresh outputs, and the results of ``call_func`` nodes;
+* shape vars of shape-generic kernels: their value, fixed by the call's types.
+
+Everything is whole-array NumPy over the nodes. Python runs once per kernel
+and once per distinct (kernel, operand types) signature, which is where each
+call is checked against its kernel (buffer count, dtypes, static extents,
+shape vars, layout, only the output written), so the run can use raw
+pointers. ``call_func`` nodes split the launches into segments; the executor
+runs the callee in Python between them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from irkernel.ir import ops
+from irkernel.ir.errors import IRError
+from irkernel.ir.function import Function
+from irkernel.ir.ids import FLOAT32, NUMPY_DTYPES
+from irkernel.ir.operands import operand_csr
+from irkernel.tir.buffer import Buffer
+from irkernel.tir.expr import IntImm, Var
+from runtime.abi import CallingConvention
+from runtime.memory_plan import ALIGN, MemoryPlan
+
+# Where a node's buffer lives.
+_NONE, _CONST, _ARENA, _DYNAMIC = 0, 1, 2, 3
+
+
+class CompiledKernel:
+    """What the executor needs of one compiled PrimFunc: its packed entry and convention.
+
+    ``owner`` is whatever keeps the machine code at ``address`` alive (the
+    ``runtime.Kernel``, which holds the JIT engine): an executor outliving its
+    Executable (``runtime.build(mod)["main"]``) must not call freed code.
+    """
+
+    __slots__ = ("address", "convention", "name", "owner")
+
+    def __init__(self, name: str, convention: CallingConvention, address: int,
+                 owner: Any = None) -> None:
+        self.name, self.convention, self.address = name, convention, address
+        self.owner = owner
+
+
+def _static_dims(buf: Buffer) -> tuple[int, ...] | None:
+    if not all(isinstance(d, IntImm) for d in buf.shape):
+        return None
+    return tuple(int(d.value) for d in buf.shape)  # type: ignore[attr-defined]
+
+
+def check_kernel_call(fname: str, node: int, kern: CompiledKernel,
+                      types: list[tuple[np.dtype, tuple[int, ...]]]) -> list[int]:
+    """Check that ``kern`` can run with raw pointers to C-contiguous buffers of ``types``.
+
+    ``types`` are the (dtype, shape) of the operands, then of the result. A
+    buffer parameter of one dimension accepts any operand of its dtype (it
+    sees the operand's C-order flat view: how shape-generic kernels take
+    tensors of any rank); otherwise the ranks and static extents must match.
+    Shape vars bind to the extents they stand for and must agree.
+
+    Returns
+    -------
+    list of int
+        The value of each shape var of the kernel, in order.
+
+    Raises
+    ------
+    IRError
+        Naming the function, node, callee and parameter.
+    """
+    conv = kern.convention
+    where = f"{fname}: node {node} (call_tir {kern.name!r})"
+    if len(conv.params) != len(types):
+        raise IRError(f"{where}: the PrimFunc has {len(conv.params)} parameters, expected "
+                      f"{len(types)} ({len(types) - 1} operands + the output)")
+    env: dict[str, int] = {}
+    for pos, (param, (dtype, shape)) in enumerate(zip(conv.params, types, strict=True)):
+        role = "result" if pos == len(types) - 1 else "operand"
+        if not isinstance(param, Buffer):
+            raise IRError(f"{where}: parameter {pos} ({param.name!r}) is a scalar; call_tir "
+                          "passes buffers only")
+        extents = shape if param.ndim != 1 else (int(np.prod(shape, dtype=np.int64)),)
+        fits = np.dtype(param.dtype) == dtype and param.ndim == len(extents)
+        for dim, extent in zip(param.shape, extents, strict=False):
+            if not fits:
+                break
+            if isinstance(dim, Var):
+                fits = env.setdefault(dim.name, extent) == extent
+            else:
+                fits = isinstance(dim, IntImm) and dim.value == extent
+        if not fits:
+            dims = _static_dims(param)
+            raise IRError(f"{where}: parameter {pos} ({param.name!r}) is {param.dtype}"
+                          f"{list(dims) if dims is not None else '[symbolic]'}, but the "
+                          f"{role} is {dtype.name}{list(shape)}")
+        if param.strides:
+            raise IRError(f"{where}: parameter {pos} ({param.name!r}) declares strides; "
+                          "call_tir passes C-contiguous buffers")
+        is_output = pos == len(types) - 1
+        if (param.name in conv.written) != is_output:
+            what = "never writes its output" if is_output else "writes operand"
+            raise IRError(f"{where}: the PrimFunc {what} {param.name!r} (destination passing: "
+                          "only the last buffer is written)")
+    missing = [v.name for v in conv.shape_vars if v.name not in env]
+    if missing:
+        raise IRError(f"{where}: shape vars {missing} are not the extent of any parameter")
+    return [env[v.name] for v in conv.shape_vars]
+
+
+@dataclass
+class CallFunc:
+    """One ``call_func`` between native segments: its operands' sources and result."""
+
+    node: int
+    callee: str
+    sources: list[tuple[int, Any]]  # (_CONST, array) | (_ARENA, (offset, dtype, shape)) |
+    #                                 (_DYNAMIC, index)
+    result: int  # dynamic index of the result
+
+
+@dataclass
+class LaunchTable:
+    """The launches of one graph Function (see the module docstring)."""
+
+    fns: np.ndarray  # int64[steps]: packed entry addresses
+    starts: np.ndarray  # int64[steps + 1]: first slot of each launch
+    slots: np.ndarray  # int64[total]: static values; arena offsets; 0 where dynamic
+    arena_pos: np.ndarray  # int64: slots holding arena offsets
+    dyn_pos: np.ndarray  # int64: slots holding dynamic values ...
+    dyn_index: np.ndarray  # int64: ... and which (index into the dynamic values)
+    dyn_align: np.ndarray  # int64[n_dynamic]: alignment every use of a value needs
+    segments: list[tuple[int, int, CallFunc | None]]  # [begin, end) then a call_func
+    fresh: list[tuple[int, int]]  # (output node, dynamic index) of outputs kernels write
+    n_dynamic: int
+    keep: list[Any]  # arrays whose addresses are in ``slots`` (constants)
+
+
+def _const_addresses(func: Function, nodes: np.ndarray, align: np.ndarray,
+                     keep: list[Any]) -> np.ndarray:
+    """Addresses of const nodes' data: the pool's own bytes (zero copy) where aligned
+    enough; one-element constants, which the pool keeps as 8 raw bytes in ``sval``
+    (float64 bits for floats), from one array holding each in its own dtype; a
+    private aligned copy for the rare kernel that wants more alignment."""
+    pool = func.consts
+    cids = func.a0[nodes].astype(np.int64)
+    data = pool.data
+    base = data.ctypes.data if len(data) else 0
+    addr = base + pool.offset[cids].astype(np.int64)
+    keep.append(data)
+    scalar = func.shapes.size[pool.shape_id[cids]] == 1
+    if np.any(scalar):
+        ids, where = np.unique(cids[scalar], return_inverse=True)
+        values = pool.sval[ids].copy()  # int64 and bool: the value; float64: its bits
+        f32 = pool.dtype[ids] == FLOAT32
+        values[f32] = pool.sval_f[ids[f32]].astype(np.float32).view(np.uint32)
+        keep.append(values)
+        addr[scalar] = values.ctypes.data + 8 * where.astype(np.int64)
+    bad = np.nonzero(addr % np.maximum(align, 1) != 0)[0]
+    for k in bad.tolist():
+        value = func.const_value(int(nodes[k]))
+        copy = _aligned(value.shape, value.dtype, int(align[k]))
+        copy[...] = value
+        keep.append(copy)
+        addr[k] = copy.ctypes.data if copy.size else 0
+    return addr
+
+
+def _aligned(shape: tuple[int, ...], dtype: np.dtype, align: int) -> np.ndarray:
+    nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+    raw = np.empty(nbytes + align, np.uint8)
+    start = (-raw.ctypes.data) % align
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+
+def build_table(name: str, func: Function, kernels: dict[str, CompiledKernel],
+                plan: MemoryPlan) -> LaunchTable:
+    """The launch table of ``func``; IRError when a node cannot run (see the module doc)."""
+    kind = func.kind
+    n = func.num_nodes
+    is_tir = kind == ops.OP_CALL_TIR
+    is_func = kind == ops.OP_CALL_FUNC
+    bad = np.nonzero(~(is_tir | is_func | (kind == ops.OP_PARAM) | (kind == ops.OP_CONST)))[0]
+    if len(bad):
+        node = int(bad[0])
+        raise IRError(f"{name}: node {node} ({func.op(node).name}) is a graph op the "
+                      "executor cannot run; only param, const, call_tir and call_func "
+                      "nodes are executable (was LegalizeOps disabled?)")
+    # -- where every node's buffer lives ------------------------------------
+    src = np.zeros(n, np.int8)
+    value = np.zeros(n, np.int64)
+    params = func.params.astype(np.int64)
+    src[params] = _DYNAMIC
+    value[params] = np.arange(len(params))
+    src[plan.node_ids] = _ARENA
+    value[plan.node_ids] = plan.offsets
+    n_dynamic = len(params)
+    fresh: list[tuple[int, int]] = []
+    for node in dict.fromkeys(func.outputs.tolist()):  # outputs kernels write, once each
+        if is_tir[node]:
+            src[node], value[node] = _DYNAMIC, n_dynamic
+            fresh.append((node, n_dynamic))
+            n_dynamic += 1
+    func_nodes = np.nonzero(is_func)[0]
+    src[func_nodes] = _DYNAMIC
+    value[func_nodes] = n_dynamic + np.arange(len(func_nodes))
+    n_dynamic += len(func_nodes)
+    const_nodes = np.nonzero(kind == ops.OP_CONST)[0]
+    src[const_nodes] = _CONST
+
+    # -- one launch per call_tir node ----------------------------------------
+    records = func.attr_table.records
+    callee_of: dict[int, str] = {}
+    for aid in np.unique(func.attr_id[is_tir | is_func]).tolist():
+        callee = dict(records[aid]).get("callee")
+        if not isinstance(callee, str):
+            raise IRError(f"{name}: a call node has no callee attribute (attr record {aid})")
+        callee_of[aid] = callee
+    calls = np.nonzero(is_tir)[0]
+    names = sorted({callee_of[a] for a in np.unique(func.attr_id[calls]).tolist()})
+    for callee in names:
+        if callee not in kernels:
+            node = int(calls[[callee_of[int(a)] == callee for a in func.attr_id[calls]]][0])
+            raise IRError(f"{name}: node {node} (call_tir): callee {callee!r} is not a "
+                          "compiled PrimFunc of the module")
+    kid_of_attr = np.full(len(records), -1, np.int64)
+    for aid, callee in callee_of.items():
+        if callee in kernels:
+            kid_of_attr[aid] = names.index(callee) if callee in names else -1
+    kid = kid_of_attr[func.attr_id[calls]]
+    csr = operand_csr(func)
+    n_ops_of = (csr.ptr[calls + 1] - csr.ptr[calls]).astype(np.int64)
+    convs = [kernels[c].convention for c in names]
+    n_params = np.array([len(c.params) for c in convs], np.int64)
+    n_vars = np.array([len(c.shape_vars) for c in convs], np.int64)
+    if len(calls) and np.any(n_ops_of + 1 != n_params[kid]):
+        k = int(np.nonzero(n_ops_of + 1 != n_params[kid])[0][0])
+        node, kern = int(calls[k]), kernels[names[int(kid[k])]]
+        raise IRError(f"{name}: node {node} (call_tir {kern.name!r}): the PrimFunc has "
+                      f"{n_params[kid[k]]} parameters, expected {n_ops_of[k] + 1} "
+                      f"({n_ops_of[k]} operands + the output)")
+    width = n_params[kid] + n_vars[kid] if len(calls) else np.zeros(0, np.int64)
+    starts = np.zeros(len(calls) + 1, np.int64)
+    np.cumsum(width, out=starts[1:])
+    total = int(starts[-1])
+    # slot -> the node whose buffer it holds (-1: a shape var value)
+    slot_node = np.full(total, -1, np.int64)
+    slot_call = np.repeat(np.arange(len(calls)), width)
+    within = np.arange(total, dtype=np.int64) - starts[slot_call]
+    is_operand = within < n_ops_of[slot_call]
+    slot_node[is_operand] = csr.ids[csr.ptr[calls[slot_call[is_operand]]]
+                                    + within[is_operand]]
+    is_result = within == n_ops_of[slot_call]
+    slot_node[is_result] = calls[slot_call[is_result]]
+    slots = np.zeros(total, np.int64)
+    slot_align = np.ones(total, np.int64)
+
+    # -- check each distinct (kernel, types) signature once -------------------
+    type_key = (func.dtype.astype(np.int64) << 32) | func.shape_id
+    for k, callee in enumerate(names):
+        members = np.nonzero(kid == k)[0]
+        width_k = int(n_params[k])
+        pos = starts[members][:, None] + np.arange(width_k)
+        keys = type_key[slot_node[pos]]
+        uniq, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        kern = kernels[callee]
+        aligns = np.array([p.align if isinstance(p, Buffer) else 1
+                           for p in kern.convention.params], np.int64)
+        slot_align[pos] = aligns
+        var_values = np.zeros((len(uniq), int(n_vars[k])), np.int64)
+        for g, row in enumerate(first.tolist()):
+            nodes = slot_node[pos[row]].tolist()
+            types = [(NUMPY_DTYPES[int(func.dtype[j])], func.shapes[int(func.shape_id[j])])
+                     for j in nodes]
+            var_values[g] = check_kernel_call(name, int(calls[members[row]]), kern, types)
+        if n_vars[k]:
+            var_pos = starts[members][:, None] + width_k + np.arange(int(n_vars[k]))
+            slots[var_pos] = var_values[inverse.reshape(-1)]
+
+    # -- fill the slots from the nodes' sources --------------------------------
+    has_node = slot_node >= 0
+    node_src = np.where(has_node, src[np.maximum(slot_node, 0)], _NONE)
+    node_val = value[np.maximum(slot_node, 0)]
+    arena_pos = np.nonzero(node_src == _ARENA)[0]
+    if len(arena_pos) and int(slot_align[arena_pos].max()) > ALIGN:
+        k = int(arena_pos[np.argmax(slot_align[arena_pos])])
+        raise IRError(f"{name}: node {int(slot_node[k])}: a kernel needs "
+                      f"{int(slot_align[k])}-byte aligned buffers; arena offsets are "
+                      f"{ALIGN}-byte aligned")
+    slots[arena_pos] = node_val[arena_pos]
+    keep: list[Any] = []
+    const_pos = np.nonzero(node_src == _CONST)[0]
+    if len(const_pos):
+        slots[const_pos] = _const_addresses(func, slot_node[const_pos], slot_align[const_pos],
+                                            keep)
+    dyn_pos = np.nonzero(node_src == _DYNAMIC)[0]
+    dyn_index = node_val[dyn_pos]
+    dyn_align = np.full(n_dynamic, 16, np.int64)
+    np.maximum.at(dyn_align, dyn_index, slot_align[dyn_pos])
+    fns = np.array([kernels[c].address for c in names], np.int64)[kid] if len(calls) \
+        else np.zeros(0, np.int64)
+    segments = _segments(func, calls, func_nodes, callee_of, src, value, csr)
+    return LaunchTable(fns=np.ascontiguousarray(fns), starts=starts, slots=slots,
+                       arena_pos=arena_pos, dyn_pos=dyn_pos, dyn_index=dyn_index,
+                       dyn_align=dyn_align, segments=segments, fresh=fresh,
+                       n_dynamic=n_dynamic, keep=keep)
+
+
+def _segments(func: Function, calls: np.ndarray, func_nodes: np.ndarray,
+              callee_of: dict[int, str], src: np.ndarray, value: np.ndarray,
+              csr: Any) -> list[tuple[int, int, CallFunc | None]]:
+    """Runs of launches split at ``call_func`` nodes (one Python step per call_func)."""
+    if not len(func_nodes):
+        return [(0, len(calls), None)]
+    split = np.searchsorted(calls, func_nodes).tolist()
+    out: list[tuple[int, int, CallFunc | None]] = []
+    begin = 0
+    for node, at in zip(func_nodes.tolist(), split, strict=True):
+        sources: list[tuple[int, Any]] = []
+        for j in csr.of(node).tolist():
+            kind = int(src[j])
+            if kind == _CONST:
+                sources.append((_CONST, func.const_value(j)))
+            elif kind == _ARENA:
+                dtype = NUMPY_DTYPES[int(func.dtype[j])]
+                sources.append((_ARENA, (int(value[j]), dtype, func.shapes[int(func.shape_id[j])])))
+            else:
+                sources.append((_DYNAMIC, int(value[j])))
+        call = CallFunc(node, callee_of[int(func.attr_id[node])], sources, int(value[node]))
+        out.append((begin, at, call))
+        begin = at
+    out.append((begin, len(calls), None))
+    return out
+
+
+__all__ = ["CallFunc", "CompiledKernel", "LaunchTable", "build_table", "check_kernel_call"]
