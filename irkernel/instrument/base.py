@@ -37,7 +37,9 @@ class PassInstrument:
     - ``should_run(mod, info) -> bool``: ANDed over instruments (each is
       called); a pass vetoed by any gets no ``run_before_pass`` /
       ``run_after_pass`` and returns its input. Not consulted for passes named
-      in the context's ``required_pass``.
+      in the context's ``required_pass``. It must return a bool (an integer
+      converts); ``None`` (a forgotten ``return``) or another object is a
+      TypeError naming the instrument, and the context still exits.
     - ``run_before_pass(mod, info)``: before the pass, with its input.
     - ``run_after_pass(mod, info)``: after the pass, with its *output*.
 
