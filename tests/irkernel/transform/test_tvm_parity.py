@@ -113,3 +113,60 @@ def test_required_pass_never_asks_should_run_so_none_is_not_an_error() -> None:
     assert events == ["%1 enter_pass_ctx", "p", "%1 exit_pass_ctx"]
 
 
+# -- 2. config coercion between bool and int ------------------------------------------
+
+
+@pytest.fixture
+def keys() -> dict[type, str]:
+    """Fresh config keys of each type (the registry is append-only, so unique names)."""
+    tag = uuid.uuid4().hex
+    out = {bool: f"test.parity_{tag}.flag", int: f"test.parity_{tag}.count",
+           float: f"test.parity_{tag}.ratio"}
+    transform.register_pass_config(out[bool], bool, False)
+    transform.register_pass_config(out[int], int, 3)
+    transform.register_pass_config(out[float], float, 0.5)
+    return out
+
+
+@pytest.mark.parametrize(("value", "expected"), [(1, True), (0, False), (2, True), (-1, True),
+                                                 (np.int32(1), True), (np.True_, True),
+                                                 (np.False_, False), (True, True)])
+def test_bool_config_accepts_integers(keys: dict[type, str], value: Any, expected: bool) -> None:
+    got = PassContext(config={keys[bool]: value}).get_config(keys[bool])
+    assert got is expected  # a real bool, not the int that came in
+
+
+@pytest.mark.parametrize(("value", "expected"), [(True, 1), (False, 0), (np.True_, 1),
+                                                 (np.int16(7), 7)])
+def test_int_config_accepts_bools(keys: dict[type, str], value: Any, expected: int) -> None:
+    got = PassContext(config={keys[int]: value}).get_config(keys[int])
+    assert got == expected and type(got) is int
+
+
+def test_float_config_accepts_bools_and_ints(keys: dict[type, str]) -> None:
+    for value, expected in ((True, 1.0), (2, 2.0), (np.float32(0.25), 0.25)):
+        got = PassContext(config={keys[float]: value}).get_config(keys[float])
+        assert got == expected and type(got) is float
+
+
+def test_builtin_int_config_takes_true_as_one() -> None:
+    ctx = PassContext(config={"irkernel.bisect_limit": True})
+    assert ctx.get_config("irkernel.bisect_limit") == 1
+    assert type(ctx.get_config("irkernel.bisect_limit")) is int
+
+
+@pytest.mark.parametrize(("kind", "value"), [(bool, "1"), (bool, 1.0), (bool, None),
+                                             (int, 1.5), (int, "3"), (int, None),
+                                             (float, "0.5")])
+def test_config_still_rejects_other_types(keys: dict[type, str], kind: type, value: Any) -> None:
+    with pytest.raises(TypeError, match=rf"{re.escape(keys[kind])}.*expects {kind.__name__}"):
+        PassContext(config={keys[kind]: value})
+
+
+def test_register_pass_config_coerces_the_default() -> None:
+    key = f"test.parity_{uuid.uuid4().hex}"
+    transform.register_pass_config(key, bool, 0)
+    assert PassContext().get_config(key) is False
+    assert PassContext.list_configs()[key]["default"] is False
+
+
