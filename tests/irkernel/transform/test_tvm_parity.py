@@ -31,7 +31,10 @@ DOC = Path(__file__).resolve().parents[3] / "docs" / "pass_infra.md"
 
 
 def recorder(events: list[str], ident: str, fail: str = "", verdict: Any = True) -> Any:
-    """An instrument logging '<ident> <hook>'; raises in hook ``fail``; should_run returns ``verdict``."""
+    """An instrument logging '<ident> <hook>'; raises in hook ``fail``.
+
+    Its ``should_run`` returns ``verdict`` as is (the point of these tests).
+    """
 
     @pass_instrument
     class Recorder:
@@ -168,5 +171,28 @@ def test_register_pass_config_coerces_the_default() -> None:
     transform.register_pass_config(key, bool, 0)
     assert PassContext().get_config(key) is False
     assert PassContext.list_configs()[key]["default"] is False
+
+
+# -- 3. str(PassInfo) is TVM 0.27's ----------------------------------------------------
+
+
+@pytest.mark.parametrize(("required", "shown"), [(["R1", "R2"], '("R1", "R2")'),
+                                                 (["R1"], '("R1",)'), (None, "()")])
+def test_pass_info_prints_like_tvm_0_27(required: Any, shown: str) -> None:
+    info = PassInfo(2, "Str", required)
+    expected = f'transform.PassInfo(opt_level=2, name="Str", required={shown}, traceable=False)'
+    assert str(info) == expected
+    assert repr(info) == expected  # TVM's str and repr of an object are the same text
+
+
+def test_print_all_headers_use_the_pass_info() -> None:
+    out = io.StringIO()
+    with PassContext(instruments=[instrument.PrintBeforeAll(file=out),
+                                  instrument.PrintAfterAll(file=out)]):
+        log_pass([], "Str")(small_module())
+    info = 'transform.PassInfo(opt_level=0, name="Str", required=(), traceable=False)'
+    lines = out.getvalue().splitlines()
+    assert f"Before Running Pass: {info}" in lines
+    assert f"After Running Pass: {info}" in lines
 
 
