@@ -30,8 +30,8 @@ class PassInstrument:
 
     - ``enter_pass_ctx()``: when the context is entered (or when
       ``override_instruments`` installs the instrument). If one raises, the
-      instruments entered before it are exited, the context's instruments are
-      cleared and the exception propagates.
+      instruments entered before it are exited in reverse order, the context's
+      instruments are cleared and the exception propagates.
     - ``exit_pass_ctx()``: when the context exits. If one raises, the context's
       instruments are cleared and the exception propagates.
     - ``should_run(mod, info) -> bool``: ANDed over instruments (each is

@@ -196,3 +196,36 @@ def test_print_all_headers_use_the_pass_info() -> None:
     assert f"After Running Pass: {info}" in lines
 
 
+# -- 4. instruments that fail on enter: the entered ones exit in reverse order ---------
+
+
+def test_enter_failure_exits_the_entered_instruments_in_reverse_order() -> None:
+    events: list[str] = []
+    outer = PassContext.current()
+    ctx = PassContext(instruments=[recorder(events, "A"), recorder(events, "B"),
+                                   recorder(events, "C", "enter_pass_ctx"), recorder(events, "D")])
+    with pytest.raises(RuntimeError, match="dummy error in C enter_pass_ctx"), ctx:
+        events.append("body")
+    assert events == ["A enter_pass_ctx", "B enter_pass_ctx", "C enter_pass_ctx",
+                      "B exit_pass_ctx", "A exit_pass_ctx"]
+    assert not ctx.instruments
+    assert PassContext.current() is outer
+
+
+def test_override_enter_failure_exits_in_reverse_order(default_ctx: PassContext) -> None:
+    events: list[str] = []
+    with pytest.raises(RuntimeError, match="dummy error in C enter_pass_ctx"):
+        default_ctx.override_instruments([recorder(events, "A"), recorder(events, "B"),
+                                          recorder(events, "C", "enter_pass_ctx")])
+    assert events == ["A enter_pass_ctx", "B enter_pass_ctx", "C enter_pass_ctx",
+                      "B exit_pass_ctx", "A exit_pass_ctx"]
+    assert not default_ctx.instruments
+
+
+def test_normal_exit_keeps_list_order() -> None:
+    events: list[str] = []
+    with PassContext(instruments=[recorder(events, "A"), recorder(events, "B")]):
+        pass
+    assert events == ["A enter_pass_ctx", "B enter_pass_ctx", "A exit_pass_ctx", "B exit_pass_ctx"]
+
+
