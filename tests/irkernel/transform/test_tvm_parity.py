@@ -229,3 +229,30 @@ def test_normal_exit_keeps_list_order() -> None:
     assert events == ["A enter_pass_ctx", "B enter_pass_ctx", "A exit_pass_ctx", "B exit_pass_ctx"]
 
 
+# -- 5. decorating something that is not a function or a class -------------------------
+
+_DECORATORS = [transform.module_pass, transform.function_pass, transform.prim_func_pass]
+
+
+@pytest.mark.parametrize("decorator", _DECORATORS, ids=lambda d: d.__name__)
+@pytest.mark.parametrize("name", [None, "Named"])
+@pytest.mark.parametrize("bad", [42, "FoldConstant", 1.5])
+def test_non_callable_says_a_function_or_class_is_expected(decorator: Any, name: str | None,
+                                                           bad: Any) -> None:
+    expected = (rf"{decorator.__name__}: expected a function or a class to make a pass from, "
+                rf"got {type(bad).__name__}")
+    with pytest.raises(TypeError, match=expected):
+        decorator(bad, opt_level=1, name=name)
+    with pytest.raises(TypeError, match=expected):
+        decorator(opt_level=1, name=name)(bad)
+
+
+def test_callable_without_a_name_still_asks_for_name() -> None:
+    def body(mod: Any, ctx: Any) -> Any:
+        return mod
+
+    nameless = functools.partial(body)
+    with pytest.raises(TypeError, match="name= is required for partial objects"):
+        transform.module_pass(nameless, opt_level=1)
+    assert transform.module_pass(nameless, opt_level=1, name="Named").info.name == "Named"
+
