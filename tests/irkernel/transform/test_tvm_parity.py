@@ -71,7 +71,8 @@ def test_should_run_returning_none_is_a_type_error_and_the_context_still_exits()
             PassContext(instruments=[recorder(events, "%1"), ForgotReturn()]):
         log_pass(events, "p")(small_module())
     message = str(err.value)
-    assert "ForgotReturn.should_run" in message and "'p'" in message
+    assert "ForgotReturn.should_run" in message
+    assert "'p'" in message
     assert events == ["%1 enter_pass_ctx", "%1 should_run", "forgot should_run",
                       "%1 exit_pass_ctx"]  # the pass did not run; the context exited
     assert PassContext.current() is outer
@@ -143,13 +144,15 @@ def test_bool_config_accepts_integers(keys: dict[type, str], value: Any, expecte
                                                  (np.int16(7), 7)])
 def test_int_config_accepts_bools(keys: dict[type, str], value: Any, expected: int) -> None:
     got = PassContext(config={keys[int]: value}).get_config(keys[int])
-    assert got == expected and type(got) is int
+    assert got == expected
+    assert type(got) is int
 
 
 def test_float_config_accepts_bools_and_ints(keys: dict[type, str]) -> None:
     for value, expected in ((True, 1.0), (2, 2.0), (np.float32(0.25), 0.25)):
         got = PassContext(config={keys[float]: value}).get_config(keys[float])
-        assert got == expected and type(got) is float
+        assert got == expected
+        assert type(got) is float
 
 
 def test_builtin_int_config_takes_true_as_one() -> None:
@@ -256,3 +259,95 @@ def test_callable_without_a_name_still_asks_for_name() -> None:
         transform.module_pass(nameless, opt_level=1)
     assert transform.module_pass(nameless, opt_level=1, name="Named").info.name == "Named"
 
+
+# -- the documented differences ----------------------------------------------------------
+
+
+def differences_section() -> str:
+    text = DOC.read_text(encoding="utf-8")
+    match = re.search(r"^## Where irkernel differs from TVM\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    assert match, "docs/pass_infra.md lacks the 'Where irkernel differs from TVM' section"
+    return " ".join(match.group(1).split())  # one line, so a phrase may wrap in the source
+
+
+@pytest.mark.parametrize("topic", [
+    "direct call", "transitively", "not re-run", "AttributeError", "InternalError",
+    "out of order", "returning None", "unknown required", "own exception class",
+    "negative `opt_level`", "override_instruments(None)", "timing profile", "traceable",
+    "tuning_api_database", "not a function or a class", "PrintIR(header)", "LOG(INFO)",
+])
+def test_differences_section_lists_each_difference(topic: str) -> None:
+    assert topic in differences_section()
+
+
+def test_difference_required_runs_on_a_direct_call(scoped_registry: None) -> None:
+    events: list[str] = []
+    transform.register_pass("Req", lambda: log_pass(events, "Req"))
+    user = transform.module_pass(lambda mod, ctx: events.append("user") or mod, opt_level=0,
+                                 name="User", required=["Req"])
+    user(small_module())  # no enclosing Sequential: TVM would not run Req
+    assert events == ["Req", "user"]
+
+
+def test_difference_errors_are_python_builtins() -> None:
+    with pytest.raises(ValueError, match="unknown pass config key"):
+        PassContext(config={"no.such.key": 1})
+    with pytest.raises(TypeError, match="expects int"):
+        PassContext(config={"irkernel.bisect_limit": "3"})
+    returns_none = transform.module_pass(lambda mod, ctx: None, opt_level=0, name="Nothing")
+    with pytest.raises(TypeError, match="returned NoneType, expected an IRModule"):
+        returns_none(small_module())
+    first, second = PassContext(), PassContext()
+    first.__enter__()
+    second.__enter__()
+    with pytest.raises(RuntimeError, match="out of order"):
+        first.__exit__(None, None, None)
+    second.__exit__(None, None, None)
+    first.__exit__(None, None, None)
+
+
+def test_difference_user_exceptions_pass_through_unchanged() -> None:
+    class MyError(Exception):
+        pass
+
+    def boom(mod: Any, ctx: Any) -> Any:
+        raise MyError("mine")
+
+    with pytest.raises(MyError, match="mine"):
+        transform.module_pass(boom, opt_level=0, name="Boom")(small_module())
+
+
+def test_difference_unknown_required_name_is_a_value_error(scoped_registry: None) -> None:
+    user = transform.module_pass(lambda mod, ctx: mod, opt_level=0, name="User",
+                                 required=["NoSuchPass"])
+    with pytest.raises(ValueError, match="'User' requires 'NoSuchPass'"):
+        user(small_module())
+
+
+def test_difference_negative_opt_level_and_override_none(default_ctx: PassContext) -> None:
+    with pytest.raises(ValueError, match="opt_level must be >= 0"):
+        PassContext(opt_level=-1)
+    default_ctx.override_instruments([instrument.PassTimingInstrument()])
+    default_ctx.override_instruments(None)
+    assert default_ctx.instruments == ()
+
+
+def test_difference_no_traceable_or_tuning_arguments() -> None:
+    with pytest.raises(TypeError, match="traceable"):
+        transform.module_pass(lambda mod, ctx: mod, opt_level=0, name="T", traceable=False)
+    with pytest.raises(TypeError, match="trace"):
+        PassContext(trace=None)  # type: ignore[call-arg]
+
+
+def test_difference_print_ir_writes_to_its_file() -> None:
+    out = io.StringIO()
+    mod = small_module()
+    assert transform.PrintIR("here", file=out)(mod) is mod
+    assert out.getvalue().startswith("PrintIR(here):\n")
+
+
+def test_difference_timing_profile_kept_after_exit() -> None:
+    timing = instrument.PassTimingInstrument()
+    with PassContext(instruments=[timing]):
+        log_pass([], "Timed")(small_module())
+    assert "Timed" in timing.render()
