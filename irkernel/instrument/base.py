@@ -30,14 +30,16 @@ class PassInstrument:
 
     - ``enter_pass_ctx()``: when the context is entered (or when
       ``override_instruments`` installs the instrument). If one raises, the
-      instruments entered before it are exited, the context's instruments are
-      cleared and the exception propagates.
+      instruments entered before it are exited in reverse order, the context's
+      instruments are cleared and the exception propagates.
     - ``exit_pass_ctx()``: when the context exits. If one raises, the context's
       instruments are cleared and the exception propagates.
     - ``should_run(mod, info) -> bool``: ANDed over instruments (each is
       called); a pass vetoed by any gets no ``run_before_pass`` /
       ``run_after_pass`` and returns its input. Not consulted for passes named
-      in the context's ``required_pass``.
+      in the context's ``required_pass``. It must return a bool (an integer
+      converts); ``None`` (a forgotten ``return``) or another object is a
+      TypeError naming the instrument, and the context still exits.
     - ``run_before_pass(mod, info)``: before the pass, with its input.
     - ``run_after_pass(mod, info)``: after the pass, with its *output*.
 

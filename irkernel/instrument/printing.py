@@ -39,7 +39,7 @@ class _Printer(PassInstrument):
 
 
 class PrintBeforeAll(_Printer):
-    """Print the module before every pass (``Before Running Pass: <info>``).
+    """Print the module before every pass (``Before Running Pass: transform.PassInfo(...)``).
 
     Parameters
     ----------
@@ -55,7 +55,7 @@ class PrintBeforeAll(_Printer):
 
 
 class PrintAfterAll(_Printer):
-    """Print the module after every pass (``After Running Pass: <info>``).
+    """Print the module after every pass (``After Running Pass: transform.PassInfo(...)``).
 
     Parameters
     ----------

@@ -1,8 +1,10 @@
 """The pass-config registry: ``register_pass_config(name, type, default)``.
 
 ``PassContext(config=...)`` checks and coerces its values here; an unknown
-key is a ValueError listing the registered ones. Append-only and
-lock-guarded, like the pass registry. Imports nothing from irkernel.
+key is a ValueError listing the registered ones. Values convert as in TVM:
+a bool option takes integers (``{"tir.disable_vectorize": 1}``), an int option
+takes bools, a float option takes both. Append-only and lock-guarded, like the
+pass registry. Imports nothing from irkernel.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import numbers
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -30,24 +34,26 @@ _CONFIGS: dict[str, _ConfigOption] = {}
 _CONFIG_LOCK = threading.Lock()
 
 
+# What each scalar type accepts, TVM's conversions (tvm-ffi's bool/int/float casts):
+# a bool key takes integers (C truthiness: nonzero is True), an int key takes bools
+# (True is 1), a float key takes both. Strings and floats never become bools or ints:
+# "0" or 1.5 for a flag is a mistake worth an error, and TVM rejects them too.
+_ACCEPTS: dict[type, tuple[type, ...]] = {
+    bool: (bool, np.bool_, numbers.Integral),
+    int: (numbers.Integral, np.bool_),
+    float: (numbers.Real, np.bool_),
+}
+
+
 def _coerce(option: _ConfigOption, value: Any) -> Any:
     """``value`` as the option's type; TypeError/ValueError naming the key."""
     typ = option.type
-    if typ is bool:
-        ok = isinstance(value, bool)
-    elif typ is int:
-        ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-    elif typ is float:
-        ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    else:
-        ok = isinstance(value, typ)
-    if not ok:
+    accepted = _ACCEPTS.get(typ, (typ,))
+    if not isinstance(value, accepted):
         raise TypeError(f"pass config {option.name!r} expects {typ.__name__}, "
                         f"got {type(value).__name__} ({value!r})")
-    if typ is int:
-        value = int(cast(int, value))
-    elif typ is float:
-        value = float(cast(float, value))
+    if typ in _ACCEPTS:
+        value = typ(value)  # a real bool/int/float, never the NumPy scalar or the other kind
     if option.check is not None:
         problem = option.check(value)
         if problem:
@@ -66,7 +72,9 @@ def register_pass_config(name: str, type: type, default: Any, *,  # TVM's parame
         The key, by convention ``"<pass or package>.<option>"``.
     type : type
         The value type (``int``, ``float``, ``bool``, ``str`` or any class).
-        ``int`` rejects bools; ``float`` accepts ints.
+        Values convert as in TVM: ``bool`` accepts integers (nonzero is True),
+        ``int`` accepts bools (True is 1), ``float`` accepts ints and bools;
+        the stored value always has type ``type``.
     default : object
         The value ``ctx.get_config(name)`` returns when the context does not set it.
     description : str, optional

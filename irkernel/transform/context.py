@@ -5,8 +5,10 @@ Design note: PassContext ordering (mirrors TVM, see ``docs/pass_infra.md``).
 - ``__enter__``: every instrument's ``enter_pass_ctx`` in list order, then the
   context is pushed on the thread's stack (so during the hooks ``current()``
   is still the outer context). If a hook raises, the instruments entered so
-  far get ``exit_pass_ctx`` (list order), the instruments are cleared, the
-  context is *not* pushed and the exception propagates (TVM's rollback).
+  far get ``exit_pass_ctx`` in *reverse* order (entering A, B, C where C fails
+  exits B, then A, as TVM 0.27 does: an instrument may rely on one entered
+  before it), the instruments are cleared, the context is *not* pushed and the
+  exception propagates (TVM's rollback). A normal exit keeps list order, as TVM.
 - ``__exit__``: the context is popped first (asserting it is the top), then
   ``exit_pass_ctx`` in list order; a raise clears the instruments and
   propagates, and the stack is already right. The body's exception, if any,
@@ -203,7 +205,7 @@ class PassContext:
             except BaseException:
                 # The one broad except (STYLE 9.9): TVM's rollback, then re-raise.
                 self._set_instruments(())
-                for done in entered:
+                for done in reversed(entered):  # TVM 0.27: last entered, first exited
                     exit_hook = overridden_hook(done, "exit_pass_ctx")
                     if exit_hook is not None:
                         exit_hook()

@@ -3,7 +3,9 @@
 As in TVM: decorating a function returns a pass object; decorating a class
 returns a Pass *class* whose constructor takes the user class's arguments and
 whose instances fall through to the user instance's attributes. A missing
-``opt_level`` is a ValueError; the name defaults to the function or class name.
+``opt_level`` is a ValueError; anything but a function or a class is a
+TypeError saying so at once (TVM raises AttributeError, or ValueError once
+``name=`` is given); the name defaults to the function or class name.
 """
 
 from __future__ import annotations
@@ -50,14 +52,17 @@ def _decorator(kind: str, base: _Base, method: str, pass_func: Any, opt_level: i
                         f"got {type(required).__name__}")
 
     def create(arg: Any) -> Any:
+        # What is decorated is checked before its name: asking for name= for an int
+        # would send the user to fix the wrong argument.
+        if not isinstance(arg, type) and not callable(arg):
+            raise TypeError(f"{kind}: expected a function or a class to make a pass from, "
+                            f"got {type(arg).__name__} ({arg!r})")
         pass_name = name if name is not None else getattr(arg, "__name__", None)
         if pass_name is None:
             raise TypeError(f"{kind}: name= is required for {type(arg).__name__} objects")
         info = PassInfo(opt_level, pass_name, list(required) if required is not None else None)
         if isinstance(arg, type):
             return _wrap_class(base, arg, info, method)
-        if not callable(arg):
-            raise TypeError(f"{kind}: expected a function or a class, got {type(arg).__name__}")
         return base(cast(Any, arg), info)
 
     if pass_func is not None:
@@ -84,6 +89,14 @@ def module_pass(pass_func: Any = None, opt_level: int | None = None, name: str |
     Returns
     -------
     ModulePass, or a ModulePass subclass for the class form, or a decorator.
+
+    Raises
+    ------
+    ValueError
+        When ``opt_level`` is missing.
+    TypeError
+        When ``pass_func`` is neither a function nor a class, or is a callable
+        without ``__name__`` and ``name`` is not given.
 
     Examples
     --------

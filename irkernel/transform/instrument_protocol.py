@@ -7,13 +7,18 @@ class attribute ``_irkernel_pass_instrument``), and whether a hook is the base
 class's no-op (the function attribute ``_irkernel_noop_hook``, set by
 :func:`noop_hook`), so that it builds call lists holding only the hooks an
 instrument overrides. The same marker idiom tells PrimFuncs apart
-(``irkernel.ir.module.is_prim_func``). Imports nothing.
+(``irkernel.ir.module.is_prim_func``). It also owns the one rule for what a
+``should_run`` hook may return (:func:`should_run_verdict`). Imports nothing
+from irkernel.
 """
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+import numpy as np
 
 #: The five hooks, in the order a context calls them over its life.
 HOOK_NAMES = ("enter_pass_ctx", "exit_pass_ctx", "should_run", "run_before_pass",
@@ -39,3 +44,26 @@ def overridden_hook(inst: object, hook: str) -> Callable[..., Any] | None:
     if getattr(getattr(bound, "__func__", None), "_irkernel_noop_hook", False):
         return None
     return bound
+
+
+def should_run_verdict(hook: Callable[..., Any], verdict: object, pass_name: str) -> bool:
+    """``verdict`` (what ``hook``, a ``should_run``, returned) as a bool, converted as TVM does.
+
+    A bool or an integer (NumPy's included) converts with C truthiness; anything
+    else, ``None`` above all (an instrument that forgot its ``return``), is a
+    TypeError naming the instrument and the pass, as TVM 0.27 raises "cannot
+    convert None to bool". Taking ``None`` as a veto would silently turn off the
+    user's pipeline; taking it as "run" would hide the bug the other way.
+
+    Raises
+    ------
+    TypeError
+        When ``verdict`` is neither a bool nor an integer.
+    """
+    if isinstance(verdict, (bool, numbers.Integral, np.bool_)):
+        return bool(verdict)
+    owner = getattr(hook, "__self__", None)
+    where = f"{type(owner).__name__}.should_run" if owner is not None else repr(hook)
+    shown = "None" if verdict is None else type(verdict).__name__
+    raise TypeError(f"{where} returned {verdict!r} for pass {pass_name!r}: cannot convert "
+                    f"{shown} to bool (return True to run the pass, False to skip it)")

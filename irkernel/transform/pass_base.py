@@ -9,7 +9,10 @@ Design note: running one pass (``p(mod)`` or a Sequential step), in order:
    runs (through the instruments) unless the context records that it produced
    the current module (change tracking makes that an identity test).
 3. ``should_run`` of every instrument, ANDed (each is called), unless the
-   pass is in the context's ``required_pass``; a veto returns the input.
+   pass is in the context's ``required_pass``; a veto returns the input. A
+   verdict must be a bool or an integer (TVM's conversion); ``None`` or any
+   other object is a TypeError naming the instrument, so an instrument that
+   forgot its ``return`` cannot silently switch passes off.
 4. ``irkernel.bisect_limit``: leaf passes count one execution each; past the
    limit the pass is skipped (logged) and gets no before/after hooks.
 5. ``run_before_pass`` hooks, the transformation, ``run_after_pass`` hooks
@@ -31,6 +34,7 @@ from typing import Any
 
 from irkernel.ir.module import IRModule
 from irkernel.transform.context import STATE, PassContext, RunningFrame
+from irkernel.transform.instrument_protocol import should_run_verdict
 from irkernel.transform.pass_info import PassInfo
 from irkernel.transform.pass_text import format_pass_text
 from irkernel.transform.registry import list_passes, lookup
@@ -113,7 +117,10 @@ def execute(p: Pass, mod: IRModule, ctx: PassContext) -> IRModule:
     if ctx._should_run_hooks and info.name not in ctx._required_set:
         run = True
         for hook in ctx._should_run_hooks:
-            run = bool(hook(mod, info)) and run  # every hook is called, as in TVM
+            verdict = hook(mod, info)
+            if type(verdict) is not bool:  # NOTE: the common case costs one type test
+                verdict = should_run_verdict(hook, verdict, info.name)
+            run = verdict and run  # every hook is called, as in TVM
         if not run:
             return mod
     if ctx._bisect_limit >= 0 and not p._is_container and not ctx._bisect_step(info.name):

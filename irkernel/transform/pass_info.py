@@ -1,6 +1,9 @@
 """PassInfo: a pass's name, optimization level and required passes.
 
-Imports nothing from irkernel.
+Its printed form is TVM 0.27's, field for field (tvm-ffi's reflection repr:
+strings in double quotes, the required names as a tuple), because users grep
+``PrintBeforeAll`` output for it. irkernel has no traceable passes, so it prints
+``traceable=False`` as TVM does for an ordinary pass. Imports nothing from irkernel.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ def name_list(arg: str, value: object, allow_set: bool) -> tuple[str, ...]:
     return tuple(items)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class PassInfo:
     """Metadata of a pass: optimization level, name and required passes.
 
@@ -45,6 +48,8 @@ class PassInfo:
     --------
     >>> PassInfo(1, "MyPass", ["FoldConstant"]).required
     ('FoldConstant',)
+    >>> print(PassInfo(1, "MyPass", ["FoldConstant"]))
+    transform.PassInfo(opt_level=1, name="MyPass", required=("FoldConstant",), traceable=False)
     """
 
     opt_level: int
@@ -62,5 +67,12 @@ class PassInfo:
         object.__setattr__(self, "required", name_list("required", required, False))
 
     def __str__(self) -> str:
-        return (f"pass name: {self.name}, opt_level: {self.opt_level}, "
-                f"required passes: [{', '.join(self.required)}]")
+        # NOTE: tvm-ffi prints strings between double quotes without escaping and a
+        # one-element array with a trailing comma, like a Python tuple; so do we.
+        names = ", ".join(f'"{name}"' for name in self.required)
+        if len(self.required) == 1:
+            names += ","
+        return (f'transform.PassInfo(opt_level={self.opt_level}, name="{self.name}", '
+                f"required=({names}), traceable=False)")
+
+    __repr__ = __str__  # TVM's str() and repr() of an object are the same text

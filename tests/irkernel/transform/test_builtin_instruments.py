@@ -113,7 +113,7 @@ def test_print_before_and_after_all_to_file() -> None:
         negate_pass()(mod)
     text = out.getvalue()
     before, after = text.split("After Running Pass:")
-    assert before.startswith("Before Running Pass: pass name: Negate")
+    assert before.startswith('Before Running Pass: transform.PassInfo(opt_level=0, name="Negate"')
     assert mod.script() in before
     assert "negative" not in before
     assert "negative" in after
@@ -124,7 +124,7 @@ def test_printers_default_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
         log_pass([], "Quiet")(small_module())
     transform.PrintIR("hello")(small_module())
     captured = capsys.readouterr().out
-    assert "After Running Pass: pass name: Quiet" in captured
+    assert 'After Running Pass: transform.PassInfo(opt_level=0, name="Quiet"' in captured
     assert "PrintIR(hello):\n@main" in captured
 
 

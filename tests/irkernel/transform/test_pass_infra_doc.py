@@ -31,7 +31,7 @@ def test_doc_python_blocks_run() -> None:
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.returncode == 0, result.stderr[-4000:]
     out = result.stdout
-    assert "pass name: CountExp, opt_level: 1" in out
+    assert 'transform.PassInfo(opt_level=1, name="CountExp", required=(), traceable=False)' in out
     assert "CountExp,fixpoint(DropPrivate{keep=[helper]},CountExp)" in out
     assert "pass 'BuggyRewrite' changed result 0 of 'main'" in out
     assert "pass execution 3 of 4 (BuggyRewrite)" in out

@@ -22,7 +22,7 @@ def test_pass_info_fields_and_validation() -> None:
     info = PassInfo(3, "X", ["A", "B"])
     assert (info.opt_level, info.name, info.required) == (3, "X", ("A", "B"))
     assert PassInfo(0, "Y").required == ()
-    assert "pass name: X" in str(info)
+    assert 'name="X"' in str(info)
     with pytest.raises(TypeError, match="required"):
         PassInfo(0, "X", "A")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="opt_level"):
