@@ -23,18 +23,21 @@ optimizations (fusion) still honour it.
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 import passes.topi.templates as op_templates
+from passes.topi import generic
 from irkernel import transform
 from irkernel.ir import ops
 from irkernel.ir.errors import TypeInferenceError
 from irkernel.ir.function import Function
-from irkernel.ir.ids import DTYPE_NAMES, ENC_BINARY, ENC_VARIADIC
+from irkernel.ir.ids import DTYPE_NAMES, ENC_BINARY, ENC_VARIADIC, INT64
 from irkernel.ir.module import IRModule
+from irkernel.ir.operands import operand_csr
 from irkernel.ir.rebuild import rebuild
 from irkernel.tir.function import PrimFunc
 
@@ -133,14 +136,18 @@ def _name(op: str, code: int, shape: tuple[int, ...]) -> str:
 
 
 class _Namer:
-    """Module-wide PrimFunc sharing by structural digest, and unique names."""
+    """Module-wide PrimFunc sharing by structural digest (generic kernels: by their name,
+    which identifies their op and dtypes), and unique names."""
 
     def __init__(self, mod: IRModule) -> None:
         self.taken = set(mod.functions)
         self.by_digest: dict[bytes, str] = {}
         for name, f in mod.functions.items():
             if isinstance(f, PrimFunc):
-                self.by_digest.setdefault(f.structural_digest(), name)
+                generic_name = f.attrs.get("generic_name")
+                key = (str(generic_name).encode() if generic_name is not None
+                       else f.structural_digest())
+                self.by_digest.setdefault(key, name)
         self.added: dict[str, PrimFunc] = {}
 
     def intern(self, prim: PrimFunc, digest: bytes, base: str) -> str:
@@ -157,60 +164,127 @@ class _Namer:
         return name
 
 
-def legalize_function(func: Function, fname: str, namer: _Namer) -> tuple[Function, int]:
-    """``func`` with every op node rewritten to call_tir; (new function, nodes legalized)."""
+def _generic_ok(types: tuple[Any, ...], result: Any, limit: int) -> bool:
+    """Whether every tensor of a signature is small enough for a shape-generic kernel."""
+    return all(math.prod(shape) <= limit for _, shape in (*types, result))
+
+
+def _lower_signature(func: Function, fname: str, node: int, namer: _Namer, limit: int,
+                     metas: dict[bytes, int], meta_arrays: list[np.ndarray]) -> tuple[Any, int]:
+    """The call_tir attribute record of one signature (its representative ``node``) and
+    the index of its meta constant (-1 for a specialized kernel)."""
+    shapes = func.shapes
+    opcode, attr_id = int(func.kind[node]), int(func.attr_id[node])
+    code = int(func.dtype[node])
+    types = tuple((int(func.dtype[o]), shapes[int(func.shape_id[o])])
+                  for o in func.operands(node))
+    result = (code, shapes[int(func.shape_id[node])])
+    op = ops.get_op(opcode)
+    record = func.attr_table[attr_id]
+    meta_index = -1
+    try:
+        # node attribute records are stored normalized (defaults filled) by the builder
+        call = generic.generic_call(op.name, dict(record), types, result) \
+            if limit and _generic_ok(types, result, limit) else None
+        if call is not None:
+            # a generic kernel's name identifies it (op and dtypes): no digest of its tree
+            prim, digest = call.prim, call.name.encode()
+            key = call.meta.tobytes()
+            meta_index = metas.get(key, -1)
+            if meta_index < 0:
+                meta_index = metas[key] = len(meta_arrays)
+                meta_arrays.append(call.meta)
+            name = namer.intern(prim, digest, call.name)
+        else:
+            prim, digest = _template(opcode, record, types, result)
+            name = namer.intern(prim, digest, _name(op.name, code, result[1]))
+    except (ValueError, TypeError, TypeInferenceError) as exc:
+        raise type(exc)(f"LegalizeOps: {fname}: node {node} ({op.name}): {exc}") from None
+    return _call_record(name, code, result[1]), meta_index
+
+
+@lru_cache(maxsize=65536)
+def _call_record(callee: str, code: int, shape: tuple[int, ...]) -> tuple[tuple[str, Any], ...]:
+    return ops.get_op(ops.OP_CALL_TIR).normalize_attrs(
+        {"callee": callee, "dtype": DTYPE_NAMES[code], "shape": shape})
+
+
+def legalize_function(func: Function, fname: str, namer: _Namer,
+                      generic_max_elements: int = 0) -> tuple[Function, int]:
+    """``func`` with every op node rewritten to call_tir; (new function, nodes legalized).
+
+    Signatures whose tensors all have at most ``generic_max_elements`` elements
+    call a shape-generic kernel (``passes.topi.generic``) with one more operand,
+    an ``int64`` meta constant; those constants (one per distinct meta) are
+    prepended to the function, so every node id moves up by their count.
+    """
     is_op = ~np.isin(func.kind, np.array(_LEAVES, np.int16))
     rows = np.nonzero(is_op)[0]
     if not len(rows):
         return func, 0
     enc = ops.op_arrays().encoding[func.kind[rows]]
     first, inverse = _group_rows(_signatures(func, rows, enc))
-    shapes = func.shapes
-    records = []
+    records, group_meta = [], []
+    metas: dict[bytes, int] = {}
+    meta_arrays: list[np.ndarray] = []
     for node in rows[first].tolist():  # one step per distinct signature
-        opcode, attr_id = int(func.kind[node]), int(func.attr_id[node])
-        code = int(func.dtype[node])
-        types = tuple((int(func.dtype[o]), shapes[int(func.shape_id[o])])
-                      for o in func.operands(node))
-        result = (code, shapes[int(func.shape_id[node])])
-        op = ops.get_op(opcode)
-        try:
-            prim, digest = _template(opcode, func.attr_table[attr_id], types, result)
-        except (ValueError, TypeError, TypeInferenceError) as exc:
-            raise type(exc)(f"LegalizeOps: {fname}: node {node} ({op.name}): {exc}") from None
-        name = namer.intern(prim, digest, _name(op.name, code, result[1]))
-        records.append(ops.get_op(ops.OP_CALL_TIR).normalize_attrs(
-            {"callee": name, "dtype": DTYPE_NAMES[code], "shape": result[1]}))
+        record, meta_index = _lower_signature(func, fname, node, namer, generic_max_elements,
+                                              metas, meta_arrays)
+        records.append(record)
+        group_meta.append(meta_index)
     attr_table, new_ids = func.attr_table.extended(records)
+    n_meta = len(meta_arrays)
+    shift = np.int32(n_meta)
+    # every legalized row gets a fresh operand list in extra: its operands, then its meta
+    csr = operand_csr(func)
+    row_meta = np.asarray(group_meta, np.int64)[inverse]
+    n_operands = (csr.ptr[rows + 1] - csr.ptr[rows]).astype(np.int64)
+    counts = n_operands + (row_meta >= 0)
+    starts = np.zeros(len(rows) + 1, np.int64)
+    np.cumsum(counts, out=starts[1:])
+    lists = np.empty(int(starts[-1]), np.int32)
+    row_of = np.repeat(np.arange(len(rows)), counts)
+    within = np.arange(len(lists), dtype=np.int64) - starts[row_of]
+    is_operand = within < n_operands[row_of]
+    lists[is_operand] = csr.ids[csr.ptr[rows[row_of[is_operand]]] + within[is_operand]] + shift
+    lists[~is_operand] = row_meta[row_of[~is_operand]]  # meta nodes are 0..n_meta-1
+    old_extra = func.extra + shift if n_meta else func.extra
+    extra = np.concatenate([old_extra, lists]).astype(np.int32)
     kind = func.kind.copy()
     kind[rows] = ops.OP_CALL_TIR
     attr_id = func.attr_id.copy()
     attr_id[rows] = np.asarray(new_ids, np.int32)[inverse]
-    # unary/binary operands move to extra; variadic rows keep their (a0 = start, a1 = count)
-    is_fixed = enc != ENC_VARIADIC
-    fixed = rows[is_fixed]
-    is_binary = enc[is_fixed] == ENC_BINARY
-    fixed_ops = np.stack([func.a0[fixed], np.where(is_binary, func.a1[fixed], -1)], axis=1)
-    counts = np.where(is_binary, 2, 1).astype(np.int64)
-    start = len(func.extra) + np.cumsum(counts) - counts
-    appended = fixed_ops[fixed_ops >= 0].astype(np.int32)  # row-major: operand order kept
-    extra = np.concatenate([func.extra, appended])
     a0 = func.a0.copy()
     a1 = func.a1.copy()
-    a0[fixed] = start.astype(np.int32)
-    a1[fixed] = counts.astype(np.int32)
-    out = rebuild(func, kind=kind, a0=a0, a1=a1, attr_id=attr_id, extra=extra,
-                  attr_table=attr_table, pass_name="LegalizeOps")
+    a0[rows] = (len(func.extra) + starts[:-1]).astype(np.int32)
+    a1[rows] = counts.astype(np.int32)
+    if not n_meta:
+        out = rebuild(func, kind=kind, a0=a0, a1=a1, attr_id=attr_id, extra=extra,
+                      attr_table=attr_table, pass_name="LegalizeOps")
+        return out, len(rows)
+    shapes, shape_ids = func.shapes.extended([(len(m),) for m in meta_arrays])
+    consts, const_ids = func.consts.with_tensors(meta_arrays, shape_ids)
+    out = Function(
+        kind=np.concatenate([np.full(n_meta, ops.OP_CONST, np.int16), kind]),
+        a0=np.concatenate([const_ids, a0]), a1=np.concatenate([np.full(n_meta, -1, np.int32), a1]),
+        dtype=np.concatenate([np.full(n_meta, INT64, np.int8), func.dtype]),
+        shape_id=np.concatenate([np.asarray(shape_ids, np.int32), func.shape_id]),
+        attr_id=np.concatenate([np.zeros(n_meta, np.int32), attr_id]),
+        extra=extra, params=func.params + shift, outputs=func.outputs + shift,
+        param_names=func.param_names, shapes=shapes, attr_table=attr_table, consts=consts,
+        attrs=func.attrs)
     return out, len(rows)
 
 
-def legalize_module(mod: IRModule, ctx: transform.PassContext | None = None) -> IRModule:
+def legalize_module(mod: IRModule, ctx: transform.PassContext | None = None,
+                    generic_max_elements: int = 0) -> IRModule:
     namer = _Namer(mod)
     changed: dict[str, Any] = {}
     total = 0
+    limit = generic_max_elements
     for fname, func in mod.functions.items():
         if isinstance(func, Function):
-            out, n = legalize_function(func, fname, namer)
+            out, n = legalize_function(func, fname, namer, limit)
             if out is not func:
                 changed[fname] = out
                 total += n
@@ -222,8 +296,17 @@ def legalize_module(mod: IRModule, ctx: transform.PassContext | None = None) -> 
     return IRModule({**mod.functions, **changed, **namer.added}, mod.attrs)
 
 
-def LegalizeOps() -> transform.ModulePass:
+def LegalizeOps(generic_max_elements: int = 0) -> transform.ModulePass:
     """Rewrite graph ops to ``call_tir`` of template PrimFuncs added to the module (opt 0).
+
+    Parameters
+    ----------
+    generic_max_elements : int
+        Signatures whose tensors all have at most this many elements call a
+        shape-generic kernel (``passes.topi.generic``: one kernel per op and
+        dtypes, any shape, with an ``int64`` meta operand; never fused). 0, the
+        default, gives every signature its specialized template, as TVM does;
+        ``runtime.build`` sets it (config ``runtime.generic_max_elements``).
 
     Returns
     -------
@@ -232,8 +315,13 @@ def LegalizeOps() -> transform.ModulePass:
         ``nodes_legalized`` and ``prim_funcs_added``. Runs on functions with
         ``SkipOptimization`` too (see the module docstring).
     """
+    if not isinstance(generic_max_elements, int) or isinstance(generic_max_elements, bool) \
+            or generic_max_elements < 0:
+        raise ValueError(f"LegalizeOps: generic_max_elements must be an int >= 0, got "
+                         f"{generic_max_elements!r}")
+
     def legalize_ops(mod: IRModule, ctx: transform.PassContext) -> IRModule:
-        return legalize_module(mod, ctx)
+        return legalize_module(mod, ctx, generic_max_elements)
 
     return transform.module_pass(legalize_ops, opt_level=0, name="LegalizeOps")
 

@@ -1,30 +1,28 @@
-"""``runtime.build(mod)``: compile every PrimFunc of a module into an :class:`Executable`.
+"""``runtime.build(mod)``: compile a module into an :class:`Executable`.
 
-Per PrimFunc, under the current ``PassContext``:
+The phases, each a pass under the current ``PassContext`` (so instruments,
+``disabled_pass`` and config apply, and ``PassTimingInstrument`` /
+``--time-passes`` show where build time goes):
 
-1. ``verify`` it, and derive its calling convention from the *unlowered*
-   parameters (``runtime/abi.py``);
-2. look up the cache index by the TIR key (structural digest, symbol,
-   lowering config, target, code version); on a hit load the object and stop;
-3. otherwise run the lowering passes (``passes.tir.LOWERING`` as a
-   ``Sequential``, so instruments and ``disabled_pass`` apply), verify the
-   result, generate LLVM IR (``runtime/lower.py``), look up the object by the
-   hash of that IR (another PrimFunc may lower to the same code), else
-   optimize and emit it (``runtime/jit.py``), and store both entries.
+1. ``GraphLowering`` (graph modules only): the Sequential of
+   :data:`GRAPH_PIPELINE`: graph simplification, ``LegalizeOps`` (graph ops ->
+   ``call_tir``; small tensors call shape-generic kernels), ``FuseOps`` +
+   ``FuseTIR`` (fused PrimFuncs) and ``DeadCodeElimination`` (drops unused
+   PrimFuncs).
+2. ``CompileKernels``: every distinct PrimFunc (by kernel key, see
+   ``runtime/compile.py``) is found in the on-disk cache or lowered
+   (``LowerTIR``: the TIR passes of ``passes.tir.LOWERING``, nested here) and
+   compiled to machine code in batches, LLVM running on a worker thread while
+   the next batch is lowered. Reports ``kernels``, ``cached``, ``compiled``,
+   ``batches`` and ``llvm_s``.
+3. ``Link``: the batch objects are loaded into one JIT engine.
+4. ``GraphExecutors``: a memory plan and a launch table per graph function.
 
-All objects of one build are linked into one JIT engine.
-
-A module with graph Functions first goes through :data:`GRAPH_PIPELINE` as one
-``transform.Sequential`` ("GraphLowering") under the current PassContext, so
-instruments see every graph pass and, nested inside the build, every TIR
-lowering pass: graph simplification, ``LegalizeOps`` (graph ops ->
-``call_tir``), ``FuseOps`` + ``FuseTIR`` (fused PrimFuncs) and
-``DeadCodeElimination`` (drops unused PrimFuncs). A pass not registered is
-skipped with a logged warning. Then every PrimFunc compiles as above and each
-graph Function gets a :class:`~runtime.executor.GraphExecutor` (memory plan +
-launch list). ``build(mod, opt_level=N)`` runs all of it in a context derived
-from the current one with only ``opt_level`` replaced (see
-:func:`build_context`).
+``build(mod, opt_level=N)`` runs all of it in a context derived from the
+current one with only ``opt_level`` replaced (see :func:`build_context`).
+``progress(done, total)`` is called as kernels are compiled; without it, a
+build that runs longer than 2 s on a terminal shows a tqdm bar when tqdm is
+installed.
 """
 
 from __future__ import annotations
@@ -32,7 +30,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,16 +39,27 @@ import irkernel
 from irkernel import transform
 from irkernel.ir.module import IRModule
 from irkernel.tir.function import PrimFunc
-from passes.tir import FAST_MATH, LOWERING
+from passes.tir import FAST_MATH
 from passes.tir.unroll_loop import CONFIG_KEY as UNROLL_KEY
+
 from runtime import threadpool  # noqa: F401  (registers irkernel_parallel_launch with LLVM)
 from runtime.abi import CallingConvention
-from runtime.cache import DiskCache, digest
+from runtime.cache import DiskCache
+from runtime.compile import (
+    FAST_TIER_MAX_ELEMENTS,
+    Compiler,
+    Job,
+    Progress,
+    kernel_key,
+    lower_tir,
+    tier_of,
+    tty_progress,
+)
 from runtime.executable import Executable, Kernel
 from runtime.executor import GraphExecutor, make_kernels
-from runtime.jit import Engine, compile_ir
+from runtime.jit import Engine, assembly, optimized_ir
 from runtime.lower import lower
-from runtime.target import Target, host
+from runtime.target import host
 
 _SOURCE_DIRS = ("runtime", "passes/tir", "irkernel/tir")
 _LOG = logging.getLogger("runtime.build")
@@ -64,7 +72,7 @@ GRAPH_PIPELINE = ("FoldConstant", "SimplifyArith", "EliminateCommonSubexpr",
 
 @functools.cache
 def code_version() -> str:
-    """A digest of the code that turns TIR into objects (part of the cache index key)."""
+    """A digest of the code that turns TIR into objects (part of every kernel key)."""
     root = Path(__file__).resolve().parents[1]
     h = hashlib.blake2b(digest_size=16)
     h.update(irkernel.__version__.encode())
@@ -75,90 +83,61 @@ def code_version() -> str:
     return h.hexdigest()
 
 
-def _symbol(name: str, func: PrimFunc) -> str:
-    symbol = str(func.attrs.get("global_symbol", name))
-    return re.sub(r"[^A-Za-z0-9_]", "_", symbol) or "main"
-
-
 def _settings(ctx: transform.PassContext) -> tuple[Any, ...]:
-    """What of the context changes lowering (part of the cache key; replayed for sources)."""
+    """What of the context changes lowering (part of the key; replayed for sources)."""
     unroll = ctx.get_config(UNROLL_KEY)
     return (ctx.opt_level, tuple(sorted(ctx.disabled_pass)),
             bool(ctx.get_config(FAST_MATH)), tuple(sorted(dict(unroll).items())))
 
 
-def _lower_tir(name: str, func: PrimFunc) -> PrimFunc:
-    pipeline = transform.Sequential([transform.get_pass(p) for p in LOWERING],
-                                     name="LowerTIR")
-    lowered = pipeline(IRModule({name: func}))[name]
-    lowered.verify(name)
-    return lowered
+def _source(job: Job, settings: tuple[Any, ...]) -> Callable[[str], str]:
+    """``source("tir" | "llvm" | "asm")`` of one kernel (optimized LLVM IR and assembly in
+    its tier), lowered again on demand: builds keep no lowered TIR or IR text (most never
+    ask, and a large build would hold megabytes)."""
+    memo: dict[str, str] = {}
 
-
-class _Compiled:
-    """One kernel's object and a way to regenerate its sources."""
-
-    def __init__(self, name: str, func: PrimFunc, symbol: str, settings: tuple[Any, ...],
-                 obj: bytes, target: Target) -> None:
-        self.name, self.func, self.symbol, self.obj = name, func, symbol, obj
-        self.settings = settings
-        self.target = target
-        self._ir: str | None = None
-        self._lowered: PrimFunc | None = None
-
-    def remember(self, lowered: PrimFunc, ir_text: str) -> None:
-        """Keep the lowered PrimFunc (printed only when asked: printing is not free, and
-        most builds never ask) and its LLVM IR text."""
-        self._lowered, self._ir = lowered, ir_text
-
-    def source(self, kind: str) -> str:
-        """``"tir"`` or unoptimized ``"llvm"`` text, re-lowered if it came from the cache."""
-        if self._ir is None or self._lowered is None:
-            opt_level, disabled, fast_math, unroll = self.settings
+    def source(kind: str) -> str:
+        if not memo:
+            opt_level, disabled, fast_math, unroll = settings
             with transform.PassContext(opt_level=opt_level, disabled_pass=list(disabled),
                                        config={FAST_MATH: fast_math, UNROLL_KEY: dict(unroll)}):
-                lowered = _lower_tir(self.name, self.func)
-            self.remember(lowered, lower(lowered, self.symbol, self.target, fast_math))
-        if kind == "tir":
-            return self._lowered.script(self.name)  # type: ignore[union-attr]
-        return self._ir  # type: ignore[return-value]
+                lowered = lower_tir(job.name, job.func)
+            memo["tir"] = lowered.script(job.name)
+            memo["ir"] = lower(lowered, job.symbol, host(), fast_math)
+        if kind not in memo:
+            make = optimized_ir if kind == "llvm" else assembly
+            memo[kind] = make(memo["ir"], job.tier)
+        return memo[kind]
+
+    return source
 
 
-def _compile(name: str, func: PrimFunc, symbol: str, ctx: transform.PassContext,
-             cache: DiskCache | None) -> _Compiled:
-    target = host()
-    settings = _settings(ctx)
-    tir_key = digest(func.structural_digest(), symbol, repr(settings), target.key,
-                     code_version())
-    if cache is not None:
-        obj_key = cache.get("index", tir_key)
-        obj = cache.get("obj", obj_key.decode()) if obj_key else None
-        if obj is not None:
-            return _Compiled(name, func, symbol, settings, obj, target)
-    lowered = _lower_tir(name, func)
-    ir_text = lower(lowered, symbol, target, fast_math=settings[2])
-    obj_key = digest(ir_text, target.key, irkernel.__version__)
-    obj = cache.get("obj", obj_key) if cache is not None else None
-    if obj is None:
-        obj = compile_ir(ir_text).obj
-        if cache is not None:
-            cache.put("obj", obj_key, obj)
-    if cache is not None:
-        cache.put("index", tir_key, obj_key.encode())
-    compiled = _Compiled(name, func, symbol, settings, obj, target)
-    compiled.remember(lowered, ir_text)
-    return compiled
+#: Config: graph ops whose tensors all have at most this many elements run on shape-generic
+#: kernels (``LegalizeOps{generic_max_elements=...}``; 0: specialize and fuse everything).
+GENERIC_MAX_ELEMENTS = "runtime.generic_max_elements"
+transform.register_pass_config(
+    GENERIC_MAX_ELEMENTS, int, 1024,
+    description="graph ops on tensors of at most this many elements run on shape-generic "
+                "kernels, compiled once per op and dtypes (0: specialize and fuse every op)",
+    check=lambda v: "must be >= 0" if v < 0 else None)
 
 
-def graph_pipeline() -> transform.Sequential:
-    """:data:`GRAPH_PIPELINE` as one Sequential; unregistered passes are skipped (logged)."""
+def graph_pipeline(ctx: transform.PassContext | None = None) -> transform.Sequential:
+    """:data:`GRAPH_PIPELINE` as one Sequential; unregistered passes are skipped (logged).
+
+    LegalizeOps gets ``generic_max_elements`` from the context's config
+    ``runtime.generic_max_elements``: small tensors are not worth a kernel of
+    their own (a build of 1e5 small ops would compile thousands), large ones are.
+    """
+    ctx = ctx if ctx is not None else transform.PassContext.current()
     known = set(transform.list_passes())
     missing = [name for name in GRAPH_PIPELINE if name not in known]
     if missing:
         _LOG.warning("runtime.build: passes %s are not registered; the graph lowering "
                      "pipeline runs without them", ", ".join(dict.fromkeys(missing)))
-    return transform.Sequential([transform.get_pass(n) for n in GRAPH_PIPELINE if n in known],
-                                name="GraphLowering")
+    options = {"LegalizeOps": {"generic_max_elements": int(ctx.get_config(GENERIC_MAX_ELEMENTS))}}
+    return transform.Sequential([transform.get_pass(n, **options.get(n, {}))
+                                 for n in GRAPH_PIPELINE if n in known], name="GraphLowering")
 
 
 @contextmanager
@@ -187,13 +166,18 @@ def build_context(opt_level: int | None) -> Iterator[transform.PassContext]:
             derived._set_instruments(())
 
 
-def _lower_graphs(mod: IRModule) -> IRModule:
-    irkernel.verify(mod)
-    return graph_pipeline()(mod)
+def _phase(name: str, step: Callable[[IRModule, transform.PassContext], None]
+           ) -> transform.ModulePass:
+    """A build step as a pass that returns its module unchanged (so instruments time it)."""
+    def run(mod: IRModule, ctx: transform.PassContext) -> IRModule:
+        step(mod, ctx)
+        return mod
+
+    return transform.ModulePass(run, transform.PassInfo(0, name))
 
 
 def build(mod: IRModule | PrimFunc, opt_level: int | None = None, *,
-          cache: bool | DiskCache = True) -> Executable:
+          cache: bool | DiskCache = True, progress: Progress | None = None) -> Executable:
     """Compile ``mod`` for the host CPU: its PrimFuncs, and its graph Functions if any.
 
     Parameters
@@ -207,6 +191,10 @@ def build(mod: IRModule | PrimFunc, opt_level: int | None = None, *,
     cache : bool or DiskCache
         Use the on-disk cache (default: ``$IRKERNEL_CACHE_DIR`` or
         ``~/.cache/irkernel``), a given one, or none.
+    progress : callable, optional
+        ``progress(done, total)``: kernels ready out of all distinct kernels,
+        called as batches finish. Default: a tqdm bar on a terminal for builds
+        longer than 2 s (when tqdm is installed).
 
     Returns
     -------
@@ -240,39 +228,84 @@ def build(mod: IRModule | PrimFunc, opt_level: int | None = None, *,
         mod = IRModule({str(mod.attrs.get("global_symbol", "main")): mod})
     if not isinstance(mod, IRModule):
         raise TypeError(f"build: expected an IRModule or PrimFunc, got {type(mod).__name__}")
+    if progress is not None and not callable(progress):
+        raise TypeError(f"build: progress must be callable(done, total), got {progress!r}")
     disk = cache if isinstance(cache, DiskCache) else (DiskCache() if cache else None)
     with build_context(opt_level) as ctx:
         has_graphs = any(not transform.is_prim_func(f) for f in mod.functions.values())
-        lowered = _lower_graphs(mod) if has_graphs else mod
-        return _build_lowered(lowered, ctx, disk, has_graphs)
+        if has_graphs:
+            irkernel.verify(mod)
+            mod = graph_pipeline(ctx)(mod, ctx)
+        return _build_lowered(mod, ctx, disk, has_graphs,
+                              progress if progress is not None else tty_progress())
 
 
-def _build_lowered(mod: IRModule, ctx: transform.PassContext, disk: DiskCache | None,
-                   has_graphs: bool) -> Executable:
-    compiled: dict[str, _Compiled] = {}
-    owners: dict[str, str] = {}
+def _jobs(mod: IRModule, ctx: transform.PassContext) -> tuple[list[Job], dict[str, Job]]:
+    """One job per distinct PrimFunc of ``mod`` (verified), and each name's job."""
+    settings = _settings(ctx)
+    target, version = host(), code_version()
+    fast_max = int(ctx.get_config(FAST_TIER_MAX_ELEMENTS))
+    by_key: dict[str, Job] = {}
+    of_name: dict[str, Job] = {}
+    symbols: dict[str, str] = {}
     for name, func in mod.functions.items():
         if not transform.is_prim_func(func):
             continue
         func.verify(name)
-        symbol = _symbol(name, func)
-        if symbol in owners:
-            raise ValueError(f"build: functions {owners[symbol]!r} and {name!r} both compile "
+        symbol = str(func.attrs.get("global_symbol", name))
+        if symbol in symbols:
+            raise ValueError(f"build: functions {symbols[symbol]!r} and {name!r} both compile "
                              f"to the symbol {symbol!r}; give one another global_symbol")
-        owners[symbol] = name
-        compiled[name] = _compile(name, func, symbol, ctx, disk)
-    engine = Engine()
-    engine.add_objects([c.obj for c in compiled.values()])
-    kernels = {name: Kernel(name, CallingConvention(c.func, name), engine.address(c.symbol),
-                            engine) for name, c in compiled.items()}
-    sources: dict[str, Callable[[str], str]] = {n: c.source for n, c in compiled.items()}
-    graphs: dict[str, GraphExecutor] = {}
-    if has_graphs:
-        native = make_kernels(kernels)
-        for name, func in mod.functions.items():
+        symbols[symbol] = name
+        tier = tier_of(func, fast_max)
+        key = kernel_key(func, settings, target, version, tier)
+        job = by_key.get(key)
+        if job is None:
+            job = by_key[key] = Job(key, name, func, tier=tier)
+        job.names.append(name)
+        of_name[name] = job
+    return list(by_key.values()), of_name
+
+
+def _build_lowered(mod: IRModule, ctx: transform.PassContext, disk: DiskCache | None,
+                   has_graphs: bool, progress: Progress | None) -> Executable:
+    state: dict[str, Any] = {}
+
+    def compile_kernels(m: IRModule, c: transform.PassContext) -> None:
+        jobs, of_name = _jobs(m, c)
+        compiler = Compiler(jobs, bool(c.get_config(FAST_MATH)), disk, progress)
+        compiler.run(code_version())
+        for key, value in compiler.stats.items():
+            c.stat(key, value)
+        state.update(jobs=jobs, of_name=of_name, objects=compiler.objects)
+
+    def link(m: IRModule, c: transform.PassContext) -> None:
+        engine = Engine()
+        engine.add_objects(list(state["objects"].values()))
+        settings = _settings(c)
+        kernels = {}
+        for name, job in state["of_name"].items():
+            conv = CallingConvention(m.functions[name], name)
+            kernels[name] = Kernel(name, conv, engine.address(job.symbol), engine)
+        state.update(engine=engine, kernels=kernels,
+                     sources={n: _source(j, settings) for n, j in state["of_name"].items()})
+
+    def executors(m: IRModule, c: transform.PassContext) -> None:
+        graphs: dict[str, GraphExecutor] = {}
+        native = make_kernels(state["kernels"])
+        for name, func in m.functions.items():
             if not transform.is_prim_func(func):
                 graphs[name] = GraphExecutor(name, func, native, graphs)
-    return Executable(kernels, sources, engine, graphs, mod if has_graphs else None)
+        state["graphs"] = graphs
+
+    steps = [_phase("CompileKernels", compile_kernels), _phase("Link", link)]
+    if has_graphs:
+        steps.append(_phase("GraphExecutors", executors))
+    for step in steps:
+        step(mod, ctx)
+    return Executable(state["kernels"], state["sources"], state["engine"],
+                      state.get("graphs", {}), mod if has_graphs else None)
 
 
-__all__ = ["GRAPH_PIPELINE", "build", "build_context", "code_version", "graph_pipeline"]
+__all__ = ["GENERIC_MAX_ELEMENTS", "GRAPH_PIPELINE", "build", "build_context", "code_version",
+           "graph_pipeline"]

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from runtime.abi import CallingConvention
-from runtime.jit import Engine, assembly, optimized_ir
+from runtime.jit import Engine
 from runtime.launcher import KERNEL_TYPE
 from runtime.threadpool import take_error
 
@@ -142,12 +142,7 @@ class Executable(Mapping[str, "Kernel | GraphExecutor"]):
         for name, source in self._sources.items():
             key = (name, kind)
             if key not in self._memo:
-                text = source("tir" if kind == "tir" else "llvm")
-                if kind == "llvm":
-                    text = optimized_ir(text)
-                elif kind == "asm":
-                    text = assembly(text)
-                self._memo[key] = text
+                self._memo[key] = source(kind)
             parts.append(self._memo[key])
         return "\n".join(parts)
 

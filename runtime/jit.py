@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
-from runtime.target import PIPELINE, host
+from runtime.target import FAST_PASSES, PIPELINE, host
 
 _COMPILE_LOCK = threading.Lock()
 
@@ -34,11 +34,26 @@ class Compiled:
     obj: bytes
 
 
-def optimize(ir_text: str) -> llvm.ModuleRef:
-    """Parse, verify and optimize ``ir_text`` for the host with the ``PIPELINE`` options."""
+#: Optimization tiers: ``full`` (the O3 pipeline and the optimizing backend) for kernels
+#: whose run time matters, ``fast`` (``target.FAST_PASSES``, fast isel) for small kernels.
+TIERS = ("full", "fast")
+
+
+def optimize(ir_text: str, tier: str = "full") -> llvm.ModuleRef:
+    """Parse, verify and optimize ``ir_text`` for the host in ``tier``."""
     target = host()
     module = llvm.parse_assembly(ir_text)
     module.verify()
+    if tier == "fast":
+        pb = llvm.create_pass_builder(target.machine,
+                                      llvm.create_pipeline_tuning_options(speed_level=0))
+        mpm = llvm.create_new_module_pass_manager()
+        for name in FAST_PASSES:
+            getattr(mpm, f"add_{name}_pass")()
+        mpm.run(module, pb)
+        return module
+    if tier != "full":
+        raise ValueError(f"unknown optimization tier {tier!r}; expected one of {TIERS}")
     pto = llvm.create_pipeline_tuning_options(speed_level=PIPELINE["speed_level"])
     pto.loop_vectorization = PIPELINE["loop_vectorization"]
     pto.slp_vectorization = PIPELINE["slp_vectorization"]
@@ -50,23 +65,28 @@ def optimize(ir_text: str) -> llvm.ModuleRef:
     return module
 
 
-def compile_ir(ir_text: str) -> Compiled:
-    """Optimize ``ir_text`` and emit a host object file."""
+def _machine(tier: str) -> llvm.TargetMachine:
+    target = host()
+    return target.fast_machine if tier == "fast" else target.machine
+
+
+def compile_ir(ir_text: str, tier: str = "full") -> Compiled:
+    """Optimize ``ir_text`` in ``tier`` and emit a host object file."""
     with _COMPILE_LOCK:
-        module = optimize(ir_text)
-        return Compiled(host().machine.emit_object(module))
+        module = optimize(ir_text, tier)
+        return Compiled(_machine(tier).emit_object(module))
 
 
-def assembly(ir_text: str) -> str:
+def assembly(ir_text: str, tier: str = "full") -> str:
     """Host assembly of ``ir_text`` after optimization (for ``get_source("asm")``)."""
     with _COMPILE_LOCK:
-        return str(host().machine.emit_assembly(optimize(ir_text)))
+        return str(_machine(tier).emit_assembly(optimize(ir_text, tier)))
 
 
-def optimized_ir(ir_text: str) -> str:
+def optimized_ir(ir_text: str, tier: str = "full") -> str:
     """The optimized LLVM IR of ``ir_text``."""
     with _COMPILE_LOCK:
-        return str(optimize(ir_text))
+        return str(optimize(ir_text, tier))
 
 
 class Engine:
@@ -99,4 +119,4 @@ class Engine:
         return int(addr)
 
 
-__all__ = ["Compiled", "Engine", "assembly", "compile_ir", "optimize", "optimized_ir"]
+__all__ = ["TIERS", "Compiled", "Engine", "assembly", "compile_ir", "optimize", "optimized_ir"]

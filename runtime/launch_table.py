@@ -30,12 +30,13 @@ from typing import Any
 import numpy as np
 
 from irkernel.ir import ops
+from irkernel.ir.call_tir import bind_call_tir
 from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
 from irkernel.ir.ids import FLOAT32, NUMPY_DTYPES
 from irkernel.ir.operands import operand_csr
 from irkernel.tir.buffer import Buffer
-from irkernel.tir.expr import IntImm, Var
+from irkernel.tir.expr import IntImm
 from runtime.abi import CallingConvention
 from runtime.memory_plan import ALIGN, MemoryPlan
 
@@ -90,26 +91,10 @@ def check_kernel_call(fname: str, node: int, kern: CompiledKernel,
     if len(conv.params) != len(types):
         raise IRError(f"{where}: the PrimFunc has {len(conv.params)} parameters, expected "
                       f"{len(types)} ({len(types) - 1} operands + the output)")
-    env: dict[str, int] = {}
-    for pos, (param, (dtype, shape)) in enumerate(zip(conv.params, types, strict=True)):
-        role = "result" if pos == len(types) - 1 else "operand"
-        if not isinstance(param, Buffer):
-            raise IRError(f"{where}: parameter {pos} ({param.name!r}) is a scalar; call_tir "
-                          "passes buffers only")
-        extents = shape if param.ndim != 1 else (int(np.prod(shape, dtype=np.int64)),)
-        fits = np.dtype(param.dtype) == dtype and param.ndim == len(extents)
-        for dim, extent in zip(param.shape, extents, strict=False):
-            if not fits:
-                break
-            if isinstance(dim, Var):
-                fits = env.setdefault(dim.name, extent) == extent
-            else:
-                fits = isinstance(dim, IntImm) and dim.value == extent
-        if not fits:
-            dims = _static_dims(param)
-            raise IRError(f"{where}: parameter {pos} ({param.name!r}) is {param.dtype}"
-                          f"{list(dims) if dims is not None else '[symbolic]'}, but the "
-                          f"{role} is {dtype.name}{list(shape)}")
+    env, problem = bind_call_tir(conv.params, [(dt.name, tuple(shape)) for dt, shape in types])
+    if problem is not None:
+        raise IRError(f"{where}: {problem.describe(quote=True)}")
+    for pos, param in enumerate(conv.params):
         if param.strides:
             raise IRError(f"{where}: parameter {pos} ({param.name!r}) declares strides; "
                           "call_tir passes C-contiguous buffers")

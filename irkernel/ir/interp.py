@@ -134,7 +134,11 @@ def _call_tir(mod: IRModule | None, name: str, node: int, attrs: dict[str, Any],
         raise IRError(f"{name}: node {node} (call_tir): callee {callee!r} is not a PrimFunc "
                       f"of the module")
     out = np.empty(attrs["shape"], dtype=NUMPY_DTYPES[dtype_code(attrs["dtype"])])
-    RUN_PRIM_FUNC(target, *[a if a.flags.c_contiguous else a.copy() for a in args], out)
+    arrays = [a if a.flags.c_contiguous else a.copy() for a in (*args, out)]
+    # call_tir's binding rule (irkernel.ir.call_tir): a 1-d parameter sees the flat view
+    views = [a.reshape(-1) if len(getattr(p, "shape", ())) == 1 and a.ndim != 1 else a
+             for p, a in zip(target.params, arrays, strict=False)]  # type: ignore[union-attr]
+    RUN_PRIM_FUNC(target, *views)
     return out
 
 

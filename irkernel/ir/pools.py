@@ -187,6 +187,32 @@ class ConstPool:
     def __len__(self) -> int:
         return len(self.dtype)
 
+    def with_tensors(self, values: Sequence[np.ndarray], shape_ids: Sequence[int]
+                     ) -> tuple[ConstPool, np.ndarray]:
+        """A pool with ``values`` (tensors of more than one element) appended, and their
+        const ids (int32). No deduplication against the existing entries: for passes
+        that add constants they have already made distinct (whole-array work; the
+        existing bytes are copied once)."""
+        k = len(self)
+        if not values:
+            return self, np.zeros(0, np.int32)
+        blobs = [np.ascontiguousarray(v).view(np.uint8).reshape(-1) for v in values]
+        if any(v.size <= 1 for v in values):
+            raise ValueError("with_tensors: one-element constants belong in sval")
+        sizes = np.array([len(b) for b in blobs], np.int64)
+        padded = -(-sizes // self.ALIGN) * self.ALIGN
+        offset = np.concatenate([self.offset, self.offset[-1] + np.cumsum(padded)])
+        data = np.zeros(int(offset[-1]), np.uint8)
+        data[: len(self.data)] = self.data
+        for start, blob in zip(offset[k:-1].tolist(), blobs, strict=True):
+            data[start: start + len(blob)] = blob
+        codes = np.array([dtype_code(v.dtype) for v in values], np.int8)
+        pool = ConstPool(np.concatenate([self.dtype, codes]),
+                         np.concatenate([self.shape_id, np.asarray(shape_ids, np.int32)]),
+                         np.concatenate([self.sval, np.zeros(len(values), np.int64)]),
+                         offset, data)
+        return pool, np.arange(k, k + len(values), dtype=np.int32)
+
     @property
     def sval_f(self) -> np.ndarray:
         """float64 view of ``sval`` (meaningful for float constants)."""

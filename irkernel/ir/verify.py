@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from irkernel.ir import ops
+from irkernel.ir.call_tir import bind_call_tir
 from irkernel.ir.checks import STRUCTURE_RULES, check_structure_kernel
 from irkernel.ir.errors import IRError, TypeInferenceError
 from irkernel.ir.function import _COLUMNS, Function
@@ -210,16 +211,11 @@ class _TypeRule:
         if len(params) != len(types) + 1:
             raise _fail(self.fname, i, "call_tir", f"{len(types)} operands + 1 result, but "
                         f"{callee} has {len(params)} parameters", "call_tir signature")
-        for k, (param, want) in enumerate(zip(params, [*types, result], strict=True)):
-            shape = tuple(getattr(d, "value", None) for d in getattr(param, "shape", (None,)))
-            dtype = getattr(param, "dtype", None)
-            if not hasattr(param, "shape") or dtype != DTYPE_NAMES[want[0]] or shape != want[1]:
-                role = "the result" if k == len(types) else f"operand {k}"
-                got = (f"{dtype}[{', '.join(map(str, shape))}]" if hasattr(param, "shape")
-                       else f"scalar {dtype}")
-                raise _fail(self.fname, i, "call_tir", f"{callee} parameter {k} "
-                            f"({param.name}) is {got}, but {role} is {_type_str(*want)}",
-                            "call_tir signature")
+        tensors = [(DTYPE_NAMES[c], tuple(shape)) for c, shape in [*types, result]]
+        _, problem = bind_call_tir(params, tensors)
+        if problem is not None:
+            raise _fail(self.fname, i, "call_tir", f"{callee} {problem.describe()}",
+                        "call_tir signature")
 
 
 def _check_types(fname: str, func: Function, mod: IRModule | None) -> None:

@@ -38,6 +38,7 @@ from irkernel.ir.ops import (
     BROADCAST,
     ELEMWISE,
     INJECTIVE,
+    OPAQUE,
     OUT_EWISE_FUSABLE,
     REDUCE,
     TensorType,
@@ -46,8 +47,11 @@ from irkernel.ir.ops import (
 )
 from irkernel.tir import te
 from irkernel.tir.construct import call, cast, const, eq, ne, select
-from irkernel.tir.expr import FloorDiv, FloorMod, IntImm, Max, Min, PrimExpr
-from irkernel.tir.function import PrimFunc
+from irkernel.tir.expr import FloorDiv, FloorMod, IntImm, Max, Min, PrimExpr, Var
+from irkernel.tir import dtype as dt
+from irkernel.tir.buffer import Buffer, BufferLoad
+from irkernel.tir.function import Attrs, PrimFunc
+from irkernel.tir.stmt import BufferStore, For, Stmt, seq
 
 Shape = tuple[int, ...]
 Template = Callable[[Sequence[TensorType], Mapping[str, Any], TensorType], PrimFunc]
@@ -224,9 +228,40 @@ def _broadcast_to(types: Sequence[TensorType], attrs: Mapping[str, Any],
     return _finish("broadcast_to", BROADCAST, [x], out)
 
 
+#: A concat of more parts than this is a sequence of copy loops, one per part, instead of a
+#: select tree per element: O(parts) code, and no per-element select, for concats of
+#: thousands of tensors. It is not canonical compute form, so FuseTIR does not fuse it.
+CONCAT_SELECT_PARTS = 8
+
+
+def _concat_loops(types: Sequence[TensorType], axis: int, result: TensorType) -> PrimFunc:
+    """``out[..., offset_k + i, ...] = x_k[..., i, ...]``, one loop nest per non-empty part."""
+    dtype = DTYPE_NAMES[result[0]]
+    xs = [Buffer(f"x{k}", shape, DTYPE_NAMES[code]) for k, (code, shape) in enumerate(types)]
+    out = Buffer("out", result[1], dtype)
+    nests: list[Stmt] = []
+    offset = 0
+    for k, x in enumerate(xs):
+        shape = types[k][1]
+        if shape[axis] and all(shape):
+            index = [Var(f"i{d}", dt.INDEX) for d in range(len(shape))]
+            at = list(index)
+            if offset:
+                at[axis] = index[axis] + _idx(offset)
+            body: Stmt = BufferStore(out, BufferLoad(x, tuple(index)), tuple(at))
+            for v, n in zip(reversed(index), reversed(shape), strict=True):
+                body = For(v, _idx(0), _idx(n), "serial", body)
+            nests.append(body)
+        offset += shape[axis]
+    return PrimFunc((*xs, out), seq(*nests),
+                    Attrs({"op_name": "concat", "op_pattern": OPAQUE}))
+
+
 def _concat(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorType) -> PrimFunc:
-    xs = _inputs(types)
     (axis,) = normalize_axes((attrs["axis"],), len(result[1]))
+    if len(types) > CONCAT_SELECT_PARTS:
+        return _concat_loops(types, axis, result)
+    xs = _inputs(types)
     parts, offset = [], 0
     for x in xs:
         if x.shape[axis]:

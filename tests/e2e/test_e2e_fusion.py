@@ -20,6 +20,10 @@ from irkernel import instrument, ops, transform
 from irkernel.testing import functions_with_inputs
 
 TIR_PASSES = ("LowerParallel", "FlattenBuffer", "Simplify", "VectorizeLoop", "UnrollLoop")
+#: The modules here have small tensors, which runtime.build would run on shape-generic
+#: kernels (never fused); these tests are about fusion and TIR lowering, so they ask for
+#: specialized kernels.
+SPECIALIZE = {"runtime.generic_max_elements": 0}
 
 
 def _kernels(ex: runtime.Executable, name: str = "main") -> list[str]:
@@ -28,7 +32,7 @@ def _kernels(ex: runtime.Executable, name: str = "main") -> list[str]:
 
 
 def _build(mod: ik.IRModule, fuse: bool, **kw: object) -> runtime.Executable:
-    with transform.PassContext(disabled_pass=[] if fuse else ["FuseOps"]):
+    with transform.PassContext(disabled_pass=[] if fuse else ["FuseOps"], config=SPECIALIZE):
         return runtime.build(mod, **kw)
 
 
@@ -70,13 +74,15 @@ def test_skip_optimization_is_legalized_but_not_fused() -> None:
               rng.standard_normal(5).astype(np.float32)]
     inputs[0][0, 0] = np.nan
     baseline = _chain_module(False, False)
-    ex = runtime.build(baseline)
+    with transform.PassContext(config=SPECIALIZE):
+        ex = runtime.build(baseline)
     assert _kernels(ex)[0] == "fused_multiply_subtract_abs_negative"   # z has two readers
     assert _kernels(ex, "helper") == ["fused_add_multiply_relu"]
     want = ex["main"](*inputs)
     for skip_main, skip_helper in ((True, False), (False, True), (True, True)):
         mod = _chain_module(skip_main, skip_helper)
-        ex = runtime.build(mod)
+        with transform.PassContext(config=SPECIALIZE):
+            ex = runtime.build(mod)
         lowered = ex.lowered_module
         ik.verify(lowered)
         for name, skipped in (("main", skip_main), ("helper", skip_helper)):
@@ -114,7 +120,7 @@ def test_instruments_see_every_graph_and_tir_pass() -> None:
     mod = _chain_module(False, False)
     timing = instrument.PassTimingInstrument()
     seen = _Seen()
-    with transform.PassContext(instruments=[timing, seen]):
+    with transform.PassContext(instruments=[timing, seen], config=SPECIALIZE):
         runtime.build(mod, cache=False)
     table = timing.render()
     for name in ("GraphLowering", "FoldConstant", "LegalizeOps", "FuseOps", "FuseTIR",
@@ -125,8 +131,9 @@ def test_instruments_see_every_graph_and_tir_pass() -> None:
     order = seen.before
     assert order.index("LegalizeOps") < order.index("FuseOps") < order.index("FuseTIR") \
         < order.index("LowerTIR") < order.index("FlattenBuffer")
-    n_kernels = len(set(_kernels(runtime.build(mod), "main") + _kernels(runtime.build(mod),
-                                                                         "helper")))
+    with transform.PassContext(config=SPECIALIZE):
+        ex = runtime.build(mod)
+    n_kernels = len(set(_kernels(ex, "main") + _kernels(ex, "helper")))
     assert order.count("LowerTIR") == n_kernels   # one TIR lowering per compiled kernel
     assert order.count("FlattenBuffer") == n_kernels
 
@@ -139,7 +146,7 @@ def test_disabled_tir_pass_still_compiles_and_agrees() -> None:
               rng.standard_normal(5).astype(np.float32)]
     seen = _Seen()
     with transform.PassContext(disabled_pass=["VectorizeLoop", "UnrollLoop"],
-                               instruments=[seen]):
+                               instruments=[seen], config=SPECIALIZE):
         ex = runtime.build(mod, cache=False)
     assert "VectorizeLoop" not in seen.before
     assert "FlattenBuffer" in seen.before

@@ -1,7 +1,7 @@
 """The on-disk object cache: hits in a new process, corrupt entries, concurrent writers.
 
 Subprocess tests run a small script that counts calls of the lowering and of
-the LLVM compiler (by wrapping ``runtime.build.lower`` / ``compile_ir``), so
+the LLVM compiler (by wrapping ``runtime.compile.lower_batch`` / ``compile_ir``), so
 "the second process did not compile" is observed, not inferred from timing.
 """
 
@@ -23,13 +23,13 @@ from irkernel.tir import script as T
 from runtime.cache import MAGIC, DiskCache, decode, encode
 
 ROOT = Path(__file__).resolve().parents[2]
-build_module = importlib.import_module("runtime.build")  # ``runtime.build`` is the function
+compile_module = importlib.import_module("runtime.compile")
 
 SCRIPT = textwrap.dedent("""
     import importlib, json, sys, time
     import numpy as np
     import runtime
-    b = importlib.import_module("runtime.build")  # the module (runtime.build is the function)
+    b = importlib.import_module("runtime.compile")
     from irkernel.tir import script as T
 
     counts = {"lower": 0, "compile": 0}
@@ -38,7 +38,7 @@ SCRIPT = textwrap.dedent("""
             counts[name] += 1
             return fn(*args, **kwargs)
         return wrapped
-    b.lower = counting("lower", b.lower)
+    b.lower_batch = counting("lower", b.lower_batch)
     b.compile_ir = counting("compile", b.compile_ir)
 
     def make(k):
@@ -109,9 +109,9 @@ def test_corrupt_entries_are_detected_and_rebuilt(tmp_path: Path, kind: str, dam
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     cache = DiskCache(tmp_path)
     compiles: list[str] = []
-    real = build_module.compile_ir
-    monkeypatch.setattr(build_module, "compile_ir",
-                        lambda text: compiles.append(text) or real(text))
+    real = compile_module.compile_ir
+    monkeypatch.setattr(compile_module, "compile_ir",
+                        lambda text, *tier: compiles.append(text) or real(text, *tier))
     runtime.build(inc, cache=cache)
     assert len(compiles) == 1
     (entry,) = [

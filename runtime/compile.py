@@ -1,0 +1,311 @@
+"""Compiling a module's PrimFuncs to objects: keys, the cache, batches, background LLVM.
+
+One kernel per *distinct* PrimFunc: the key of a PrimFunc (its structural
+digest without the attributes that do not change code, the lowering
+settings, the target and the code version) decides what is compiled; module
+functions with equal keys share the compiled code.
+
+Kernels are compiled in *batches*: many PrimFuncs lowered into one LLVM module,
+optimized and emitted once (``runtime/lower.py::lower_batch``), so LLVM's
+per-module costs (pass pipeline set-up, object emission, loading) are paid
+per batch. While LLVM compiles one batch on a background thread (llvmlite
+releases the GIL), the main thread runs the TIR lowering passes of the next,
+so on two cores the two halves of the work overlap.
+
+The on-disk cache holds one object per batch and one index entry per kernel:
+
+* ``obj/<batch key>``: the batch's object file;
+* ``index/<kernel key>``: ``"<batch key> <symbol>"``, where the kernel lives.
+
+A symbol names its kernel and its batch (``<name>_<kernel key>_<batch key>``),
+so objects of different batches never define the same symbol even when a
+kernel was compiled twice by concurrent processes: any set of cached batches
+links into one engine. A later build of a module reuses every kernel it
+shares with earlier builds, loading each needed batch once.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from irkernel import transform
+from irkernel.ir.module import IRModule
+from irkernel.tir.function import Attrs, PrimFunc
+from passes.tir import LOWERING
+from runtime.cache import DiskCache, digest
+from runtime.jit import compile_ir
+from runtime.lower import lower, lower_batch
+from runtime.target import Target, host
+
+#: Attributes that do not change generated code (left out of a kernel's key).
+_NEUTRAL_ATTRS = ("global_symbol", "op_name", "op_pattern", "generic_name")
+#: Config: kernels made by graph lowering whose buffers all have at most this many elements,
+#: and shape-generic kernels, compile in the fast LLVM tier (0: every kernel in full O3).
+FAST_TIER_MAX_ELEMENTS = "runtime.fast_tier_max_elements"
+transform.register_pass_config(
+    FAST_TIER_MAX_ELEMENTS, int, 4096,
+    description="graph-lowered kernels of at most this many elements per buffer compile with "
+                "a short LLVM pipeline and fast instruction selection (0: never)",
+    check=lambda v: "must be >= 0" if v < 0 else None)
+#: A batch closes after this many kernels or this much TIR (statements + expressions), so a
+#: batch is big enough to amortize LLVM's per-module cost and small enough to overlap.
+BATCH_KERNELS = 64
+BATCH_NODES = 20_000
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class Job:
+    """One distinct PrimFunc to compile (or to find in the cache)."""
+
+    key: str
+    name: str  # the first module name with this key (messages, symbols)
+    func: PrimFunc
+    names: list[str] = field(default_factory=list)
+    symbol: str = ""
+    batch: str = ""  # the batch (object) key
+    size: int = 0
+    tier: str = "full"  # the LLVM optimization tier (runtime/jit.py)
+
+
+def _sanitize(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)[:40] or "k"
+
+
+def tier_of(func: PrimFunc, fast_max: int) -> str:
+    """``fast`` for shape-generic kernels, and for kernels of graph lowering (they carry
+    ``op_name``) whose buffers all hold at most ``fast_max`` elements; else ``full``.
+    User-written PrimFuncs always get the full pipeline."""
+    if not fast_max or "op_name" not in func.attrs:
+        return "full"
+    if "generic_name" in func.attrs:
+        return "fast"
+    for buf in func.buffer_params:
+        size = 1
+        for dim in buf.shape:
+            value = getattr(dim, "value", None)
+            if value is None:
+                return "full"
+            size *= value
+        if size > fast_max:
+            return "full"
+    return "fast"
+
+
+def kernel_key(func: PrimFunc, settings: tuple[Any, ...], target: Target, version: str,
+               tier: str) -> str:
+    """The key of the code ``func`` compiles to under ``settings`` on ``target``."""
+    attrs = {k: v for k, v in func.attrs.items() if k not in _NEUTRAL_ATTRS}
+    neutral = func if len(attrs) == len(func.attrs) else func.replace(attrs=Attrs(attrs))
+    return digest(neutral.structural_digest(), repr(settings), target.key, version, tier)
+
+
+def lower_tir(name: str, func: PrimFunc) -> PrimFunc:
+    """The TIR lowering pipeline (``passes.tir.LOWERING``) as passes, then verify.
+
+    Shape-generic kernels (``passes.topi.generic``) are written in lowered form
+    (flat buffers, serial loops) and skip the passes: lowering simple kernels
+    directly is what makes a hundred of them cheap.
+    """
+    if "generic_name" in func.attrs:
+        func.verify(name)
+        return func
+    pipeline = transform.Sequential([transform.get_pass(p) for p in LOWERING], name="LowerTIR")
+    lowered = pipeline(IRModule({name: func}))[name]
+    lowered.verify(name)
+    return lowered
+
+
+class Compiler:
+    """Compiles the jobs of one build; ``objects`` and ``symbols`` are the result.
+
+    Parameters
+    ----------
+    jobs : list of Job
+        Distinct PrimFuncs (by key).
+    settings : tuple
+        The lowering settings of the context (part of every key; see build.py).
+    fast_math : bool
+    cache : DiskCache or None
+    progress : callable, optional
+        ``progress(done, total)`` after every batch (and once at the start).
+    """
+
+    def __init__(self, jobs: list[Job], fast_math: bool, cache: DiskCache | None,
+                 progress: Progress | None) -> None:
+        self.jobs = jobs
+        self.fast_math = fast_math
+        self.cache = cache
+        self.progress = progress
+        self.target = host()
+        self.objects: dict[str, bytes] = {}  # batch key -> object
+        self.stats = {"kernels": len(jobs), "cached": 0, "compiled": 0, "batches": 0,
+                      "llvm_s": 0.0}
+        self._done = 0
+
+    # -- cache --------------------------------------------------------------
+    def _from_cache(self) -> list[Job]:
+        """Fill symbols and objects of cached jobs; the rest, still to compile."""
+        if self.cache is None:
+            return list(self.jobs)
+        missing = []
+        for job in self.jobs:
+            entry = self.cache.get("index", job.key)
+            parts = entry.decode(errors="replace").split() if entry else []
+            if len(parts) == 2 and parts[0].isalnum():
+                batch, symbol = parts
+                if batch not in self.objects:
+                    obj = self.cache.get("obj", batch)
+                    if obj is None:
+                        missing.append(job)
+                        continue
+                    self.objects[batch] = obj
+                job.batch, job.symbol = batch, symbol
+                self.stats["cached"] += 1
+            else:
+                missing.append(job)
+        return missing
+
+    # -- batches --------------------------------------------------------------
+    def _batches(self, jobs: list[Job]) -> Iterator[list[Job]]:
+        """Runs of jobs of one tier, closed by kernel count or size."""
+        for tier in ("fast", "full"):
+            batch: list[Job] = []
+            nodes = 0
+            for job in jobs:
+                if job.tier != tier:
+                    continue
+                batch.append(job)
+                nodes += job.size
+                if len(batch) >= BATCH_KERNELS or nodes >= BATCH_NODES:
+                    yield batch
+                    batch, nodes = [], 0
+            if batch:
+                yield batch
+
+    def _name(self, batch: list[Job], version: str) -> str:
+        """Give a batch its key (from its kernels' keys: known before lowering) and its
+        kernels their symbols."""
+        key = digest(*sorted(j.key for j in batch), self.target.key, version)
+        for job in batch:
+            job.batch = key
+            job.symbol = f"{_sanitize(job.name)}_{job.key[:12]}_{key[:8]}"
+        return key
+
+    def _prepare(self, batch: list[Job]) -> str:
+        """Lower one batch's PrimFuncs (TIR passes, then one LLVM module's IR text)."""
+        items = [(lower_tir(job.name, job.func), job.symbol) for job in batch]
+        return lower_batch(items, self.target, batch[0].batch, self.fast_math)
+
+    def _compile(self, key: str, text: str, batch: list[Job]) -> tuple[str, bytes, float]:
+        start = time.perf_counter()
+        try:
+            obj = compile_ir(text, batch[0].tier).obj
+        except Exception as exc:  # NOTE: LLVM reports any failure as a RuntimeError
+            raise self._culprit(batch, exc) from exc
+        return key, obj, time.perf_counter() - start
+
+    def _culprit(self, batch: list[Job], exc: Exception) -> RuntimeError:
+        """The first kernel of a failed batch that fails alone, named in an error."""
+        for job in batch:
+            try:
+                compile_ir(lower(lower_tir(job.name, job.func), job.symbol, self.target,
+                                 self.fast_math), job.tier)
+            except Exception as alone:  # NOTE: naming the failing kernel is the point
+                return RuntimeError(f"build: LLVM failed to compile kernel {job.name!r} "
+                                    f"({', '.join(job.names)}): {alone}")
+        names = ", ".join(j.name for j in batch)
+        return RuntimeError(f"build: LLVM failed to compile the batch of kernels {names}: {exc}")
+
+    def _finished(self, future: Future[tuple[str, bytes, float]], batch: list[Job]) -> None:
+        key, obj, seconds = future.result()
+        self.stats["llvm_s"] += seconds
+        self.stats["compiled"] += len(batch)
+        self.stats["batches"] += 1
+        if self.cache is not None:
+            self.cache.put("obj", key, obj)
+        self._ready(key, obj, batch)
+
+    def _ready(self, key: str, obj: bytes, batch: list[Job]) -> None:
+        self.objects[key] = obj
+        if self.cache is not None:
+            for job in batch:
+                self.cache.put("index", job.key, f"{key} {job.symbol}".encode())
+        self._report(len(batch))
+
+    def _report(self, count: int) -> None:
+        self._done += count
+        if self.progress is not None:
+            self.progress(self._done, len(self.jobs))
+
+    def run(self, version: str) -> None:
+        """Compile every job that is not cached: lowering here, LLVM on a worker thread."""
+        todo = self._from_cache()
+        self._report(len(self.jobs) - len(todo))
+        if not todo:
+            return
+        for job in todo:
+            job.size = _size(job.func)
+        pending: list[tuple[Future[tuple[str, bytes, float]], list[Job]]] = []
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="irkernel-llvm") as pool:
+            try:
+                for batch in self._batches(todo):
+                    key = self._name(batch, version)
+                    obj = self.cache.get("obj", key) if self.cache is not None else None
+                    if obj is not None:  # the batch is cached, only its index was lost
+                        self.stats["cached"] += len(batch)
+                        self._ready(key, obj, batch)
+                        continue
+                    text = self._prepare(batch)
+                    pending.append((pool.submit(self._compile, key, text, batch), batch))
+                    while pending and pending[0][0].done():
+                        self._finished(*pending.pop(0))
+                for future, batch in pending:
+                    self._finished(future, batch)
+            except BaseException:
+                for future, _ in pending:
+                    future.cancel()
+                raise
+
+
+def _size(func: PrimFunc) -> int:
+    """A cheap size estimate of a PrimFunc (its printed length), for batch sizing."""
+    return max(1, len(repr(func.body)) // 40)
+
+
+def tty_progress() -> Progress | None:
+    """A tqdm bar on stderr when it is a terminal and tqdm is installed (shown only
+    once a build has run for 2 s), else None."""
+    if not sys.stderr.isatty():
+        return None
+    try:
+        from tqdm import tqdm  # optional dependency (irkernel[progress])
+    except ImportError:
+        return None
+    start = time.perf_counter()
+    state: dict[str, Any] = {"bar": None}
+
+    def report(done: int, total: int) -> None:
+        bar = state["bar"]
+        if bar is None:
+            if time.perf_counter() - start < 2.0 or done >= total:
+                return
+            bar = state["bar"] = tqdm(total=total, desc="irkernel build", unit="kernel",
+                                      leave=False)
+        bar.n = done
+        bar.refresh()
+        if done >= total:
+            bar.close()
+
+    return report
+
+
+__all__ = ["BATCH_KERNELS", "BATCH_NODES", "FAST_TIER_MAX_ELEMENTS", "Compiler", "Job",
+           "kernel_key", "lower_tir", "tier_of", "tty_progress"]
