@@ -16,6 +16,7 @@ from passes.fuse_ops import FuseOps
 from passes.fuse_tir import FuseTIR
 from passes.legalize_ops import LegalizeOps
 from passes.simplify_arith import SimplifyArith
+from passes.split_concat import SplitConcat
 
 
 def O2() -> transform.Pass:
@@ -31,4 +32,4 @@ def fixpoint(*passes: transform.Pass) -> transform.Pass:
 
 
 __all__ = ["DeadCodeElimination", "EliminateCommonSubexpr", "FoldConstant", "FuseOps", "FuseTIR",
-           "LegalizeOps", "O2", "SimplifyArith", "fixpoint"]
+           "LegalizeOps", "O2", "SimplifyArith", "SplitConcat", "fixpoint"]

@@ -66,7 +66,7 @@ _LOG = logging.getLogger("runtime.build")
 
 #: The default lowering pipeline of graph modules (registered pass names, in order).
 GRAPH_PIPELINE = ("FoldConstant", "SimplifyArith", "EliminateCommonSubexpr",
-                  "DeadCodeElimination", "LegalizeOps", "FuseOps", "FuseTIR",
+                  "DeadCodeElimination", "SplitConcat", "LegalizeOps", "FuseOps", "FuseTIR",
                   "DeadCodeElimination")
 
 

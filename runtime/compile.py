@@ -39,7 +39,7 @@ from irkernel.ir.module import IRModule
 from irkernel.tir.function import Attrs, PrimFunc
 from passes.tir import LOWERING
 from runtime.cache import DiskCache, digest
-from runtime.jit import compile_ir
+from runtime.jit import TIERS, compile_ir
 from runtime.lower import lower, lower_batch
 from runtime.target import Target, host
 
@@ -80,9 +80,13 @@ def _sanitize(name: str) -> str:
 
 
 def tier_of(func: PrimFunc, fast_max: int) -> str:
-    """``fast`` for shape-generic kernels, and for kernels of graph lowering (they carry
-    ``op_name``) whose buffers all hold at most ``fast_max`` elements; else ``full``.
-    User-written PrimFuncs always get the full pipeline."""
+    """The LLVM tier of a kernel (``runtime/jit.py``): the attr ``llvm_tier`` when set (a
+    template that knows better, e.g. a concat of many parts); ``fast`` for shape-generic
+    kernels and for kernels of graph lowering (they carry ``op_name``) whose buffers all
+    hold at most ``fast_max`` elements; else ``full`` (user PrimFuncs always)."""
+    explicit = func.attrs.get("llvm_tier")
+    if explicit in TIERS:
+        return str(explicit)
     if not fast_max or "op_name" not in func.attrs:
         return "full"
     if "generic_name" in func.attrs:
@@ -176,7 +180,7 @@ class Compiler:
     # -- batches --------------------------------------------------------------
     def _batches(self, jobs: list[Job]) -> Iterator[list[Job]]:
         """Runs of jobs of one tier, closed by kernel count or size."""
-        for tier in ("fast", "full"):
+        for tier in TIERS:
             batch: list[Job] = []
             nodes = 0
             for job in jobs:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
-from runtime.target import FAST_PASSES, PIPELINE, host
+from runtime.target import FAST_PASSES, MINIMAL_PASSES, PIPELINE, host
 
 _COMPILE_LOCK = threading.Lock()
 
@@ -35,8 +35,9 @@ class Compiled:
 
 
 #: Optimization tiers: ``full`` (the O3 pipeline and the optimizing backend) for kernels
-#: whose run time matters, ``fast`` (``target.FAST_PASSES``, fast isel) for small kernels.
-TIERS = ("full", "fast")
+#: whose run time matters, ``fast`` (``target.FAST_PASSES``, fast isel) for small kernels,
+#: ``minimal`` (``target.MINIMAL_PASSES``, fast isel) for kernels of very many loops.
+TIERS = ("full", "fast", "minimal")
 
 
 def optimize(ir_text: str, tier: str = "full") -> llvm.ModuleRef:
@@ -44,11 +45,11 @@ def optimize(ir_text: str, tier: str = "full") -> llvm.ModuleRef:
     target = host()
     module = llvm.parse_assembly(ir_text)
     module.verify()
-    if tier == "fast":
+    if tier in ("fast", "minimal"):
         pb = llvm.create_pass_builder(target.machine,
                                       llvm.create_pipeline_tuning_options(speed_level=0))
         mpm = llvm.create_new_module_pass_manager()
-        for name in FAST_PASSES:
+        for name in FAST_PASSES if tier == "fast" else MINIMAL_PASSES:
             getattr(mpm, f"add_{name}_pass")()
         mpm.run(module, pb)
         return module
@@ -67,7 +68,7 @@ def optimize(ir_text: str, tier: str = "full") -> llvm.ModuleRef:
 
 def _machine(tier: str) -> llvm.TargetMachine:
     target = host()
-    return target.fast_machine if tier == "fast" else target.machine
+    return target.machine if tier == "full" else target.fast_machine
 
 
 def compile_ir(ir_text: str, tier: str = "full") -> Compiled:

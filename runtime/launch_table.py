@@ -33,10 +33,10 @@ from irkernel.ir import ops
 from irkernel.ir.call_tir import bind_call_tir
 from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
-from irkernel.ir.ids import FLOAT32, NUMPY_DTYPES
+from irkernel.ir.ids import FLOAT32, NUMPY_DTYPES, dtype_code
 from irkernel.ir.operands import operand_csr
 from irkernel.tir.buffer import Buffer
-from irkernel.tir.expr import IntImm
+from irkernel.tir.expr import IntImm, Var
 from runtime.abi import CallingConvention
 from runtime.memory_plan import ALIGN, MemoryPlan
 
@@ -107,6 +107,41 @@ def check_kernel_call(fname: str, node: int, kern: CompiledKernel,
     if missing:
         raise IRError(f"{where}: shape vars {missing} are not the extent of any parameter")
     return [env[v.name] for v in conv.shape_vars]
+
+
+def _flat_check(kern: CompiledKernel, dtypes: np.ndarray, sizes: np.ndarray
+                ) -> np.ndarray | None:
+    """The shape-var values of every call of a *flat* kernel (only 1-d buffer parameters,
+    as shape-generic kernels), checked with whole-array NumPy; None for any other kernel
+    or when a call does not fit (the caller then checks per type, naming the culprit).
+
+    ``dtypes``/``sizes`` are [calls, params]: each call's operands and result.
+    """
+    conv = kern.convention
+    params = conv.params
+    if not all(isinstance(p, Buffer) and p.ndim == 1 and not p.strides for p in params):
+        return None
+    if any((p.name in conv.written) != (k == len(params) - 1) for k, p in enumerate(params)):
+        return None
+    codes = np.array([dtype_code(p.dtype) for p in params], np.int64)
+    if not np.array_equal(dtypes, np.broadcast_to(codes, dtypes.shape)):
+        return None
+    first: dict[str, int] = {}
+    for k, p in enumerate(params):
+        dim = p.shape[0]
+        if isinstance(dim, IntImm):
+            if np.any(sizes[:, k] != dim.value):
+                return None
+        elif isinstance(dim, Var):
+            j = first.setdefault(dim.name, k)
+            if j != k and np.any(sizes[:, k] != sizes[:, j]):
+                return None
+        else:
+            return None
+    if any(v.name not in first for v in conv.shape_vars):
+        return None
+    return np.stack([sizes[:, first[v.name]] for v in conv.shape_vars], axis=1) \
+        if conv.shape_vars else np.zeros((len(sizes), 0), np.int64)
 
 
 @dataclass
@@ -258,25 +293,30 @@ def build_table(name: str, func: Function, kernels: dict[str, CompiledKernel],
 
     # -- check each distinct (kernel, types) signature once -------------------
     type_key = (func.dtype.astype(np.int64) << 32) | func.shape_id
+    sizes = func.shapes.size[func.shape_id].astype(np.int64)
     for k, callee in enumerate(names):
         members = np.nonzero(kid == k)[0]
         width_k = int(n_params[k])
         pos = starts[members][:, None] + np.arange(width_k)
-        keys = type_key[slot_node[pos]]
-        uniq, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
         kern = kernels[callee]
         aligns = np.array([p.align if isinstance(p, Buffer) else 1
                            for p in kern.convention.params], np.int64)
         slot_align[pos] = aligns
-        var_values = np.zeros((len(uniq), int(n_vars[k])), np.int64)
-        for g, row in enumerate(first.tolist()):
-            nodes = slot_node[pos[row]].tolist()
-            types = [(NUMPY_DTYPES[int(func.dtype[j])], func.shapes[int(func.shape_id[j])])
-                     for j in nodes]
-            var_values[g] = check_kernel_call(name, int(calls[members[row]]), kern, types)
+        nodes = slot_node[pos]
+        values = _flat_check(kern, func.dtype[nodes], sizes[nodes])
+        if values is None:  # not a flat kernel, or a call that does not fit: Python per type
+            keys = type_key[nodes]
+            uniq, first, inverse = np.unique(keys, axis=0, return_index=True,
+                                             return_inverse=True)
+            per_type = np.zeros((len(uniq), int(n_vars[k])), np.int64)
+            for g, row in enumerate(first.tolist()):
+                types = [(NUMPY_DTYPES[int(func.dtype[j])], func.shapes[int(func.shape_id[j])])
+                         for j in nodes[row].tolist()]
+                per_type[g] = check_kernel_call(name, int(calls[members[row]]), kern, types)
+            values = per_type[inverse.reshape(-1)]
         if n_vars[k]:
             var_pos = starts[members][:, None] + width_k + np.arange(int(n_vars[k]))
-            slots[var_pos] = var_values[inverse.reshape(-1)]
+            slots[var_pos] = values
 
     # -- fill the slots from the nodes' sources --------------------------------
     has_node = slot_node >= 0

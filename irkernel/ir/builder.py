@@ -33,6 +33,7 @@ from irkernel.ir.ids import (
 from irkernel.ir.operands import operand_list
 from irkernel.ir.pools import AttrTable, ConstPoolBuilder, ShapeTable
 from irkernel.ir.typecheck import SignatureTable
+from irkernel.ir.verify import mark_verified
 
 Shape = tuple[int, ...]
 _OPS_BY_NAME = ops._by_name  # live view of the op registry (append-only)
@@ -459,7 +460,7 @@ class GraphBuilder:
             arr.setflags(write=False)
             return arr
 
-        return Function(
+        func = Function(
             kind=col(self._kind, np.int16), a0=col(self._a0, np.int32),
             a1=col(self._a1, np.int32), dtype=col(self._dtype, np.int8),
             shape_id=col(self._shape_id, np.int32), attr_id=col(self._attr_id, np.int32),
@@ -467,3 +468,5 @@ class GraphBuilder:
             outputs=np.array(outs, np.int32), param_names=tuple(self._param_names),
             shapes=ShapeTable(self._shapes), attr_table=AttrTable(self._records),
             consts=self._consts.freeze(), attrs=self._attrs)
+        mark_verified(func)  # every node's type was inferred or checked as it was appended
+        return func

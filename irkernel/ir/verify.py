@@ -23,6 +23,7 @@ Every failure raises ``IRError`` naming the function, node id, op and rule.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -237,15 +238,33 @@ def _check_types(fname: str, func: Function, mod: IRModule | None) -> None:
                 "dtype and shape rule")
 
 
+#: Functions known to pass every check that does not depend on their module: verified
+#: here, or finished by GraphBuilder (which infers or checks every node's type as it
+#: appends it). Functions are immutable, so the fact never goes stale; weak, so it goes
+#: with the Function. Functions with call nodes are never in it (their calls are checked
+#: against the module each time).
+_VERIFIED: weakref.WeakSet[Function] = weakref.WeakSet()
+
+
+def mark_verified(func: Function) -> None:
+    """Record that ``func`` passes the module-independent checks (see ``_VERIFIED``)."""
+    kind = func.kind
+    if not np.any((kind == ops.OP_CALL_FUNC) | (kind == ops.OP_CALL_TIR)):
+        _VERIFIED.add(func)
+
+
 def verify_function(func: Function, name: str = "main", mod: IRModule | None = None) -> None:
     """Check one graph Function; ``mod`` enables the call_func checks."""
     if not isinstance(func, Function):
         raise IRError(f"{name}: expected a graph Function, got {type(func).__name__}")
+    if func in _VERIFIED:
+        return
     _check_columns(name, func)
     _check_tables(name, func)
     _check_structure(name, func)
     _check_params_outputs(name, func)
     _check_types(name, func, mod)
+    mark_verified(func)
 
 
 def _check_call_graph(mod: IRModule) -> None:

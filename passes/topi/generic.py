@@ -30,6 +30,10 @@ layout allows; a view that still needs more than four is not generic):
 
       meta = [B0, B1, M, N, K, a strides (b0, b1, m, k), b strides (b0, b1, k, n)]
 
+* ``concat`` of up to ``CONCAT_PARTS`` tensors, seen as ``outer`` rows::
+
+      meta = [outer, out row length, (part row length, column offset) per part]
+
 The loop structure and the scalar functions are those of the specialized
 templates (``templates._BINARY`` / ``_UNARY``, ``te.combine``), so a generic
 kernel computes bit for bit what the specialized one does, in the same order.
@@ -39,6 +43,7 @@ Generic PrimFuncs are OPAQUE to FuseOps (they are never fused). Imports
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -59,6 +64,8 @@ from passes.topi.templates import _BINARY, _UNARY
 
 #: Loop depth of every generic kernel (dimensions after collapsing).
 RANK = 4
+#: The most parts of a generic concat (SplitConcat makes larger concats trees of these).
+CONCAT_PARTS = 8
 _IDX = dt.INDEX
 
 
@@ -237,6 +244,28 @@ def matmul_kernel(dtype: str) -> PrimFunc:
     return _prim(f"generic_matmul_{dtype}", [a, b, meta, out], body, "matmul")
 
 
+@lru_cache(maxsize=256)
+def concat_kernel(n_parts: int, dtype: str) -> PrimFunc:
+    """``concat`` of ``n_parts`` tensors as one strided copy per part (see the module doc)."""
+    xs = [_flat(f"x{k}", dtype) for k in range(n_parts)]
+    out = _flat("out", dtype)
+    meta = Buffer("meta", (IntImm(2 + 2 * n_parts, _IDX),), "int64")
+    outer, row = Var("outer", _IDX), Var("row", _IDX)
+    parts: list[Stmt] = []
+    part_vars: list[tuple[Var, Var]] = []
+    for k, x in enumerate(xs):
+        length, offset = Var(f"len{k}", _IDX), Var(f"off{k}", _IDX)
+        part_vars.append((length, offset))
+        o, j = Var(f"o{k}", _IDX), Var(f"j{k}", _IDX)
+        copy = BufferStore(out, BufferLoad(x, (o * length + j,)), (o * row + offset + j,))
+        parts.append(_nest([o, j], [outer, length], copy))
+    body: Stmt = seq(*parts)
+    for k in range(n_parts - 1, -1, -1):
+        body = _lets(part_vars[k], meta, 2 + 2 * k, body)
+    body = _lets([outer, row], meta, 0, body)
+    return _prim(f"generic_concat{n_parts}_{dtype}", [*xs, meta, out], body, "concat")
+
+
 # ---------------------------------------------------------------------------
 # meta values per signature
 # ---------------------------------------------------------------------------
@@ -292,6 +321,8 @@ def generic_call(op_name: str, attrs: Mapping[str, Any], types: Sequence[TensorT
         return _matmul_call(types, result)
     if op_name in _REDUCE:
         return _reduce_call(op_name, attrs, types[0], result)
+    if op_name == "concat":
+        return _concat_call(attrs, types, result)
     scalar = _scalar_of(op_name, attrs, result)
     if scalar is None:
         return None
@@ -323,6 +354,23 @@ def _reduce_call(op_name: str, attrs: Mapping[str, Any], operand: TensorType,
     return GenericCall(reduce_kernel(op_name, DTYPE_NAMES[code]), meta)
 
 
+def _concat_call(attrs: Mapping[str, Any], types: Sequence[TensorType],
+                 result: TensorType) -> GenericCall | None:
+    """Concat as rows: ``outer`` rows of ``row`` elements; part k fills its columns."""
+    if not types or len(types) > CONCAT_PARTS:
+        return None
+    out = tuple(result[1])
+    (axis,) = normalize_axes((attrs["axis"],), len(out))
+    outer = math.prod(out[:axis])
+    inner = math.prod(out[axis + 1:])
+    meta, offset = [outer, out[axis] * inner], 0
+    for _, shape in types:
+        meta += [shape[axis] * inner, offset * inner]
+        offset += shape[axis]
+    return GenericCall(concat_kernel(len(types), DTYPE_NAMES[result[0]]),
+                       np.array(meta, np.int64))
+
+
 def _batch_strides(full: Sequence[int], out_batch: Sequence[int]) -> list[int]:
     """Element strides of ``full``'s batch dims (all but the last two, in its own C
     layout) over the output's batch dims: 0 where broadcast or missing."""
@@ -351,5 +399,5 @@ def _matmul_call(types: Sequence[TensorType], result: TensorType) -> GenericCall
     return GenericCall(matmul_kernel(DTYPE_NAMES[code]), meta)
 
 
-__all__ = ["RANK", "GenericCall", "collapse", "generic_call", "map_kernel", "matmul_kernel",
-           "reduce_kernel"]
+__all__ = ["CONCAT_PARTS", "RANK", "GenericCall", "collapse", "concat_kernel", "generic_call",
+           "map_kernel", "matmul_kernel", "reduce_kernel"]

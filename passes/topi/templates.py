@@ -253,8 +253,9 @@ def _concat_loops(types: Sequence[TensorType], axis: int, result: TensorType) ->
                 body = For(v, _idx(0), _idx(n), "serial", body)
             nests.append(body)
         offset += shape[axis]
+    # many copy loops: the minimal LLVM tier (runtime/target.py says why)
     return PrimFunc((*xs, out), seq(*nests),
-                    Attrs({"op_name": "concat", "op_pattern": OPAQUE}))
+                    Attrs({"op_name": "concat", "op_pattern": OPAQUE, "llvm_tier": "minimal"}))
 
 
 def _concat(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorType) -> PrimFunc:
