@@ -36,6 +36,7 @@ from irkernel.ir.function import Function
 from irkernel.ir.ids import DTYPE_NAMES, ENC_BINARY, ENC_VARIADIC
 from irkernel.ir.module import IRModule
 from irkernel.ir.rebuild import rebuild
+from irkernel.ir.verify import check_node_type
 from irkernel.tir.function import PrimFunc
 
 _LEAVES = (ops.OP_PARAM, ops.OP_CONST, ops.OP_CALL_FUNC, ops.OP_CALL_TIR)
@@ -168,6 +169,8 @@ def legalize_function(func: Function, fname: str, namer: _Namer) -> tuple[Functi
     shapes = func.shapes
     records = []
     for node in rows[first].tolist():  # one step per distinct signature
+        # the templates trust attributes and types: the signature's rule is checked once
+        check_node_type(func, node, fname, "LegalizeOps")
         opcode, attr_id = int(func.kind[node]), int(func.attr_id[node])
         code = int(func.dtype[node])
         types = tuple((int(func.dtype[o]), shapes[int(func.shape_id[o])])
