@@ -29,6 +29,7 @@ from the current one with only ``opt_level`` replaced (see
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
@@ -51,6 +52,7 @@ from runtime.executable import Executable, Kernel
 from runtime.executor import GraphExecutor, make_kernels
 from runtime.jit import Engine, compile_ir
 from runtime.lower import lower
+from runtime.objfile import object_check
 from runtime.target import Target, host
 
 _SOURCE_DIRS = ("runtime", "passes/tir", "irkernel/tir")
@@ -103,6 +105,7 @@ class _Compiled:
         self.name, self.func, self.symbol, self.obj = name, func, symbol, obj
         self.settings = settings
         self.target = target
+        self.cache_key: str | None = None  # the obj entry this object is stored under
         self._ir: str | None = None
         self._lowered: PrimFunc | None = None
 
@@ -130,15 +133,18 @@ def _compile(name: str, func: PrimFunc, symbol: str, ctx: transform.PassContext,
     settings = _settings(ctx)
     tir_key = digest(func.structural_digest(), symbol, repr(settings), target.key,
                      code_version())
+    check = object_check(symbol, target.triple)  # before native code sees a cached object
     if cache is not None:
-        obj_key = cache.get("index", tir_key)
-        obj = cache.get("obj", obj_key.decode()) if obj_key else None
+        index = cache.get("index", tir_key)
+        obj = cache.get("obj", index.decode(), check) if index else None
         if obj is not None:
-            return _Compiled(name, func, symbol, settings, obj, target)
+            hit = _Compiled(name, func, symbol, settings, obj, target)
+            hit.cache_key = index.decode()  # type: ignore[union-attr]
+            return hit
     lowered = _lower_tir(name, func)
     ir_text = lower(lowered, symbol, target, fast_math=settings[2])
     obj_key = digest(ir_text, target.key, irkernel.__version__)
-    obj = cache.get("obj", obj_key) if cache is not None else None
+    obj = cache.get("obj", obj_key, check) if cache is not None else None
     if obj is None:
         obj = compile_ir(ir_text).obj
         if cache is not None:
@@ -147,6 +153,7 @@ def _compile(name: str, func: PrimFunc, symbol: str, ctx: transform.PassContext,
         cache.put("index", tir_key, obj_key.encode())
     compiled = _Compiled(name, func, symbol, settings, obj, target)
     compiled.remember(lowered, ir_text)
+    compiled.cache_key = obj_key if cache is not None else None
     return compiled
 
 
@@ -262,7 +269,11 @@ def _build_lowered(mod: IRModule, ctx: transform.PassContext, disk: DiskCache | 
         owners[symbol] = name
         compiled[name] = _compile(name, func, symbol, ctx, disk)
     engine = Engine()
-    engine.add_objects([c.obj for c in compiled.values()])
+    cached = [c.cache_key for c in compiled.values() if c.cache_key is not None]
+    # Markers around the load: a process that dies in the JIT linker leaves them, and
+    # the next one quarantines those entries instead of dying too (runtime/cache.py).
+    with disk.loading("obj", *cached) if disk is not None else contextlib.nullcontext():
+        engine.add_objects([c.obj for c in compiled.values()])
     kernels = {name: Kernel(name, CallingConvention(c.func, name), engine.address(c.symbol),
                             engine) for name, c in compiled.items()}
     sources: dict[str, Callable[[str], str]] = {n: c.source for n, c in compiled.items()}
