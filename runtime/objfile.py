@@ -142,8 +142,7 @@ def object_problem(data: bytes, symbol: str, triple: str) -> str | None:
         return f"malformed ELF ({type(exc).__name__}: {exc})"
 
 
-def _problem(lib: Any, elf: Any, size: int, symbol: str,
-             want: tuple[str, int, bool]) -> str | None:
+def _header_problem(elf: Any, want: tuple[str, int, bool]) -> str | None:
     machine, elf_class, little = want
     if elf.elfclass != elf_class or elf.little_endian != little:
         order = "little" if elf.little_endian else "big"
@@ -152,6 +151,15 @@ def _problem(lib: Any, elf: Any, size: int, symbol: str,
         return f"machine {elf['e_machine']}, expected {machine}"
     if elf["e_type"] != "ET_REL":
         return f"type {elf['e_type']}, expected a relocatable object (ET_REL)"
+    return None
+
+
+def _problem(lib: Any, elf: Any, size: int, symbol: str,
+             want: tuple[str, int, bool]) -> str | None:
+    problem = _header_problem(elf, want)
+    if problem is not None:
+        return problem
+    machine, elf_class, _ = want
     n_sections = elf.num_sections()
     if not 0 < n_sections <= 1 << 16:
         return f"{n_sections} sections"

@@ -24,6 +24,7 @@ import errno
 import math
 import os
 import stat
+import tokenize
 from typing import BinaryIO
 
 import numpy as np
@@ -70,8 +71,10 @@ def _read_header(fh: BinaryIO, size: int) -> tuple[tuple[int, ...], bool, np.dty
                          "(1.0 and 2.0 are)")
     try:
         shape, fortran_order, dtype = readers[version](fh, max_header_size=_MAX_HEADER)
-    except (ValueError, EOFError, SyntaxError, TypeError, OverflowError) as exc:
-        raise InputError(f"has a malformed .npy header ({exc})") from None
+    except (ValueError, EOFError, SyntaxError, TypeError, OverflowError, RecursionError,
+            tokenize.TokenError) as exc:  # what numpy's header parser lets through (fuzzed)
+        raise InputError(f"has a malformed .npy header ({' '.join(str(exc).split())})"
+                         ) from None
     if dtype.hasobject:
         raise InputError("holds Python objects (pickles are not loaded)")
     return tuple(int(d) for d in shape), bool(fortran_order), dtype

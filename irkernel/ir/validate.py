@@ -33,11 +33,11 @@ Cost, paid once per Function: a Function is immutable, so a validated one is
 remembered by identity (a WeakSet, like the operand CSR cache) and a later
 entry costs one set lookup. ``GraphBuilder.finish``, ``rebuild`` and ``verify``
 mark their outputs, so a pipeline over built graphs never runs the sweep at
-all. The sweep itself is one branch-free pass over ``kind``/``a0``/``a1``
-(op classes are bits of 64-bit masks, shifted by the opcode: no table
-gathers, so it vectorizes) plus NumPy reductions over the other columns; the
-precise ``check_structure_kernel`` runs only on the block where the sweep saw
-a problem, to name the node and rule. Measured in ``bench/bench_validate.py``.
+all. The sweep itself is one branch-free pass over the six node columns (op
+classes are bits of 64-bit masks shifted by the opcode: no table gathers, so it
+vectorizes) and a second over variadic nodes' operand lists; only when it
+finds a break does the precise ``check_structure_kernel`` run, to name the
+node and rule. Measured in ``bench/bench_validate.py``.
 
 Alternatives considered: ``ik.verify`` at every entry (its type sweep costs
 as much as a pass); ``NUMBA_BOUNDSCHECK`` (every kernel slower, and an
@@ -75,8 +75,6 @@ from irkernel.ir.pools import AttrTable, ConstPool, ShapeTable
 #: guarantees it). Weak: an entry goes when its Function goes.
 _VALIDATED: weakref.WeakSet[Function] = weakref.WeakSet()
 
-#: Nodes per block of the sweep: a failing block is re-checked precisely from its start.
-_BLOCK = 4096
 #: The op-class masks hold one bit per opcode; beyond this the precise kernel runs alone.
 _MASK_BITS = 64
 _ITEMSIZE = np.array([d.itemsize for d in NUMPY_DTYPES], np.int64)
@@ -87,58 +85,63 @@ _ITEMSIZE = np.array([d.itemsize for d in NUMPY_DTYPES], np.int64)
 # ---------------------------------------------------------------------------
 
 @kernel
-def scan_structure_kernel(kind, a0, a1, extra, op_masks, op_arity, n_consts, n_params):
-    """Start of the first block of ``_BLOCK`` nodes holding a structural break, or -1.
+def scan_structure_kernel(kind, a0, a1, extra, dtype, shape_id, attr_id, op_masks, op_arity,
+                          n_consts, n_params, n_shapes, n_attrs):
+    """Whether every node obeys the structural rules (True), as one sweep.
 
-    Arrays: kind int16[n]; a0, a1 int32[n]; extra int32[m]; op_masks int64[6]:
-    one bit per opcode for (known, operand in a0, binary, const, param,
-    variadic); op_arity int8[n_ops]. Checks the opcode and both slots of every
-    node as its encoding says, branch-free (the masks are shifted by the opcode,
-    so there is no table gather and the loop vectorizes), then the operand lists
-    of the block's variadic nodes. A block reported here holds a node that
-    ``check_structure_kernel`` rejects; a clean block holds none.
+    Arrays: kind int16[n]; a0, a1, shape_id, attr_id int32[n]; dtype int8[n];
+    extra int32[m]; op_masks int64[6]: one bit per opcode for (known, operand in
+    a0, binary, const, param, variadic); op_arity int8[n_ops]. The first loop
+    checks the opcode, both slots as the encoding says and the table ids of every
+    node branch-free (the masks are shifted by the opcode: no table gather, so it
+    vectorizes); the second visits only variadic nodes' operand lists. It agrees
+    with ``check_structure_kernel``, which names the node when this says False.
     """
     n = kind.shape[0]
     m = extra.shape[0]
     known_m, op0_m, bin_m, const_m = op_masks[0], op_masks[1], op_masks[2], op_masks[3]
     param_m, var_m = op_masks[4], op_masks[5]
-    for start in range(0, n, _BLOCK):
-        stop = min(start + _BLOCK, n)
-        bad = np.int64(0)
-        n_var = np.int64(0)
-        for i in range(start, stop):
-            k = np.int64(kind[i])
-            s = k & 63
-            known = ((known_m >> s) & 1) & np.int64((k >= 0) & (k < 64))
-            is_op0 = -((op0_m >> s) & 1)  # all ones when the class holds the opcode
-            is_bin = -((bin_m >> s) & 1)
-            is_const = -((const_m >> s) & 1)
-            is_param = -((param_m >> s) & 1)
-            is_var = -((var_m >> s) & 1)
-            is_none0 = ~(is_op0 | is_const | is_param | is_var) & 1  # nullary: a0 is NONE
-            # a0 - lo in [0, hi - lo) as one unsigned compare; a NONE slot is [-1, 0)
-            hi0 = ((is_op0 & i) | (is_const & n_consts) | (is_param & n_params)
-                   | (is_var & (m + 1)) | is_none0)
-            bad |= np.int64(np.uint64(np.int64(a0[i]) + is_none0) >= np.uint64(hi0))
-            is_none1 = ~(is_bin | is_var) & 1
-            hi1 = (is_bin & i) | (is_var & (m + 1)) | is_none1
-            bad |= np.int64(np.uint64(np.int64(a1[i]) + is_none1) >= np.uint64(hi1))
-            bad |= 1 - known
-            n_var += is_var & 1
-        if bad:
-            return start
-        if n_var:
-            for i in range(start, stop):
-                k = kind[i]
-                if (var_m >> k) & 1:
-                    first, count = a0[i], a1[i]
-                    if first + count > m or (op_arity[k] >= 0 and count != op_arity[k]):
-                        return start
-                    for t in range(first, first + count):
-                        v = extra[t]
-                        if v < 0 or v >= i:
-                            return start
-    return -1
+    n_dtypes = np.uint32(5)
+    shapes, attrs = np.uint32(n_shapes), np.uint32(n_attrs)
+    bad = np.int64(0)
+    bad_ids = False
+    n_var = np.int64(0)
+    for i in range(n):
+        k = np.int64(kind[i])
+        s = k & 63
+        known = ((known_m >> s) & 1) & np.int64((k >= 0) & (k < 64))
+        is_op0 = -((op0_m >> s) & 1)  # all ones when the class holds the opcode
+        is_bin = -((bin_m >> s) & 1)
+        is_const = -((const_m >> s) & 1)
+        is_param = -((param_m >> s) & 1)
+        is_var = -((var_m >> s) & 1)
+        is_none0 = ~(is_op0 | is_const | is_param | is_var) & 1  # nullary: a0 is NONE
+        # a0 - lo in [0, hi - lo) as one unsigned compare; a NONE slot is [-1, 0)
+        hi0 = ((is_op0 & i) | (is_const & n_consts) | (is_param & n_params)
+               | (is_var & (m + 1)) | is_none0)
+        bad |= np.int64(np.uint64(np.int64(a0[i]) + is_none0) >= np.uint64(hi0))
+        is_none1 = ~(is_bin | is_var) & 1
+        hi1 = (is_bin & i) | (is_var & (m + 1)) | is_none1
+        bad |= np.int64(np.uint64(np.int64(a1[i]) + is_none1) >= np.uint64(hi1))
+        bad |= 1 - known
+        n_var += is_var & 1
+        # 32-bit compares kept apart from the 64-bit ones above (twice the SIMD lanes)
+        bad_ids |= ((np.uint32(np.int32(dtype[i])) >= n_dtypes)
+                    | (np.uint32(shape_id[i]) >= shapes) | (np.uint32(attr_id[i]) >= attrs))
+    if bad != 0 or bad_ids:
+        return False
+    if n_var:
+        for i in range(n):
+            k = kind[i]
+            if (var_m >> k) & 1:
+                first, count = a0[i], a1[i]
+                if first + count > m or (op_arity[k] >= 0 and count != op_arity[k]):
+                    return False
+                for t in range(first, first + count):
+                    v = extra[t]
+                    if v < 0 or v >= i:
+                        return False
+    return True
 
 
 def _op_masks() -> np.ndarray | None:
@@ -279,23 +282,14 @@ def _check_nodes(func: Function, fail: _Report) -> None:
     n_shapes, n_attrs = len(func.shapes), len(func.attr_table)
     table = ops.op_arrays()
     masks = _masks()
-    start = 0
-    if masks is not None:
-        # Whole-column reductions (SIMD) for the table ids; the sweep for the operands.
-        clean = (not len(func.dtype) or (
-            int(func.dtype.min()) >= 0 and int(func.dtype.max()) < len(DTYPE_NAMES)
-            and int(func.shape_id.min()) >= 0 and int(func.shape_id.max()) < n_shapes
-            and int(func.attr_id.min()) >= 0 and int(func.attr_id.max()) < n_attrs))
-        if clean:
-            start = int(scan_structure_kernel(func.kind, func.a0, func.a1, func.extra, masks,
-                                              table.arity, len(func.consts), len(func.params)))
-            if start < 0:
-                return
-        # else: a table id is bad somewhere: the precise kernel finds the first node
+    if masks is not None and scan_structure_kernel(
+            func.kind, func.a0, func.a1, func.extra, func.dtype, func.shape_id, func.attr_id,
+            masks, table.arity, len(func.consts), len(func.params), n_shapes, n_attrs):
+        return
+    # A break (or an op table too large for the masks): the precise kernel names it.
     bad, rule, detail = check_structure_kernel(
         func.kind, func.a0, func.a1, func.extra, func.dtype, func.shape_id, func.attr_id,
-        table.encoding, table.arity, len(func.consts), len(func.params), n_shapes, n_attrs,
-        start)
+        table.encoding, table.arity, len(func.consts), len(func.params), n_shapes, n_attrs, 0)
     if bad < 0:  # the sweep and the precise kernel disagree: trust the precise one
         return
     node, rule, detail = int(bad), int(rule), int(detail)

@@ -93,7 +93,8 @@ def test_bad_npy_inputs_are_one_line_and_exit_1(work: Path, name: str, problem: 
     assert code == 1
     assert err == (f"irkernel run: error: cannot read input {name!r} (parameter 1, 'y'): "
                    f"{problem}" + err[err.index(problem) + len(problem):])
-    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.count("\n") == 1
+    assert "Traceback" not in err
 
 
 def test_unreadable_input(work: Path, monkeypatch: pytest.MonkeyPatch,
@@ -118,7 +119,8 @@ def test_read_npy_accepts_every_layout_numpy_writes(tmp_path: Path) -> None:
     for name, arr in cases.items():
         np.save(tmp_path / name, arr)
         got = read_npy(str(tmp_path / name), (np.dtype(np.float32), (2, 3)))
-        assert got.dtype == np.float32 and got.flags.c_contiguous, name
+        assert got.dtype == np.float32, name
+        assert got.flags.c_contiguous, name
         np.testing.assert_array_equal(got, want)
     (tmp_path / "v2.npy").write_bytes(_header((2, 3), version=(2, 0)) + want.tobytes())
     np.testing.assert_array_equal(read_npy(str(tmp_path / "v2.npy")), want)
@@ -147,7 +149,8 @@ def test_bad_ir_files_are_one_line_and_exit_1(work: Path, argv: list[str], messa
     assert main(argv, out=io.StringIO()) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"irkernel {argv[0]}: error: {message}"), err
-    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.count("\n") == 1
+    assert "Traceback" not in err
 
 
 def test_usage_errors_exit_2_and_debug_shows_the_traceback(

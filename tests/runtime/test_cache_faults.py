@@ -89,7 +89,8 @@ def test_reproducer_3_valid_checksum_but_not_an_object(warm: Path) -> None:
     assert "holds a bad payload (malformed ELF" in runs[0].stderr  # found, removed, rebuilt
     assert "bad payload" not in runs[1].stderr
     rebuilt = decode(entry.read_bytes())
-    assert rebuilt is not None and object_problem(rebuilt, "twice", host().triple) is None
+    assert rebuilt is not None
+    assert object_problem(rebuilt, "twice", host().triple) is None
 
 
 def test_reproducer_4_a_fifo_in_place_of_an_entry(warm: Path) -> None:
@@ -142,8 +143,10 @@ def test_symlinks_and_bad_index_entries_are_dropped(tmp_path: Path, caplog) -> N
     assert cache.get("obj", key) is not None
     obj.unlink()
     obj.symlink_to(target)
-    assert cache.get("obj", key) is None and "is a symbolic link" in caplog.text
-    assert not obj.is_symlink() and target.exists()  # the link went, not what it named
+    assert cache.get("obj", key) is None
+    assert "is a symbolic link" in caplog.text
+    assert not obj.is_symlink()  # the link went ...
+    assert target.exists()  # ... not what it named
 
 
 def test_new_directories_are_private_and_foreign_ones_refused(tmp_path: Path, caplog) -> None:
