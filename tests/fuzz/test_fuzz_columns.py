@@ -18,7 +18,7 @@ from functools import cache
 from typing import Any
 
 import numpy as np
-from conftest import budget
+from fuzz_budget import budget
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import budget
+from fuzz_budget import budget
 from hypothesis import given
 from hypothesis import strategies as st
 
