@@ -198,22 +198,22 @@ def measure_row(family: str, size: int, graph: Path, meta: dict, runner: Runner,
     common = ["--graph", str(graph), "--threads", str(a.threads), "--min-time", str(a.min_time)]
 
     check = ["--check"] if nodes <= a.check_max else []
-    row["new"] = runner.run("scale_worker.py", ROOT, common + check + [
-        "--save-outputs", str(outs["new"])], a.timeout)
+    row["new"] = runner.run("scale_worker.py", ROOT, [
+        *common, *check, "--save-outputs", str(outs["new"])], a.timeout)
     log(f"{tag} irkernel cold: {_brief(row['new'], 'build_s')}")
     pause()
     if family == "mixed" and size in a.warm:
         cache = {"IRKERNEL_CACHE_DIR": str(runner.work / f"warm_{family}_{size}")}
-        fill = runner.run("scale_worker.py", ROOT, common + ["--cache"], a.timeout, cache)
+        fill = runner.run("scale_worker.py", ROOT, [*common, "--cache"], a.timeout, cache)
         pause()
-        row["warm"] = (runner.run("scale_worker.py", ROOT, common + ["--cache"], a.timeout, cache)
+        row["warm"] = (runner.run("scale_worker.py", ROOT, [*common, "--cache"], a.timeout, cache)
                        if "error" not in fill else {"error": f"filling run: {fill['error']}"})
         row["warm_fill_build_s"] = fill.get("build_s")
         log(f"{tag} irkernel warm cache: {_brief(row['warm'], 'build_s')}")
         pause()
     if base is not None and nodes <= a.baseline_max:
-        row["base"] = runner.run("scale_worker.py", base, common + [
-            "--save-outputs", str(outs["base"])], a.baseline_timeout)
+        row["base"] = runner.run("scale_worker.py", base, [
+            *common, "--save-outputs", str(outs["base"])], a.baseline_timeout)
         log(f"{tag} baseline {a.baseline_rev} cold: {_brief(row['base'], 'build_s')}")
         if outs["new"].exists() and outs["base"].exists():
             row["base_vs_new"] = compare(_npz(outs["new"]), _npz(outs["base"]))

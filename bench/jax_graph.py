@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scale_worker import compare, load_graph  # noqa: E402
+from scale_worker import compare, load_graph
 
 
 def _node_fn(name: str, attrs: dict[str, Any], shape: tuple[int, ...], dt: np.dtype
@@ -48,6 +48,7 @@ def _node_fn(name: str, attrs: dict[str, Any], shape: tuple[int, ...], dt: np.dt
     """``fn(operands) -> value`` of one op node, in jax.numpy."""
     import jax
     import jax.numpy as jnp
+
     from irkernel.ir import ops
     from irkernel.ir.ids import NUMPY_DTYPES, dtype_code
 
@@ -171,6 +172,7 @@ def node_check(func: Any, inputs: list[np.ndarray]) -> dict[str, Any]:
     """Every op node in JAX (eagerly) against the op table's NumPy reference, each fed the
     reference values of its operands; counts per op of nodes that differ."""
     import jax.numpy as jnp
+
     from irkernel.ir import ops
 
     plan = _Plan(func)

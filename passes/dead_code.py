@@ -14,6 +14,7 @@ import numpy as np
 
 from irkernel import transform
 from irkernel.ir import ops
+from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
 from irkernel.ir.jit import kernel
 from irkernel.ir.module import IRModule
@@ -62,7 +63,15 @@ def callees(func: object) -> set[str]:
     if not isinstance(func, Function):
         return set(getattr(func, "callees", lambda: ())())
     is_call = (func.kind == ops.OP_CALL_FUNC) | (func.kind == ops.OP_CALL_TIR)
-    return {func.attr_table.as_dict(int(a))["callee"] for a in np.unique(func.attr_id[is_call])}
+    found = set()
+    for a in np.unique(func.attr_id[is_call]).tolist():  # one per call attribute set
+        callee = func.attr_table.as_dict(a).get("callee")
+        if not isinstance(callee, str):
+            node = int(np.flatnonzero(is_call & (func.attr_id == a))[0])
+            raise IRError(f"DeadCodeElimination: node {node} ({func.op(node).name}): attribute "
+                          f"set {a} names no callee (rule: attributes)")
+        found.add(callee)
+    return found
 
 
 def reachable_functions(mod: IRModule, entries: Sequence[str]) -> set[str]:
@@ -75,6 +84,19 @@ def reachable_functions(mod: IRModule, entries: Sequence[str]) -> set[str]:
         seen.add(name)
         stack.extend(c for c in callees(mod.functions[name]) if c in mod.functions)
     return seen
+
+
+def _check_main_is_kept(mod: IRModule, reachable: set[str]) -> None:
+    """A private ``main`` that no public function calls would vanish: refuse instead.
+
+    ``main`` is the entry ``interpret``, ``irkernel run`` and users reach for; dropping
+    it because its ``global_symbol`` is missing turns a typo into a KeyError much later.
+    """
+    if "main" in mod.functions and "main" not in reachable:
+        raise IRError("DeadCodeElimination: function 'main' is private (it has no "
+                      "global_symbol) and no public function calls it, so it would be "
+                      "removed; give it global_symbol = \"main\" (GraphBuilder's default) or "
+                      "name the roots with entry_functions (rule: global_symbol)")
 
 
 def _dce_module(mod: IRModule, ctx: transform.PassContext,
@@ -98,6 +120,8 @@ def _dce_module(mod: IRModule, ctx: transform.PassContext,
                              f"module (functions: {', '.join(mod.functions)})")
         roots = list(entries)
     reachable = reachable_functions(mod, roots)  # once: not per function (O(F^2) before)
+    if entries is None:
+        _check_main_is_kept(mod, reachable)
     unreachable = [name for name in mod.functions if name not in reachable]
     if removed_nodes:
         ctx.stat("nodes_removed", removed_nodes)

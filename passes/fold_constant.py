@@ -53,6 +53,7 @@ from irkernel.ir.ops import (
 from irkernel.ir.pools import ConstPool, ConstPoolBuilder
 from irkernel.ir.rebuild import rebuild
 from irkernel.ir.scalar_ops import scalar_eval_kernel
+from irkernel.ir.verify import check_node_type
 
 UNKNOWN, SCALAR, TENSOR = 0, 1, 2
 SWEEP_DONE, SWEEP_NEEDS_PYTHON = 0, 1
@@ -216,7 +217,12 @@ def _operand_value(func: Function, v: int, state: np.ndarray, fval: np.ndarray,
 
 def _evaluate_in_python(func: Function, i: int, state: np.ndarray, fval: np.ndarray,
                         ival: np.ndarray, tensors: dict[int, np.ndarray]) -> None:
-    """Fold one node with the NumPy reference (tensor operands or results)."""
+    """Fold one node with the NumPy reference (tensor operands or results).
+
+    The reference trusts the node's attributes and types, which the cheap validation
+    at the pass entry does not check: the node's type rule is checked first.
+    """
+    check_node_type(func, i, str(func.attrs.get("global_symbol", "main")), "FoldConstant")
     opdef = ops.get_op(int(func.kind[i]))
     operands = func.operands(i)
     args = [_operand_value(func, v, state, fval, ival, tensors) for v in operands]

@@ -39,6 +39,7 @@ from irkernel.ir.ids import DTYPE_NAMES, ENC_BINARY, ENC_VARIADIC, INT64
 from irkernel.ir.module import IRModule
 from irkernel.ir.operands import operand_csr
 from irkernel.ir.rebuild import rebuild
+from irkernel.ir.verify import check_node_type, is_verified
 from irkernel.tir.function import PrimFunc
 
 _LEAVES = (ops.OP_PARAM, ops.OP_CONST, ops.OP_CALL_FUNC, ops.OP_CALL_TIR)
@@ -225,9 +226,14 @@ def legalize_function(func: Function, fname: str, namer: _Namer,
     enc = ops.op_arrays().encoding[func.kind[rows]]
     first, inverse = _group_rows(_signatures(func, rows, enc))
     records, group_meta = [], []
+    verified = is_verified(func)
     metas: dict[bytes, int] = {}
     meta_arrays: list[np.ndarray] = []
     for node in rows[first].tolist():  # one step per distinct signature
+        # the templates trust attributes and types: check the signature's rule once, unless
+        # the whole function is known to verify
+        if not verified:
+            check_node_type(func, node, fname, "LegalizeOps")
         record, meta_index = _lower_signature(func, fname, node, namer, generic_max_elements,
                                               metas, meta_arrays)
         records.append(record)

@@ -27,6 +27,7 @@ installed.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
@@ -277,11 +278,17 @@ def _build_lowered(mod: IRModule, ctx: transform.PassContext, disk: DiskCache | 
         compiler.run(code_version())
         for key, value in compiler.stats.items():
             c.stat(key, value)
-        state.update(jobs=jobs, of_name=of_name, objects=compiler.objects)
+        state.update(jobs=jobs, of_name=of_name, objects=compiler.objects,
+                     cached=sorted(compiler.cached_objects))
 
     def link(m: IRModule, c: transform.PassContext) -> None:
         engine = Engine()
-        engine.add_objects(list(state["objects"].values()))
+        # Markers around loading cached objects: a process that dies in the JIT linker
+        # leaves them, and the next one quarantines those entries instead of dying too.
+        loading = disk.loading("obj", *state["cached"]) if disk is not None and state["cached"] \
+            else contextlib.nullcontext()
+        with loading:
+            engine.add_objects(list(state["objects"].values()))
         settings = _settings(c)
         kernels = {}
         for name, job in state["of_name"].items():

@@ -41,6 +41,7 @@ from passes.tir import LOWERING
 from runtime.cache import DiskCache, digest
 from runtime.jit import TIERS, compile_ir
 from runtime.lower import lower, lower_batch
+from runtime.objfile import object_check
 from runtime.target import Target, host
 
 #: Attributes that do not change generated code (left out of a kernel's key).
@@ -73,6 +74,16 @@ class Job:
     batch: str = ""  # the batch (object) key
     size: int = 0
     tier: str = "full"  # the LLVM optimization tier (runtime/jit.py)
+
+
+_INDEX_ENTRY = re.compile(rb"[0-9a-f]+ [A-Za-z0-9_]+")
+
+
+def _index_problem(payload: bytes) -> str | None:
+    """An index entry is ``<batch key> <symbol>``; anything else is dropped by the cache."""
+    if _INDEX_ENTRY.fullmatch(payload) is None:
+        return "does not hold an object key and a symbol"
+    return None
 
 
 def _sanitize(name: str) -> str:
@@ -150,6 +161,7 @@ class Compiler:
         self.progress = progress
         self.target = host()
         self.objects: dict[str, bytes] = {}  # batch key -> object
+        self.cached_objects: set[str] = set()  # the batch keys of objects read from the cache
         self.stats = {"kernels": len(jobs), "cached": 0, "compiled": 0, "batches": 0,
                       "llvm_s": 0.0}
         self._done = 0
@@ -161,16 +173,18 @@ class Compiler:
             return list(self.jobs)
         missing = []
         for job in self.jobs:
-            entry = self.cache.get("index", job.key)
-            parts = entry.decode(errors="replace").split() if entry else []
-            if len(parts) == 2 and parts[0].isalnum():
+            entry = self.cache.get("index", job.key, _index_problem)
+            parts = entry.decode().split() if entry else []
+            if parts:
                 batch, symbol = parts
                 if batch not in self.objects:
-                    obj = self.cache.get("obj", batch)
+                    # checked before native code sees it (runtime/objfile.py)
+                    obj = self.cache.get("obj", batch, object_check(symbol, self.target.triple))
                     if obj is None:
                         missing.append(job)
                         continue
                     self.objects[batch] = obj
+                    self.cached_objects.add(batch)
                 job.batch, job.symbol = batch, symbol
                 self.stats["cached"] += 1
             else:
@@ -262,8 +276,10 @@ class Compiler:
             try:
                 for batch in self._batches(todo):
                     key = self._name(batch, version)
-                    obj = self.cache.get("obj", key) if self.cache is not None else None
+                    obj = self.cache.get("obj", key, object_check(
+                        batch[0].symbol, self.target.triple)) if self.cache is not None else None
                     if obj is not None:  # the batch is cached, only its index was lost
+                        self.cached_objects.add(key)
                         self.stats["cached"] += len(batch)
                         self._ready(key, obj, batch)
                         continue

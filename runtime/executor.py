@@ -33,6 +33,7 @@ from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
 from irkernel.ir.ids import NUMPY_DTYPES
 from irkernel.ir.interp import check_inputs
+from irkernel.ir.validate import validate_function
 from runtime.launch_table import (
     _ARENA,
     _CONST,
@@ -91,6 +92,7 @@ class GraphExecutor:
 
     def __init__(self, name: str, func: Function, kernels: Mapping[str, CompiledKernel],
                  graphs: Mapping[str, GraphExecutor]) -> None:
+        validate_function(func, "GraphExecutor", name)  # ids below index Python lists
         self.name, self.func = name, func
         self._graphs = graphs
         self._kernels = dict(kernels)  # keeps the kernels' machine code alive (see owner)

@@ -42,6 +42,7 @@ from irkernel.ir.function import Function
 from irkernel.ir.ids import NONE, NUMPY_DTYPES
 from irkernel.ir.jit import kernel
 from irkernel.ir.operands import operand_at, operand_count
+from irkernel.ir.validate import validate_function
 
 ALIGN = 64  # bytes: arena offsets and size classes (a cache line, AVX-512 friendly)
 
@@ -177,9 +178,14 @@ def plan_memory(func: Function) -> MemoryPlan:
     ------
     TypeError
         When ``func`` is not a graph Function.
+    IRError
+        When it is malformed (``irkernel.ir.validate``).
+    ValueError
+        When its intermediates together exceed a 64-bit address space.
     """
     if not isinstance(func, Function):
         raise TypeError(f"plan_memory: func must be a graph Function, got {type(func).__name__}")
+    validate_function(func, "plan_memory")
     table = ops.op_arrays()
     last = last_use_kernel(func.kind, func.a0, func.a1, func.extra, table.encoding)
     planned = func.kind == ops.OP_CALL_TIR
@@ -191,6 +197,12 @@ def plan_memory(func: Function) -> MemoryPlan:
               * _ITEMSIZE[func.dtype[node_ids]]).astype(np.int64)
     sizes = np.maximum((nbytes + ALIGN - 1) // ALIGN * ALIGN, ALIGN).astype(np.int64)
     token, token_bytes = plan_tokens_kernel(node_ids, last_use, sizes)
+    # Each size is <= 2**62 (shapes hold <= 2**59 elements); their sum may not be.
+    if len(token_bytes) and int(token_bytes.max()) > (2**62) // len(token_bytes):
+        total = sum(token_bytes.tolist())  # exact Python ints
+        if total > 2**62:
+            raise ValueError(f"plan_memory: the intermediates need {total} bytes, more than "
+                             "a 64-bit address space")
     token_offsets = np.zeros(len(token_bytes) + 1, np.int64)
     np.cumsum(token_bytes, out=token_offsets[1:])
     offsets = token_offsets[token] if len(node_ids) else np.zeros(0, np.int64)

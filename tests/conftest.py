@@ -1,5 +1,5 @@
 """Suite-wide settings: hypothesis profiles sized for a 2-core CI machine, a private
-on-disk kernel cache, and the CheckImmutable instrument on every pass."""
+on-disk kernel cache, and the CheckImmutable check on every pass of every PassContext."""
 
 from __future__ import annotations
 
@@ -35,13 +35,38 @@ def irkernel_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pat
 
 
 @pytest.fixture(autouse=True)
-def _check_immutable():
-    """Every pass run on the default context checks that it did not mutate its input."""
-    ctx = transform.PassContext.current()
-    previous = list(ctx.instruments)
-    ctx.override_instruments([*previous, instrument.CheckImmutable()])
+def _check_immutable(request: pytest.FixtureRequest,
+                     monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every pass of every test checks that it did not mutate its input: on the thread's
+    default context and on every PassContext the test (or the library) makes.
+
+    Each context gets a CheckImmutable's ``run_before_pass``/``run_after_pass`` beside
+    the hooks of its own instruments (first before, last after, so the test's own
+    instruments see passes as usual and speak first when they raise), while
+    ``ctx.instruments`` still lists only what the test gave. Tests that inspect the
+    hook tuples themselves opt out with ``@pytest.mark.no_immutable_check``.
+    """
+    if request.node.get_closest_marker("no_immutable_check"):
+        yield
+        return
+    original = transform.PassContext._set_instruments
+
+    def with_check(ctx: transform.PassContext, instruments: tuple[object, ...]) -> None:
+        original(ctx, instruments)
+        checker = instrument.CheckImmutable()
+        ctx._before_hooks = (checker.run_before_pass, *ctx._before_hooks)
+        ctx._after_hooks = (*ctx._after_hooks, checker.run_after_pass)
+
+    monkeypatch.setattr(transform.PassContext, "_set_instruments", with_check)
+    default = transform.PassContext.current()  # made before the patch: re-install
+    with_check(default, default.instruments)
     yield
-    ctx.override_instruments(previous)
+    original(default, default.instruments)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "no_immutable_check: the test inspects a PassContext's "
+                            "hook tuples, so the suite-wide CheckImmutable hooks stay out")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

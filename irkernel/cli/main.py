@@ -2,16 +2,26 @@
 
 Heavy modules (passes, runtime, the generator) are imported lazily inside the
 subcommands so that ``irkernel --help`` stays instant.
+
+Errors: a bad input (a file that is missing, unreadable, a directory, not
+UTF-8, IR that does not parse or verify, a bad ``.npy`` input) prints one line
+``irkernel CMD: error: FILE...: problem`` on stderr and exits 1; a usage
+error (argparse) exits 2. No traceback unless ``--debug`` is given (before or
+after the subcommand), which re-raises instead. An unexpected exception is an
+internal error: one line too, exit 1, ``--debug`` for its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-from irkernel.ir.errors import IRError
+from irkernel.cli.errors import CLIError
+from irkernel.ir.errors import IRError, ParseError
 from irkernel.ir.function import Function
 from irkernel.ir.module import IRModule
 
@@ -34,9 +44,13 @@ def cmd_opt(args: argparse.Namespace, out: TextIO) -> int:
         instruments.append(timing)
     if args.print_changed:
         instruments.append(instrument.PrintChanged(file=sys.stderr))
-    with transform.PassContext(opt_level=args.opt_level, instruments=instruments):
-        result = transform.parse_pipeline(args.passes)(mod)
-    text = result.script()
+    pipeline = transform.parse_pipeline(args.passes)
+    try:
+        with transform.PassContext(opt_level=args.opt_level, instruments=instruments):
+            result = pipeline(mod)
+        text = result.script()
+    except IRError as exc:
+        raise CLIError(f"{args.file}: {exc}") from exc
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -54,15 +68,52 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     return run_file(args, out, _read_module)
 
 
+def read_text(path: str) -> str:
+    """The UTF-8 text of ``path``, or a CLIError naming the file and the problem."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise CLIError(f"{path}: {_os_problem(exc)}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise CLIError(f"{path}: is {kind}")
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            data = fh.read()
+        except OSError as exc:
+            raise CLIError(f"{path}: {_os_problem(exc)}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CLIError(f"{path}: not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x})"
+                       ) from None
+
+
+def _os_problem(exc: OSError) -> str:
+    from irkernel.cli.npy import describe_os_error
+
+    return describe_os_error(exc)
+
+
 def _read_module(path: str) -> IRModule:
     from irkernel.text.parser import parse
 
-    with open(path, encoding="utf-8") as fh:
-        return parse(fh.read())
+    text = read_text(path)
+    try:
+        return parse(text)
+    except ParseError as exc:
+        raise CLIError(f"{path}:{exc.line}:{exc.column}: {exc.message}") from exc
 
 
 def cmd_print(args: argparse.Namespace, out: TextIO) -> int:
-    out.write(_read_module(args.file).script())
+    mod = _read_module(args.file)
+    try:
+        text = mod.script()
+    except IRError as exc:
+        raise CLIError(f"{args.file}: {exc}") from exc
+    out.write(text)
     return 0
 
 
@@ -70,7 +121,10 @@ def cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
     from irkernel.ir.verify import verify
 
     mod = _read_module(args.file)
-    verify(mod)
+    try:
+        verify(mod)
+    except IRError as exc:
+        raise CLIError(f"{args.file}: {exc}") from exc
     nodes = sum(f.num_nodes for f in mod.functions.values() if isinstance(f, Function))
     print(f"{args.file}: OK ({len(mod)} functions, {nodes:,} graph nodes)", file=out)
     return 0
@@ -80,9 +134,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="irkernel", description="JIT-accelerated array-IR optimizer: "
         "struct-of-arrays graphs, Numba passes, llvmlite kernels.")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of an error instead of one line")
+    # The same flag after the subcommand; SUPPRESS keeps a subparser from resetting it.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show the traceback of an error instead of one line")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    demo = sub.add_parser("demo", help="optimize a generated graph; compile and run an MLP "
-                                       "and a fused chain")
+    demo = sub.add_parser("demo", parents=[common],
+                          help="optimize a generated graph; compile and run an MLP and a "
+                               "fused chain")
     demo.add_argument("--nodes", type=int, default=1_000_000, help="graph size (default 1e6)")
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--pipeline", default="O2", help="textual pipeline (default O2)")
@@ -91,7 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--hidden", type=int, default=1024,
                       help="MLP width (batch 64, 3 layers; default 1024)")
     demo.set_defaults(run=cmd_demo)
-    opt = sub.add_parser("opt", help="run a pass pipeline over an .ir file (like LLVM's opt)")
+    opt = sub.add_parser("opt", parents=[common],
+                         help="run a pass pipeline over an .ir file (like LLVM's opt)")
     opt.add_argument("file")
     opt.add_argument("-p", "--passes", required=True,
                      help='textual pipeline, e.g. "FoldConstant,fixpoint(SimplifyArith,'
@@ -102,8 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="print a diff after every pass that changed the module (stderr)")
     opt.add_argument("-o", "--output", help="write the result here instead of stdout")
     opt.set_defaults(run=cmd_opt)
-    run = sub.add_parser("run", help="build an .ir file (runtime.build) and run it on .npy "
-                         "inputs")
+    run = sub.add_parser("run", parents=[common],
+                         help="build an .ir file (runtime.build) and run it on .npy inputs")
     run.add_argument("file")
     run.add_argument("--inputs", nargs="*", metavar="NPY", help="one .npy file per parameter")
     run.add_argument("--entry", default="main", help="graph function to run (default main)")
@@ -113,22 +175,48 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--time-passes", action="store_true",
                      help="print the timing tree of every pass of the build (stderr)")
     run.set_defaults(run=cmd_run)
-    show = sub.add_parser("print", help="parse an .ir file and print it normalized")
+    show = sub.add_parser("print", parents=[common],
+                          help="parse an .ir file and print it normalized")
     show.add_argument("file")
     show.set_defaults(run=cmd_print)
-    check = sub.add_parser("verify", help="parse an .ir file and check every invariant")
+    check = sub.add_parser("verify", parents=[common],
+                           help="parse an .ir file and check every invariant")
     check.add_argument("file")
     check.set_defaults(run=cmd_verify)
     return parser
 
 
+#: Exit codes: 0 success, 1 an error (bad input or internal), 2 a usage error (argparse).
+EXIT_ERROR, EXIT_USAGE = 1, 2
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """Entry point of the ``irkernel`` console script; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(argv)  # a usage error exits 2 here (argparse)
     run: Callable[[argparse.Namespace, TextIO], int] = args.run
     try:
         return run(args, out or sys.stdout)
-    except (IRError, OSError, ValueError, TypeError) as exc:
-        print(f"irkernel {args.command}: error: {exc}", file=sys.stderr)
-        return 1
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        print(f"irkernel {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except (CLIError, IRError, OSError, ValueError, TypeError, MemoryError) as exc:
+        if args.debug:
+            raise
+        print(f"irkernel {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as exc:  # the CLI boundary: never a stray traceback (STYLE 9.9)
+        if args.debug:
+            raise
+        print(f"irkernel {args.command}: internal error: {type(exc).__name__}: "
+              f"{_one_line(exc)} (run with --debug for the traceback)", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, MemoryError):
+        text = f"out of memory ({text})"
+    return " ".join(text.split())
 

@@ -1,9 +1,12 @@
 """``irkernel run FILE --inputs a.npy ...``: parse, ``runtime.build``, run, summarize.
 
-Imported lazily by ``irkernel/cli.py`` (runtime and numpy load only when the
-subcommand runs). User errors (missing or unreadable files, wrong input
-count/dtype/shape, unknown entry, IR that does not verify) print one line
-``irkernel run: error: ...`` on stderr and return exit code 2, never a traceback.
+Imported lazily by ``irkernel/cli/main.py`` (runtime and numpy load only when
+the subcommand runs). Inputs are checked before anything is built or
+allocated (``irkernel.cli.npy``: regular file, magic, header against the file
+size, dtype and shape against the parameter). User errors (missing or
+unreadable files, a bad ``.npy``, a wrong input count, an unknown entry, IR
+that does not verify) raise :class:`RunError`, which ``main`` prints as one
+line ``irkernel run: error: ...`` naming the file, with exit code 1.
 """
 
 from __future__ import annotations
@@ -14,24 +17,31 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-from irkernel.ir.errors import IRError
+from irkernel.cli.errors import CLIError
 from irkernel.ir.function import Function
 from irkernel.ir.module import IRModule
 
 
-class RunError(Exception):
-    """A user error of ``irkernel run`` (printed without a traceback)."""
+class RunError(CLIError):
+    """A user error of ``irkernel run`` (printed without a traceback, exit code 1)."""
 
 
-def _load_inputs(paths: Sequence[str]) -> list[Any]:
-    import numpy as np
+def _load_inputs(source: str, func: Function, entry: str, paths: Sequence[str]) -> list[Any]:
+    """One checked array per parameter of ``func`` (``irkernel.cli.npy``)."""
+    from irkernel.cli.npy import InputError, read_npy
+    from irkernel.ir.ids import NUMPY_DTYPES
 
+    if len(paths) != len(func.params):
+        raise RunError(f"{source}: {entry} takes {len(func.params)} inputs "
+                       f"({', '.join(func.param_names)}), got {len(paths)}")
     arrays = []
-    for path in paths:
+    for pos, (path, node) in enumerate(zip(paths, func.params.tolist(), strict=True)):
+        want = (NUMPY_DTYPES[int(func.dtype[node])], func.shapes[int(func.shape_id[node])])
         try:
-            arrays.append(np.load(path, allow_pickle=False))
-        except (OSError, ValueError) as exc:
-            raise RunError(f"cannot read input {path!r}: {exc}") from exc
+            arrays.append(read_npy(path, want))
+        except InputError as exc:
+            raise RunError(f"cannot read input {path!r} (parameter {pos}, "
+                           f"{func.param_names[pos]!r}): {exc}") from None
     return arrays
 
 
@@ -49,31 +59,32 @@ def _describe(arr: Any) -> str:
 
 def run_file(args: argparse.Namespace, out: TextIO,
              read_module: Callable[[str], IRModule]) -> int:
-    """The ``run`` subcommand; returns the exit code (0, or 2 on a user error)."""
-    try:
-        return _run(args, out, read_module)
-    except (RunError, IRError, OSError, ValueError, TypeError) as exc:
-        print(f"irkernel run: error: {exc}", file=sys.stderr)
-        return 2
-
-
-def _run(args: argparse.Namespace, out: TextIO, read_module: Callable[[str], IRModule]) -> int:
+    """The ``run`` subcommand; returns 0, or raises a CLIError/IRError (``main`` prints it)."""
     import numpy as np
 
     import runtime
     from irkernel import instrument, transform
+    from irkernel.ir.errors import IRError
 
     mod = read_module(args.file)
-    if not isinstance(mod.functions.get(args.entry), Function):
+    func = mod.functions.get(args.entry)
+    if not isinstance(func, Function):
         graphs = [n for n, f in mod.functions.items() if isinstance(f, Function)]
         raise RunError(f"{args.file}: no graph function {args.entry!r} to run "
                        f"(graph functions: {', '.join(graphs) or 'none'})")
-    inputs = _load_inputs(args.inputs or [])
+    inputs = _load_inputs(args.file, func, args.entry, args.inputs or [])
     timing = instrument.PassTimingInstrument() if args.time_passes else None
     start = time.perf_counter()
-    with transform.PassContext(instruments=[timing] if timing is not None else None):
-        ex = runtime.build(mod, opt_level=args.opt_level)
+    try:
+        with transform.PassContext(instruments=[timing] if timing is not None else None):
+            ex = runtime.build(mod, opt_level=args.opt_level)
+    except IRError as exc:
+        raise RunError(f"{args.file}: {exc}") from exc
     built = time.perf_counter()
+    if args.entry not in set(ex):
+        raise RunError(f"{args.file}: function {args.entry!r} is private (no global_symbol) "
+                       "and no public function calls it, so the build removed it; give it "
+                       f"attrs {{global_symbol = \"{args.entry}\"}}")
     graph = ex[args.entry]
     results = graph(*inputs)
     done = time.perf_counter()

@@ -29,10 +29,12 @@ from irkernel.ir.ids import (
     MAX_NODES,
     NONE,
     dtype_code,
+    shape_problem,
 )
 from irkernel.ir.operands import operand_list
 from irkernel.ir.pools import AttrTable, ConstPoolBuilder, ShapeTable
 from irkernel.ir.typecheck import SignatureTable
+from irkernel.ir.validate import mark_validated
 from irkernel.ir.verify import mark_verified
 
 Shape = tuple[int, ...]
@@ -138,6 +140,9 @@ class GraphBuilder:
             key = tuple(int(d) for d in key)
             if any(d < 0 for d in key):
                 raise ValueError(f"shape {key} has a negative dimension")
+            problem = shape_problem(key)  # rank, dims and element count within int64
+            if problem is not None:
+                raise ValueError(f"shape {key}: {problem}")
             sid = self._shape_index.setdefault(key, len(self._shapes))
             if sid == len(self._shapes):
                 self._shapes.append(key)
@@ -154,7 +159,7 @@ class GraphBuilder:
 
     # -- incremental API ----------------------------------------------------
     def __len__(self) -> int:
-        return len(self._kind)
+        return self._n_finished if self._finished else len(self._kind)
 
     def _check_open(self) -> None:
         if self._finished:
@@ -180,7 +185,11 @@ class GraphBuilder:
         if name in self._param_names:
             raise ValueError(f"param: duplicate parameter name {name!r}")
         code = dtype_code(dtype)
-        node = self._append(ops.OP_PARAM, len(self._params), NONE, code, self.intern_shape(shape), 0)
+        try:
+            sid = self.intern_shape(shape)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"param {name!r}: {exc}") from None
+        node = self._append(ops.OP_PARAM, len(self._params), NONE, code, sid, 0)
         self._params.append(node)
         self._param_names.append(name)
         return node
@@ -265,7 +274,10 @@ class GraphBuilder:
         except TypeInferenceError as exc:
             args = ", ".join(f"%{v}: {_fmt_type(*t)}" for v, t in zip(operands, types))
             raise ValueError(f"{opdef.name}: {exc} (operands {args})") from None
-        return code, self.intern_shape(shape)
+        try:
+            return code, self.intern_shape(shape)
+        except ValueError as exc:  # a result too large to address (e.g. broadcast_to)
+            raise ValueError(f"{opdef.name}: result {exc}") from None
 
     def call_func(self, callee: str, *args: int, dtype: object, shape: Sequence[int]) -> int:
         """Call graph function ``callee`` of the module, whose one output is dtype[shape]."""
@@ -453,6 +465,7 @@ class GraphBuilder:
             if not isinstance(o, (int, np.integer)) or isinstance(o, bool) or not 0 <= o < n:
                 raise ValueError(f"finish: output {o!r} is not a node id in [0, {n})")
         self._finished = True
+        self._n_finished = n
 
         def col(buf: array, dtype: type) -> np.ndarray:
             # The finished builder hands its buffers over (no copy); nothing can append now.
@@ -468,5 +481,14 @@ class GraphBuilder:
             outputs=np.array(outs, np.int32), param_names=tuple(self._param_names),
             shapes=ShapeTable(self._shapes), attr_table=AttrTable(self._records),
             consts=self._consts.freeze(), attrs=self._attrs)
-        mark_verified(func)  # every node's type was inferred or checked as it was appended
-        return func
+        # The Function holds the only reference to the buffers: the builder lets go of
+        # them, so nothing can write to a finished Function's columns through it.
+        self._kind, self._a0, self._a1 = array("h"), array("i"), array("i")
+        self._dtype, self._shape_id = array("b"), array("i")
+        self._attr_id, self._extra = array("i"), array("i")
+        # Every node passed the structural rules as it was added (call checks operands,
+        # add_nodes runs check_structure_kernel, params and consts are built here), so
+        # the cheap validation of passes and the interpreter has nothing left to do; every
+        # node's type was inferred or checked as it was appended, so verify has none either.
+        mark_verified(func)
+        return mark_validated(func)

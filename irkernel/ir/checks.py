@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from irkernel.ir.ids import ENC_CONST, ENC_NULLARY, ENC_PARAM, ENC_VARIADIC
-from irkernel.ir.jit import kernel
+from irkernel.ir.jit import inline, kernel
 from irkernel.ir.operands import operand_at, operand_count
 
 # Rule codes returned by check_structure_kernel (index into STRUCTURE_RULES).
@@ -38,6 +38,52 @@ SIG_MAX_OPERANDS = 3
 SWEEP_DONE, SWEEP_NEW_SIGNATURE, SWEEP_NEEDS_PYTHON, SWEEP_MISMATCH, SWEEP_TABLE_FULL = range(5)
 
 
+@inline
+def check_node(i, k, x, y, d, s, at, extra, op_encoding, op_arity, n, n_consts, n_params,
+               n_shapes, n_attrs):
+    """The structural rules of node ``i`` with opcode ``k``, slots ``x``/``y``, dtype ``d``,
+    shape id ``s`` and attribute id ``at``: (rule, detail), rule 0 when it is well-formed.
+
+    ``n`` is the node count; operands must lie in [0, i). Shared by the sweep over a
+    Function and the check of ``rebuild``'s patch rows, so both apply the same rules.
+    """
+    if k < 0 or k >= op_encoding.shape[0]:
+        return 1, k
+    if d < 0 or d > 4:
+        return 11, d
+    if s < 0 or s >= n_shapes:
+        return 9, s
+    if at < 0 or at >= n_attrs:
+        return 10, at
+    enc = op_encoding[k]
+    if enc == ENC_VARIADIC:
+        if x < 0 or y < 0 or x + y > extra.shape[0]:
+            return 6, x
+        if op_arity[k] >= 0 and y != op_arity[k]:
+            return 4, y
+    elif enc == ENC_CONST or enc == ENC_PARAM:
+        if y != -1:
+            return 5, y
+        if enc == ENC_CONST and (x < 0 or x >= n_consts):
+            return 7, x
+        if enc == ENC_PARAM and (x < 0 or x >= n_params):
+            return 8, x
+        return 0, 0
+    else:
+        n_used = operand_count(enc, y)
+        if n_used < 2 and y != -1:
+            return 5, y
+        if n_used < 1 and x != -1:
+            return 5, x
+    for j in range(operand_count(enc, y)):
+        v = operand_at(enc, x, y, extra, j)
+        if v < 0 or v >= n:
+            return 2, v
+        if v >= i:
+            return 3, v
+    return 0, 0
+
+
 @kernel
 def check_structure_kernel(kind, a0, a1, extra, dtype, shape_id, attr_id, op_encoding, op_arity,
                            n_consts, n_params, n_shapes, n_attrs, start):
@@ -48,45 +94,31 @@ def check_structure_kernel(kind, a0, a1, extra, dtype, shape_id, attr_id, op_enc
     every node is well-formed; ``detail`` is the offending operand or id.
     """
     n = kind.shape[0]
-    n_ops = op_encoding.shape[0]
-    m = extra.shape[0]
     for i in range(start, n):
-        k = kind[i]
-        if k < 0 or k >= n_ops:
-            return i, 1, k
-        if dtype[i] < 0 or dtype[i] > 4:
-            return i, 11, dtype[i]
-        if shape_id[i] < 0 or shape_id[i] >= n_shapes:
-            return i, 9, shape_id[i]
-        if attr_id[i] < 0 or attr_id[i] >= n_attrs:
-            return i, 10, attr_id[i]
-        enc = op_encoding[k]
-        x, y = a0[i], a1[i]
-        if enc == ENC_VARIADIC:
-            if x < 0 or y < 0 or x + y > m:
-                return i, 6, x
-            if op_arity[k] >= 0 and y != op_arity[k]:
-                return i, 4, y
-        elif enc == ENC_CONST or enc == ENC_PARAM:
-            if y != -1:
-                return i, 5, y
-            if enc == ENC_CONST and (x < 0 or x >= n_consts):
-                return i, 7, x
-            if enc == ENC_PARAM and (x < 0 or x >= n_params):
-                return i, 8, x
-            continue
-        else:
-            n_used = operand_count(enc, y)
-            if n_used < 2 and y != -1:
-                return i, 5, y
-            if n_used < 1 and x != -1:
-                return i, 5, x
-        for j in range(operand_count(enc, y)):
-            v = operand_at(enc, x, y, extra, j)
-            if v < 0 or v >= n:
-                return i, 2, v
-            if v >= i:
-                return i, 3, v
+        rule, detail = check_node(i, kind[i], a0[i], a1[i], dtype[i], shape_id[i], attr_id[i],
+                                  extra, op_encoding, op_arity, n, n_consts, n_params,
+                                  n_shapes, n_attrs)
+        if rule != 0:
+            return i, rule, detail
+    return -1, 0, 0
+
+
+@kernel
+def check_rows_kernel(rows, kind, a0, a1, attr_id, dtype, shape_id, extra, op_encoding,
+                      op_arity, n, n_consts, n_params, n_shapes, n_attrs):
+    """:func:`check_node` on listed rows with given slots: (index into rows, rule, detail).
+
+    Arrays: rows int32[p] (node ids); kind int16[p]; a0, a1, attr_id int32[p] (the
+    rows' new values); dtype int8[n], shape_id int32[n] (the Function's, read at
+    each row); extra int32[m]. Returns (-1, 0, 0) when every row is well-formed.
+    """
+    for t in range(rows.shape[0]):
+        i = rows[t]
+        rule, detail = check_node(i, kind[t], a0[t], a1[t], dtype[i], shape_id[i], attr_id[t],
+                                  extra, op_encoding, op_arity, n, n_consts, n_params,
+                                  n_shapes, n_attrs)
+        if rule != 0:
+            return t, rule, detail
     return -1, 0, 0
 
 

@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 
 from irkernel.ir import ops
+from irkernel.ir.errors import IRError
 from irkernel.ir.hooks import Hook
 from irkernel.ir.ids import NUMPY_DTYPES
-from irkernel.ir.operands import operand_csr
+from irkernel.ir.operands import operand_list
 from irkernel.ir.pools import AttrTable, ConstPool, ShapeTable
 
 #: ``print_function(func, name) -> str``, installed by the text layer.
@@ -119,7 +120,21 @@ class Function:
         return ops.get_op(int(self.kind[node_id]))
 
     def operands(self, node_id: int) -> tuple[int, ...]:
-        return tuple(int(v) for v in operand_csr(self).of(node_id))
+        """The node's operand ids, read from its slots as its op's encoding says.
+
+        Plain Python over NumPy slices, never a kernel: it is safe on a Function that
+        has not been validated (a malformed node gives its slots' values, or an
+        IRError for an unknown opcode), and costs O(1) per call.
+        """
+        n = len(self.kind)
+        if not isinstance(node_id, (int, np.integer)) or not 0 <= node_id < n:
+            raise ValueError(f"operands: node id must be in [0, {n}), got {node_id!r}")
+        k = int(self.kind[node_id])
+        encoding = ops.op_arrays().encoding
+        if not 0 <= k < len(encoding):
+            raise IRError(f"operands: node {node_id} has opcode {k}, not in the op table")
+        return tuple(operand_list(int(encoding[k]), int(self.a0[node_id]),
+                                  int(self.a1[node_id]), self.extra))
 
     def node_attrs(self, node_id: int) -> dict[str, Any]:
         return self.attr_table.as_dict(int(self.attr_id[node_id]))

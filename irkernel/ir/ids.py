@@ -24,6 +24,45 @@ NONE = -1
 #: Largest node count a Function may hold (ids are int32; -1 is NONE).
 MAX_NODES = 2**31 - 2
 
+
+def _numpy_max_rank() -> int:
+    """NumPy's limit on ``ndim`` (64 since NumPy 2, 32 before): probed once at import."""
+    try:
+        np.empty((1,) * 64, np.int8)
+    except ValueError:
+        return 32
+    return 64
+
+
+#: Largest rank of a value: NumPy's own limit, so every value can be an ndarray.
+MAX_RANK = _numpy_max_rank()
+#: Largest element count of a shape: 2**59, so a value's byte size (count x 8, the widest
+#: dtype) is at most 2**62 and stays in int64 after rounding up to an alignment, and every
+#: index the generated code computes (LLVM i64) fits too. Nothing downstream can wrap.
+MAX_ELEMENTS = 2**59
+
+
+def shape_problem(shape: tuple[int, ...]) -> str | None:
+    """What is wrong with ``shape`` (a tuple of Python ints), or None when it is usable.
+
+    Checks the rank against :data:`MAX_RANK`, that every dimension is non-negative, and
+    that every dimension and the element count are at most :data:`MAX_ELEMENTS` (exact
+    Python integers: the check itself can not wrap).
+    """
+    if len(shape) > MAX_RANK:
+        return f"rank {len(shape)} exceeds the limit of {MAX_RANK}"
+    count = 1
+    for d in shape:
+        if d < 0:
+            return f"dimension {d} is negative"
+        if d > MAX_ELEMENTS:
+            return f"dimension {d} exceeds the limit of {MAX_ELEMENTS} elements"
+        count *= d
+    if count > MAX_ELEMENTS:
+        return (f"element count {count} exceeds the limit of {MAX_ELEMENTS} = 2**59 "
+                f"(byte sizes must fit in int64)")
+    return None
+
 # Column dtypes (fixed by the spec; never put the dtype in a column's name).
 KIND = np.int16
 ID = np.int32

@@ -21,6 +21,7 @@ from irkernel.ir.hooks import Hook
 from irkernel.ir.ids import NUMPY_DTYPES, dtype_code
 from irkernel.ir.module import IRModule, is_prim_func
 from irkernel.ir.operands import operand_csr, use_counts
+from irkernel.ir.verify import verify, verify_function
 
 #: ``run(prim_func, *arrays)``: the TIR reference interpreter, installed by ``irkernel.tir``.
 RUN_PRIM_FUNC = Hook("interpret a tir.PrimFunc", "irkernel.tir.interp")
@@ -164,10 +165,12 @@ def interpret(mod: IRModule | Function, *inputs: Any, entry: str = "main") -> li
     TypeError, ValueError
         Wrong number, dtype or shape of inputs (naming the parameter).
     IRError
-        The program cannot be evaluated (unknown callee, recursion, ...).
+        The program does not verify (``ik.verify``: checked before anything runs), or
+        it cannot be evaluated (an op without a NumPy reference).
     """
     if isinstance(mod, Function):
-        func, module, name = mod, None, str(mod.attrs.get("global_symbol", entry))
+        symbol = mod.attrs.get("global_symbol", entry)
+        func, module, name = mod, None, symbol if isinstance(symbol, str) else entry
     elif isinstance(mod, IRModule):
         if entry not in mod.functions:
             raise ValueError(f"interpret: module has no function {entry!r} "
@@ -177,4 +180,15 @@ def interpret(mod: IRModule | Function, *inputs: Any, entry: str = "main") -> li
             raise TypeError(f"interpret: {entry!r} is not a graph Function")
     else:
         raise TypeError(f"interpret: expected an IRModule or Function, got {type(mod).__name__}")
+    # The oracle evaluates one op at a time with the op table's NumPy reference, which
+    # trusts the node's type and attributes: the whole program is verified first (cheap
+    # next to the per-node evaluation), so a malformed one is an IRError, not an
+    # IndexError from deep inside NumPy or an allocation the size of a bad id.
+    try:
+        if module is None:
+            verify_function(func, name)
+        else:
+            verify(module)
+    except IRError as exc:
+        raise IRError(f"interpret: {exc}") from exc
     return _run(module, func, name, check_inputs(func, name, inputs), 0)

@@ -18,6 +18,7 @@ integer arithmetic wraps; reductions keep the input dtype.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -246,10 +247,10 @@ def _reduce_rule(allowed: frozenset[int], empty_ok: bool):
 def _reshape_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
     dt, shape = types[0]
     new = attrs["shape"]
-    size = int(np.prod(shape, dtype=np.int64))
+    size = math.prod(shape)  # exact Python ints: a huge target can not wrap to a match
     if sum(d == -1 for d in new) > 1 or any(d < -1 for d in new):
         raise TypeInferenceError(f"bad reshape target {_fmt(new)}")
-    known = int(np.prod([d for d in new if d != -1], dtype=np.int64))
+    known = math.prod(d for d in new if d != -1)
     if -1 in new:
         if known == 0 or size % known:
             raise TypeInferenceError(f"cannot reshape {_fmt(shape)} to {_fmt(new)}")

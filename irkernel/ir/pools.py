@@ -19,13 +19,14 @@ Imports numpy and irkernel.ir.ids only.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-from irkernel.ir.ids import DTYPE_NAMES, NUMPY_DTYPES, dtype_code
+from irkernel.ir.ids import DTYPE_NAMES, NUMPY_DTYPES, dtype_code, shape_problem
 
 Shape = tuple[int, ...]
 AttrRecord = tuple[tuple[str, Any], ...]
@@ -38,7 +39,12 @@ def _frozen(arr: np.ndarray) -> np.ndarray:
 
 
 class ShapeTable:
-    """Interned shapes; id 0 is the scalar shape ``()``."""
+    """Interned shapes; id 0 is the scalar shape ``()``.
+
+    Every shape is checked here (``ids.shape_problem``: rank, non-negative dims, element
+    count within ``MAX_ELEMENTS``), so :attr:`size` and every byte size derived from it
+    fit in int64; a bad shape is a ValueError naming it.
+    """
 
     __slots__ = ("__dict__", "shapes")
 
@@ -46,6 +52,10 @@ class ShapeTable:
         shapes = tuple(tuple(int(d) for d in s) for s in shapes)
         if not shapes or shapes[0] != ():
             raise ValueError("shape id 0 must be the scalar shape ()")
+        for sid, s in enumerate(shapes):  # one step per distinct shape (tables are small)
+            problem = shape_problem(s)
+            if problem is not None:
+                raise ValueError(f"shape {sid} {list(s)}: {problem}")
         self.shapes = shapes
 
     def __len__(self) -> int:
@@ -79,8 +89,8 @@ class ShapeTable:
     @cached_property
     def size(self) -> np.ndarray:
         """int64[s]: element count of each shape."""
-        return _frozen(np.array([int(np.prod(s, dtype=np.int64)) for s in self.shapes],
-                                dtype=np.int64))
+        # math.prod is exact; the shapes were checked to fit (np.prod would wrap silently)
+        return _frozen(np.array([math.prod(s) for s in self.shapes], dtype=np.int64))
 
     @cached_property
     def ptr(self) -> np.ndarray:

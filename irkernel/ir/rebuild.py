@@ -19,6 +19,12 @@ and finally remaps ``outputs`` and ``params`` and freezes the arrays.
 Params are never dropped or replaced (the signature is the caller's), and a
 kept node may not read a dropped one: both are checked and reported as
 IRError naming the pass's node. Passes must not hand-roll compaction.
+
+Validity (``irkernel.ir.validate``): the input is validated (a set lookup for
+anything built or rebuilt); rewritten columns or tables are checked as a
+whole before the kernel indexes with them, patch rows one by one
+(``checks.check_rows_kernel``). Compaction preserves every structural rule,
+so the output is marked validated and the next pass pays nothing.
 """
 
 from __future__ import annotations
@@ -29,10 +35,12 @@ from typing import Any
 import numpy as np
 
 from irkernel.ir import ops
+from irkernel.ir.checks import STRUCTURE_RULES, check_rows_kernel
 from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
 from irkernel.ir.ids import ENC_BINARY, ENC_PARAM, ENC_UNARY, ENC_VARIADIC, NONE
 from irkernel.ir.jit import kernel
+from irkernel.ir.validate import check_function, mark_validated, validate_function
 
 REBUILD_OK, REBUILD_BAD_REP, REBUILD_DANGLING, REBUILD_PARAM = 0, 1, 2, 3
 
@@ -161,6 +169,24 @@ def _checked_patch(patch: tuple[np.ndarray, ...] | None, n: int,
     return tuple(_frozen(np.ascontiguousarray(a).view()) for a in patch)
 
 
+def _check_patch_rows(func: Function, patch: tuple[np.ndarray, ...], pass_name: str) -> None:
+    """The rewritten rows obey the structural rules (``irkernel.ir.checks.check_node``)
+    and neither are nor become params, so the output stays valid without a sweep."""
+    rows, kind, a0, a1, attr_id = patch
+    params = (func.kind[rows] == ops.OP_PARAM) | (kind == ops.OP_PARAM)
+    if np.any(params):
+        raise IRError(f"{pass_name}: patch of node {int(rows[np.argmax(params)])}: a param "
+                      "row may not be rewritten, nor a row made a param (rule: rebuild protocol)")
+    table = ops.op_arrays()
+    bad, rule, detail = check_rows_kernel(
+        rows, kind, a0, a1, attr_id, func.dtype, func.shape_id, func.extra, table.encoding,
+        table.arity, func.num_nodes, len(func.consts), len(func.params), len(func.shapes),
+        len(func.attr_table))
+    if bad >= 0:
+        raise IRError(f"{pass_name}: patch of node {int(rows[bad])}: "
+                      f"{STRUCTURE_RULES[rule]} ({int(detail)}) (rule: rebuild protocol)")
+
+
 def rebuild(func: Function, *, keep: np.ndarray | None = None, rep: np.ndarray | None = None,
             patch: tuple[np.ndarray, ...] | None = None, pass_name: str = "rebuild",
             **changes: Any) -> Function:
@@ -203,22 +229,34 @@ def rebuild(func: Function, *, keep: np.ndarray | None = None, rep: np.ndarray |
     ``keep`` or ``rep`` is not materialized as a full-size default array.
     """
     n = func.num_nodes
+    validate_function(func, pass_name)  # the input (usually a set lookup)
     for name in _COLUMNS:
         arr = changes.get(name)
         if isinstance(arr, np.ndarray):
             _frozen(arr)  # one specialization of the kernel: columns are always read-only
-    p_row, p_kind, p_a0, p_a1, p_attr = _checked_patch(patch, n, pass_name)
+    patch = _checked_patch(patch, n, pass_name)
+    p_row, p_kind, p_a0, p_a1, p_attr = patch
     if keep is None and rep is None and not changes and not len(p_row):
         return func
+    if changes:
+        # Rewritten columns or tables: the kernel below indexes with them, so they are
+        # checked first (one sweep), as the Function they describe.
+        func = dc_replace(func, **changes)
+        check_function(func, f"{pass_name} (rewritten columns)")
+        mark_validated(func)
+        changes = {}
+    if len(p_row):
+        _check_patch_rows(func, patch, pass_name)
     if keep is None and rep is None:  # rewritten rows only: no compaction needed
-        if len(p_row):
-            for name, values in (("kind", p_kind), ("a0", p_a0), ("a1", p_a1),
-                                 ("attr_id", p_attr)):
-                col = np.array(changes.get(name, getattr(func, name)))
-                col[p_row] = values
-                changes[name] = _frozen(col)
-        return dc_replace(func, **changes)
-    cols = {name: changes.pop(name, getattr(func, name)) for name in _COLUMNS}
+        if not len(p_row):
+            return func
+        for name, values in (("kind", p_kind), ("a0", p_a0), ("a1", p_a1),
+                             ("attr_id", p_attr)):
+            col = np.array(getattr(func, name))
+            col[p_row] = values
+            changes[name] = _frozen(col)
+        return mark_validated(dc_replace(func, **changes))
+    cols = {name: getattr(func, name) for name in _COLUMNS}
     has_keep, has_rep = keep is not None, rep is not None
     keep = np.ones(1, np.bool_) if keep is None else keep
     rep = np.full(1, NONE, np.int32) if rep is None else rep
@@ -251,6 +289,8 @@ def rebuild(func: Function, *, keep: np.ndarray | None = None, rep: np.ndarray |
     assert n_rows == count
     kind, a0, a1, dtype, shape_id, attr_id = (_frozen(b) for b in bufs[:6])
     extra = _trimmed(bufs[6], n_extra)
-    return dc_replace(func, kind=kind, a0=a0, a1=a1, dtype=dtype, shape_id=shape_id,
-                      attr_id=attr_id, extra=extra, outputs=_frozen(outputs),
-                      params=_frozen(new_id[func.params]), **changes)
+    # Compaction keeps every rule of a valid input (ids shrink monotonically, so operands
+    # stay earlier), and the patch rows were checked: the output needs no sweep.
+    return mark_validated(dc_replace(
+        func, kind=kind, a0=a0, a1=a1, dtype=dtype, shape_id=shape_id, attr_id=attr_id,
+        extra=extra, outputs=_frozen(outputs), params=_frozen(new_id[func.params])))

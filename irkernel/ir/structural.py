@@ -5,7 +5,9 @@ the same order with the same ops, operands, types, attributes and constant
 bytes, the same params (and names), outputs and function attributes. Interned
 ids are compared through the values they name, so tables interned in a
 different order (a parsed module vs. a built one) still compare equal.
-Everything runs as whole-array NumPy operations: no per-node Python.
+Everything runs as whole-array NumPy operations: no per-node Python. Both
+validate their Functions first (``irkernel.ir.validate``): a bad id is an
+IRError, not an IndexError.
 The hash is stable across processes (blake2b, no Python ``hash``), so it can
 key on-disk caches.
 """
@@ -21,6 +23,7 @@ from irkernel.ir import ops
 from irkernel.ir.function import Function
 from irkernel.ir.ids import BOOL, ENC_CONST, ENC_VARIADIC, FLOAT32, INT32
 from irkernel.ir.module import IRModule
+from irkernel.ir.validate import validate_function
 
 
 def _const_columns(func: Function, is_const: np.ndarray,
@@ -93,6 +96,8 @@ def _operand_columns(func: Function) -> tuple[np.ndarray, np.ndarray]:
 def _function_equal(a: Function, b: Function) -> bool:
     if a is b:
         return True
+    validate_function(a, "structural_equal")  # every id below indexes its table
+    validate_function(b, "structural_equal")
     if (a.num_nodes != b.num_nodes or a.param_names != b.param_names
             or dict(a.attrs) != dict(b.attrs)):
         return False
@@ -136,6 +141,7 @@ def _digest_values(values: list[Any]) -> np.ndarray:
 
 
 def _function_hash(func: Function) -> bytes:
+    validate_function(func, "structural_hash")  # every id below indexes its table
     h = hashlib.blake2b(digest_size=16)
     a0, enc = _operand_columns(func)
     shape_d = _digest_values(list(func.shapes.shapes))

@@ -33,10 +33,12 @@ from irkernel.ir.call_tir import bind_call_tir
 from irkernel.ir.checks import STRUCTURE_RULES, check_structure_kernel
 from irkernel.ir.errors import IRError, TypeInferenceError
 from irkernel.ir.function import _COLUMNS, Function
-from irkernel.ir.ids import DTYPE_NAMES
+from irkernel.ir.ids import DTYPE_NAMES, shape_problem
 from irkernel.ir.module import IRModule
 from irkernel.ir.operands import operand_list
+from irkernel.ir.pools import AttrTable, ConstPool, ShapeTable
 from irkernel.ir.typecheck import SignatureTable
+from irkernel.ir.validate import symbol_problem, validate_function
 
 
 def _fail(fname: str, node: int | None, op: str | None, what: str, rule: str) -> IRError:
@@ -52,6 +54,9 @@ def _type_str(code: int, shape: tuple[int, ...]) -> str:
 def _check_columns(fname: str, func: Function) -> None:
     for col, dtype in _COLUMNS.items():
         arr = getattr(func, col)
+        if not isinstance(arr, np.ndarray):
+            raise _fail(fname, None, None, f"column {col!r} is {type(arr).__name__}, not a "
+                        "NumPy array", "column dtypes")
         if arr.dtype != dtype or arr.ndim != 1:
             raise _fail(fname, None, None, f"column {col!r} is {arr.dtype}{list(arr.shape)}, "
                         f"expected 1-D {np.dtype(dtype).name}", "column dtypes")
@@ -66,18 +71,31 @@ def _check_columns(fname: str, func: Function) -> None:
 
 
 def _check_tables(fname: str, func: Function) -> None:
-    if any(d < 0 for s in func.shapes.shapes for d in s):
-        raise _fail(fname, None, None, "shape table holds a negative dimension", "shapes")
+    for field, cls in (("shapes", ShapeTable), ("attr_table", AttrTable), ("consts", ConstPool)):
+        if not isinstance(getattr(func, field), cls):
+            raise _fail(fname, None, None, f"{field} is {type(getattr(func, field)).__name__}, "
+                        f"not a {cls.__name__}", "tables")
+    for sid, shape in enumerate(func.shapes.shapes):  # one step per distinct shape
+        if any(d < 0 for d in shape):
+            raise _fail(fname, None, None, "shape table holds a negative dimension", "shapes")
+        problem = shape_problem(shape)
+        if problem is not None:
+            raise _fail(fname, None, None, f"shape {sid}: {problem}", "shapes")
     pool = func.consts
     if len(pool) and (pool.dtype.min() < 0 or pool.dtype.max() >= len(DTYPE_NAMES)
                       or pool.shape_id.min() < 0 or pool.shape_id.max() >= len(func.shapes)):
         raise _fail(fname, None, None, "const pool has a bad dtype or shape id", "const pool")
+    # Offsets inside the data first, so that offset + size below can not wrap.
+    offset = pool.offset
+    if len(pool) and (offset.min() < 0 or offset.max() > len(pool.data)):
+        raise _fail(fname, None, None, "const pool offsets do not cover the data",
+                    "const pool")
     sizes = func.shapes.size[pool.shape_id] * np.array([np.dtype(d).itemsize for d in DTYPE_NAMES],
                                                        np.int64)[pool.dtype]
     big = func.shapes.size[pool.shape_id] != 1
-    ends = pool.offset[:-1] + np.where(big, sizes, 0)
-    if np.any(np.diff(pool.offset) < 0) or (len(pool) and (
-            ends.max(initial=0) > len(pool.data) or np.any(ends > pool.offset[1:]))):
+    ends = offset[:-1] + np.where(big, sizes, 0)
+    if np.any(np.diff(offset) < 0) or (len(pool) and (
+            ends.max(initial=0) > len(pool.data) or np.any(ends > offset[1:]))):
         raise _fail(fname, None, None, "const pool offsets do not cover the data",
                     "const pool")
 
@@ -246,6 +264,11 @@ def _check_types(fname: str, func: Function, mod: IRModule | None) -> None:
 _VERIFIED: weakref.WeakSet[Function] = weakref.WeakSet()
 
 
+def is_verified(func: Function) -> bool:
+    """Whether ``func`` is known to pass the module-independent checks."""
+    return func in _VERIFIED
+
+
 def mark_verified(func: Function) -> None:
     """Record that ``func`` passes the module-independent checks (see ``_VERIFIED``)."""
     kind = func.kind
@@ -253,18 +276,52 @@ def mark_verified(func: Function) -> None:
         _VERIFIED.add(func)
 
 
+def check_node_type(func: Function, node: int, name: str = "main", where: str = "") -> None:
+    """The dtype and shape rule of one node (rule 5 of the module docstring), alone.
+
+    For code that evaluates or lowers one node at a time from its attributes and
+    types (FoldConstant's tensor path, LegalizeOps per signature) on a Function
+    that passed the cheap validation but may not verify: its attribute set must be
+    its op's own normalized record and its declared type the rule's result, else
+    an IRError naming ``where``, the function, the node and the rule (never a
+    KeyError from an attribute the op expects). ``func`` must be validated.
+    """
+    rule = _TypeRule(name, func, None)
+    try:
+        code, sid = rule(node)
+    except IRError as exc:
+        raise IRError(f"{where}: {exc}" if where else str(exc)) from None
+    if code != int(func.dtype[node]) or sid != int(func.shape_id[node]):
+        opdef = ops.get_op(int(func.kind[node]))
+        got = _type_str(int(func.dtype[node]), func.shapes[int(func.shape_id[node])])
+        want = _type_str(code, func.shapes[sid]) if sid >= 0 else "a shape not in the table"
+        exc = _fail(name, node, opdef.name, f"declared type {got} differs from the inferred "
+                    f"{want}", "dtype and shape rule")
+        raise IRError(f"{where}: {exc}" if where else str(exc))
+
+
 def verify_function(func: Function, name: str = "main", mod: IRModule | None = None) -> None:
     """Check one graph Function; ``mod`` enables the call_func checks."""
     if not isinstance(func, Function):
         raise IRError(f"{name}: expected a graph Function, got {type(func).__name__}")
-    if func in _VERIFIED:
-        return
-    _check_columns(name, func)
-    _check_tables(name, func)
-    _check_structure(name, func)
-    _check_params_outputs(name, func)
-    _check_types(name, func, mod)
-    mark_verified(func)
+    if func not in _VERIFIED:
+        _check_columns(name, func)
+        _check_tables(name, func)
+        _check_structure(name, func)
+        _check_params_outputs(name, func)
+        # The cheap check of every entry (a subset of the above, so it rarely speaks here);
+        # it also remembers the Function, so passes and the interpreter skip it afterwards.
+        validate_function(func, "", name)
+        _check_types(name, func, mod)
+        mark_verified(func)
+    _check_symbol(name, func, mod)  # depends on the name the module gives it: every time
+
+
+def _check_symbol(name: str, func: Function, mod: IRModule | None) -> None:
+    """``global_symbol``: absent, or a str naming the function; ``main`` has one."""
+    problem = symbol_problem(name if mod is not None else None, func)
+    if problem is not None:
+        raise _fail(name, None, None, problem, "global_symbol")
 
 
 def _check_call_graph(mod: IRModule) -> None:

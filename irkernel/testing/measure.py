@@ -10,10 +10,12 @@ import numpy as np
 from irkernel.ir import ops
 from irkernel.ir.function import Function
 from irkernel.ir.operands import operand_csr
+from irkernel.ir.validate import validate_function
 
 
 def operand_lists(func: Function) -> tuple[np.ndarray, np.ndarray]:
     """CSR of every node's operands: ``(ptr int64[n+1], args int32[k])`` (read-only)."""
+    validate_function(func, "operand_lists")  # the CSR kernel indexes with the operands
     csr = operand_csr(func)
     return csr.ptr, csr.ids
 

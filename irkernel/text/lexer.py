@@ -25,6 +25,7 @@ from irkernel.ir.ids import (
     FLOAT_DTYPES,
     INT_DTYPES,
     numpy_dtype,
+    shape_problem,
 )
 
 Token = tuple[str, str, int]  # (kind, text, 1-based column)
@@ -222,6 +223,10 @@ def parse_type(cur: Cursor) -> tuple[int, tuple[int, ...], Token]:
             if cur.accept("]") is not None:
                 break
             cur.expect(",", "or ']' in type")
+    problem = shape_problem(tuple(dims))  # rank, element count: what NumPy and int64 hold
+    if problem is not None:
+        shown = ", ".join(map(str, dims)) if len(dims) <= 8 else f"... {len(dims)} dims"
+        raise cur.error(f"type {tok[1]}[{shown}]: {problem}", tok)
     return DTYPE_NAMES.index(tok[1]), tuple(dims), tok
 
 

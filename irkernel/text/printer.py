@@ -30,6 +30,7 @@ from irkernel.ir.ids import (
     FLOAT64,
 )
 from irkernel.ir.module import PRINT_MODULE, IRModule
+from irkernel.ir.validate import validate_function
 
 _BARE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
 _BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -265,7 +266,10 @@ def print_function(func: Function, name: str) -> str:
     TypeError
         A function attribute value that the format cannot spell (the message names
         the attribute).
+    IRError
+        A malformed Function (``irkernel.ir.validate``).
     """
+    validate_function(func, "script", name)  # every id indexes its table below
     attrs = f"attrs {format_function_attrs(func.attrs)} " if func.attrs else ""
     lines = [f"@{format_name(name)} = graph {attrs}{{"]
     lines.extend(_node_lines(func))

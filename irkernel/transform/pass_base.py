@@ -18,6 +18,11 @@ Design note: running one pass (``p(mod)`` or a Sequential step), in order:
 5. ``run_before_pass`` hooks, the transformation, ``run_after_pass`` hooks
    (with the output). An exception from any of them propagates unchanged.
 
+Leaf passes validate their input right before the transformation and their
+output after the ``run_after_pass`` hooks (``irkernel.ir.validate``: an
+IRError naming the pass, the function, the node and the column; once per
+Function, then a set lookup).
+
 ``get_pass`` lives here, beside the runner, because resolving ``required``
 names makes passes from the registry (which itself holds only factories).
 The kinds of pass are in ``pass_kinds``. Imports ``irkernel.ir`` and the
@@ -33,6 +38,7 @@ from time import perf_counter
 from typing import Any
 
 from irkernel.ir.module import IRModule
+from irkernel.ir.validate import validate_module
 from irkernel.transform.context import STATE, PassContext, RunningFrame
 from irkernel.transform.instrument_protocol import should_run_verdict
 from irkernel.transform.pass_info import PassInfo
@@ -112,7 +118,14 @@ class Pass:
 
 
 def execute(p: Pass, mod: IRModule, ctx: PassContext) -> IRModule:
-    """Steps 3-5 of the module docstring: should_run, bisection, hooks, the pass."""
+    """Steps 3-5 of the module docstring: should_run, bisection, hooks, the pass.
+
+    A leaf pass's input is validated right before its transformation and its
+    output right after the ``run_after_pass`` hooks (``irkernel.ir.validate``: once
+    per Function, then a set lookup), so no pass kernel sees a malformed Function
+    and a pass that produces one is named in the IRError. The hooks come first so
+    that an instrument such as VerifyEach reports in its own words.
+    """
     info = p._info
     if ctx._should_run_hooks and info.name not in ctx._required_set:
         run = True
@@ -131,6 +144,9 @@ def execute(p: Pass, mod: IRModule, ctx: PassContext) -> IRModule:
     try:
         for hook in ctx._before_hooks:
             hook(mod, info)
+        leaf = not p._is_container
+        if leaf:
+            validate_module(mod, info.name)
         start = perf_counter()
         out = p.transform(mod, ctx)
         frame.elapsed = perf_counter() - start
@@ -140,6 +156,8 @@ def execute(p: Pass, mod: IRModule, ctx: PassContext) -> IRModule:
         ctx._note_result(out, p._key)
         for hook in ctx._after_hooks:
             hook(out, info)
+        if leaf and out is not mod:
+            validate_module(out, f"output of {info.name}")
     finally:
         frames.pop()
     return out

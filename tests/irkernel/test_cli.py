@@ -70,7 +70,7 @@ def test_print_normalizes_and_verify_reports(program: Path) -> None:
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (("print", "missing.ir"), "No such file"),
+    (("print", "missing.ir"), "missing.ir: no such file"),
     (("opt", "{prog}", "-p", "NoSuchPass"), "NoSuchPass"),
 ])
 def test_errors_are_one_line_with_exit_code(argv: tuple[str, ...], message: str, program: Path,

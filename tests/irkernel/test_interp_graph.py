@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 from interp_helpers import ALL, check, sample
@@ -95,7 +93,7 @@ def test_call_func_recursion_is_an_ir_error_not_a_crash():
     bb = ik.GraphBuilder("main")
     x = bb.param("x", (), "int32")
     mod = ik.IRModule({"main": bb.finish([bb.call_func("main", x, dtype="int32", shape=())])})
-    with pytest.raises(ik.IRError, match="call_func nesting deeper than"):
+    with pytest.raises(ik.IRError, match=r"interpret: main: .*closing the recursive cycle"):
         ik.interpret(mod, np.int32(1))
 
 
@@ -174,8 +172,5 @@ def test_a_million_node_chain_interprets():
     ids = bb.add_nodes(kind, a0, a1)
     f = bb.finish([int(ids[-1])])
     assert f.num_nodes == n + 2
-    t0 = time.perf_counter()
-    (out,) = ik.interpret(f, np.float64(0.5))
-    elapsed = time.perf_counter() - t0
+    (out,) = ik.interpret(f, np.float64(0.5))  # timed in bench/bench_scaling.py
     check(out, 0.5 + n, "float64")
-    assert elapsed < 15, f"interpreting a 1e6 chain took {elapsed:.1f} s"

@@ -163,17 +163,18 @@ def test_scalar_constants_compare_by_element_value_not_raw_pool_bits(dtype, valu
 
 
 @pytest.mark.slow
-def test_many_distinct_constants_compare_and_hash_without_python_per_constant():
-    import time
-
+def test_many_distinct_constants_compare_and_hash():
+    # Timed in bench/bench_scaling.py (no wall-clock asserts in tests).
     values = np.arange(200_000, dtype=np.float64)
     a = _scalar_graph(values, "float64")
     b = _scalar_graph(values, "float64", shift=True)
-    t0 = time.perf_counter()
     assert ik.structural_equal(a, b)
     assert ik.structural_hash(a) == ik.structural_hash(b)
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 1.5, f"structural_equal + hash of 2e5 constants took {elapsed:.1f} s"
+    changed = values.copy()
+    changed[123_456] = -1.0
+    c = _scalar_graph(changed, "float64")
+    assert not ik.structural_equal(a, c)
+    assert ik.structural_hash(a) != ik.structural_hash(c)
 
 
 def _fields(f):

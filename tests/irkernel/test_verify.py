@@ -7,14 +7,13 @@ Malformed Functions are made from a valid one by replacing one field:
 from __future__ import annotations
 
 import re
-import time
 
 import numpy as np
 import pytest
 
 import irkernel as ik
 from irkernel import ops
-from irkernel.ir.ids import BOOL, FLOAT64, INT32, NONE
+from irkernel.ir.ids import BOOL, FLOAT64, INT32, MAX_RANK, NONE
 from irkernel.ir.pools import AttrTable, ConstPool, ShapeTable
 
 
@@ -262,8 +261,26 @@ def test_verify_does_not_modify_the_function():
 # -- rejects: tables and columns ----------------------------------------------------
 
 def test_rejects_negative_dimension_in_shape_table():
-    shapes = ShapeTable([*BASE.shapes.shapes, (-2,)])
+    with pytest.raises(ValueError, match=rf"shape {len(BASE.shapes)} \[-2\]: dimension -2 is "):
+        ShapeTable([*BASE.shapes.shapes, (-2,)])
+    shapes = ShapeTable(BASE.shapes.shapes)
+    shapes.shapes = (*BASE.shapes.shapes, (-2,))  # past the constructor's check
     with pytest.raises(ik.IRError, match=r"main: shape table holds a negative dimension"):
+        ik.verify(patched(shapes=shapes))
+
+
+@pytest.mark.parametrize(("shape", "problem"), [
+    ((2**70,), "dimension 1180591620717411303424 exceeds the limit"),
+    ((2**40, 2**40), "element count 1208925819614629174706176 exceeds the limit"),
+    ((1,) * (MAX_RANK + 1), f"rank {MAX_RANK + 1} exceeds the limit of {MAX_RANK}"),
+])
+def test_rejects_shapes_too_large_to_address(shape: tuple[int, ...], problem: str):
+    with pytest.raises(ValueError, match=problem):
+        ShapeTable([(), shape])
+    shapes = ShapeTable(BASE.shapes.shapes)
+    shapes.shapes = (*BASE.shapes.shapes, shape)
+    with pytest.raises(ik.IRError,
+                       match=rf"main: shape {len(BASE.shapes)}: {problem}.*\(rule: shapes\)"):
         ik.verify(patched(shapes=shapes))
 
 
@@ -387,10 +404,7 @@ def test_verify_a_million_node_chain():
     a0 = np.arange(x, x + n, dtype=np.int32)
     bb.add_nodes(kind, a0)
     f = bb.finish([n])
-    t0 = time.perf_counter()
-    ik.verify(ik.IRModule({"main": f}))
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 10, f"verify of a 1e6 chain took {elapsed:.1f} s"
+    ik.verify(ik.IRModule({"main": f}))  # timed in bench/bench_scaling.py
     bad = patched(f, a0=_set(n // 2, n // 2 + 5))
     with pytest.raises(ik.IRError, match=rf"main: node {n // 2} \(\w+\): operand {n // 2 + 5} "
                                          r"is not earlier"):

@@ -70,7 +70,10 @@ def test_params_are_never_removed() -> None:
     assert [func.node_type(int(p)) for p in func.params] == [
         ("int32", (2,)), ("float64", ()), ("bool", ())]
     assert [int(func.a0[p]) for p in func.params] == [0, 1, 2]  # positions unchanged
-    assert also_unused is not None
+    assert (unused, also_unused) == (0, 3)  # the dead negative sat between them
+    assert func.params.tolist() == [0, 1, 2] and func.outputs.tolist() == [3]
+    args = (np.zeros(2, np.int32), np.float64(0.5), np.bool_(True))
+    assert_same_results(ik.interpret(mod, *args), ik.interpret(func, *args))
 
 
 def test_outputs_may_be_params_consts_or_repeated() -> None:

@@ -8,8 +8,6 @@ are roots; groups are capped; identical groups share one Primitive function.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 from fusion_helpers import Graph, inputs_for, primitive_groups
@@ -194,16 +192,12 @@ def test_fusion_never_changes_results(case) -> None:
     assert passes.FuseOps()(fused) is fused  # call_func roots are opaque: nothing new fuses
 
 
-def test_fuses_a_1e5_op_generated_graph_quickly() -> None:
+def test_fuses_a_1e5_op_generated_graph() -> None:
+    # Its time is measured in bench/bench_scaling.py (no wall-clock asserts in tests).
     func = random_function(100_000, seed=3)
     legal = passes.LegalizeOps()(ik.IRModule({"main": func}))
-    n_ops = int(np.count_nonzero(legal["main"].kind == ops.OP_CALL_TIR))
-    passes.FuseOps()(legal)  # JIT warm-up (cached on disk after the first run)
-    start = time.perf_counter()
     fused = passes.FuseOps()(legal)
-    elapsed = time.perf_counter() - start
     assert fused["main"].num_nodes < legal["main"].num_nodes
-    assert elapsed < 10.0, f"FuseOps took {elapsed:.2f} s for {n_ops} ops"
     small = ik.IRModule({"main": random_function(2000, seed=3)})
     small_legal = passes.LegalizeOps()(small)
     inputs = random_inputs(small_legal, seed=1)

@@ -7,8 +7,6 @@ compared within a float tolerance (see irkernel/op_templates.py for why).
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -329,17 +327,13 @@ def test_every_compiled_template_matches_the_interpreter() -> None:
             assert same_value(expected, got) is None, (name, expected, got)
 
 
-def test_legalizes_a_1e5_op_graph_quickly(capsys) -> None:
+def test_legalizes_a_1e5_op_graph() -> None:
+    # Its throughput is measured in bench/bench_scaling.py (no wall-clock asserts in tests).
     func = random_function(100_000, seed=1)
-    mod = ik.IRModule({"main": func})
-    passes.LegalizeOps()(ik.IRModule({"main": random_function(1000, seed=2)}))  # warm up
-    t0 = time.perf_counter()
-    out = passes.LegalizeOps()(mod)
-    dt = time.perf_counter() - t0
+    out = passes.LegalizeOps()(ik.IRModule({"main": func}))
     n_ops = int(np.count_nonzero(out["main"].kind == ops.OP_CALL_TIR))
-    with capsys.disabled():
-        print(f"\nLegalizeOps: {n_ops} ops in {dt * 1e3:.0f} ms = {n_ops / dt / 1e6:.2f} M ops/s")
-    assert dt < 2.0
+    n_graph_ops = int(np.count_nonzero((func.kind != ops.OP_PARAM) & (func.kind != ops.OP_CONST)))
+    assert n_ops == n_graph_ops
     ik.verify(out)
 
 

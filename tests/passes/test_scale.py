@@ -11,7 +11,6 @@ a 1000-node version of each graph through the interpreter.
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -142,17 +141,15 @@ def test_the_graphs_are_big_and_valid(big_graphs: dict[str, ik.IRModule]) -> Non
 @pytest.mark.parametrize("name", list(PASS_FACTORIES))
 def test_passes_sweep_a_million_nodes(name: str, graph: str,
                                       big_graphs: dict[str, ik.IRModule]) -> None:
+    # Times are measured in bench/bench_scaling.py (no wall-clock asserts in tests).
     mod = big_graphs[graph]
     limit = sys.getrecursionlimit()
-    start = time.perf_counter()
     out = make_pass(name)(mod)
-    elapsed = time.perf_counter() - start
     assert sys.getrecursionlimit() == limit
     ik.verify(out)
     want = EXPECTED[graph][name]
     if want is not None:
         assert out["main"].num_nodes == want, (graph, name)
-    assert elapsed < 20.0, f"{name} on {graph}: {elapsed:.1f} s"
 
 
 @pytest.mark.parametrize("graph", list(GRAPHS))

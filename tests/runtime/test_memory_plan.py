@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 from hypothesis import given
@@ -142,11 +140,7 @@ def test_random_graphs_never_overlap_live_buffers(func: ik.Function) -> None:
 
 
 def test_plan_of_a_large_graph_is_a_sweep() -> None:
-    plan_memory(_chain(3))  # JIT warm-up (or cache load) outside the timing
-    func = _chain(50_000)
-    start = time.perf_counter()
-    plan = plan_memory(func)
-    elapsed = time.perf_counter() - start
+    # Its time is measured in bench/bench_scaling.py (no wall-clock asserts in tests).
+    plan = plan_memory(_chain(50_000))
     assert plan.num_buffers == 49_999
     assert len(plan.token_bytes) == 2
-    assert elapsed < 1.0, elapsed

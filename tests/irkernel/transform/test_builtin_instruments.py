@@ -305,9 +305,15 @@ def test_check_semantics_requires_same_dtype_and_shape(dtype: str, shape: tuple[
 
 def test_check_semantics_tolerance() -> None:
     x = np.zeros(4, np.float32)
-    exact = instrument.CheckSemantics(inputs=[x], atol=1e9)
-    with PassContext(instruments=[exact]):
-        negate_pass()(small_module())
+    mod = small_module()
+    (before,) = ik.interpret(mod, x)  # exp(0) + [0, 1, 2, 3]: negating moves it by 2..8
+    np.testing.assert_array_equal(before, [1, 2, 3, 4])
+    with PassContext(instruments=[instrument.CheckSemantics(inputs=[x], atol=8.0)]):
+        out = negate_pass()(mod)  # the largest change, 8, is within atol
+    np.testing.assert_array_equal(ik.interpret(out, x)[0], -before)
+    with pytest.raises(PassCheckError, match="pass 'Negate' changed result 0 of 'main'"), \
+            PassContext(instruments=[instrument.CheckSemantics(inputs=[x], atol=7.9)]):
+        negate_pass()(mod)
 
 
 def test_check_semantics_missing_entry() -> None:
@@ -335,8 +341,21 @@ def test_check_immutable_names_the_pass_that_mutated_its_input() -> None:
 
 
 def test_check_immutable_accepts_functional_passes() -> None:
-    with PassContext(instruments=[instrument.CheckImmutable()]):
-        transform.Sequential([tag_pass("A"), negate_pass("B")])(small_module(3))
+    mod = small_module(3)
+    columns = {name: (f.kind.copy(), f.a0.copy(), f.consts.data.copy())
+               for name, f in mod.functions.items()}
+    checker = instrument.CheckImmutable()
+    with PassContext(instruments=[checker]):
+        tagged = tag_pass("A")(mod)
+        out = transform.Sequential([negate_pass("B")])(tagged)
+        assert checker._stack == []  # every run_before_pass met its run_after_pass
+    assert [f.attrs["tag"] for f in tagged.functions.values()] == ["A", "A", "A"]
+    assert all("tag" not in f.attrs for f in mod.functions.values())  # input untouched
+    for name, f in mod.functions.items():
+        for old, new in zip(columns[name], (f.kind, f.a0, f.consts.data), strict=True):
+            np.testing.assert_array_equal(old, new)
+    x = np.ones(4, np.float32)
+    np.testing.assert_array_equal(ik.interpret(out, x)[0], -ik.interpret(mod, x)[0])
 
 
 def test_check_immutable_catches_module_level_replacement() -> None:

@@ -240,6 +240,7 @@ def test_subclass_and_decorator_forms_are_instruments() -> None:
     assert deco.names == ["p"]
 
 
+@pytest.mark.no_immutable_check
 def test_only_overriding_instruments_are_called_per_hook() -> None:
     class OnlyBefore(PassInstrument):
         def run_before_pass(self, mod: Any, info: Any) -> None:
