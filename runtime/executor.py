@@ -170,19 +170,25 @@ class GraphExecutor:
             self._align.append(16)
         return slot
 
-    def _const(self, node: int) -> np.ndarray:
+    def _const(self, node: int, align: int) -> np.ndarray:
+        """The constant's array, passed to kernels as is when it is C-contiguous and
+        aligned enough (large constants are the pool's zero-copy views: no copy here
+        either); otherwise one aligned copy."""
         arr = self._consts.get(node)
-        if arr is None:
-            value = self.func.const_value(node)
-            arr = empty(value.shape, value.dtype, align=ALIGN)
-            arr[...] = value
-            arr.setflags(write=False)
+        if arr is None or (arr.size and arr.ctypes.data % align):
+            value = self.func.const_value(node) if arr is None else arr
+            if value.flags.c_contiguous and not (value.size and value.ctypes.data % align):
+                arr = value
+            else:
+                arr = empty(value.shape, value.dtype, align=max(align, ALIGN))
+                arr[...] = value
+                arr.setflags(write=False)
             self._consts[node] = arr
         return arr
 
     def _source(self, node: int, align: int) -> tuple[int, Any]:
         if self._kinds[node] == ops.OP_CONST:
-            return _STATIC, self._const(node)
+            return _STATIC, self._const(node, align)
         offset = self._offsets.get(node)
         if offset is not None:
             if align > ALIGN:
@@ -255,7 +261,7 @@ class GraphExecutor:
         for node in self.func.outputs.tolist():
             kind = int(self.func.kind[node])
             if kind == ops.OP_CONST:
-                plan.append((_STATIC, self._const(node)))
+                plan.append((_STATIC, self._const(node, 1)))
             elif node in seen or kind == ops.OP_PARAM:
                 plan.append((_STATIC, self._slot[node]))   # a copy of the slot's array
             else:

@@ -67,7 +67,9 @@ def _convert_exact(what: str, arr: np.ndarray, code: int) -> np.ndarray:
     """
     target = np.dtype(DTYPE_NAMES[code])
     with np.errstate(invalid="ignore", over="ignore"):
-        converted = np.array(arr, dtype=target, order="C")
+        # asarray: an array already of the target dtype and C-contiguous is not copied
+        # (large constants are then held by reference, see irkernel.ir.pools)
+        converted = np.asarray(arr, dtype=target, order="C")
         if target.kind not in "ib" or arr.dtype == target:
             return converted
         lost = converted.astype(arr.dtype) != arr
@@ -185,7 +187,12 @@ class GraphBuilder:
         return node
 
     def const(self, value: object, dtype: object = None) -> int:
-        """Add a constant (interned: equal bytes share one pool entry); returns its node id."""
+        """Add a constant (interned: equal bytes share one pool entry); returns its node id.
+
+        A NumPy array of ``irkernel.ir.pools.LARGE_CONST_BYTES`` or more that already
+        has the dtype and is C-contiguous is held by reference, without a copy (the
+        pool keeps a read-only view; do not write to the array afterwards).
+        """
         self._check_open()
         arr = np.asarray(value)
         try:
