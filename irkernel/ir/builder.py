@@ -157,6 +157,12 @@ class GraphBuilder:
     def __len__(self) -> int:
         return len(self._kind)
 
+    def node_type(self, node_id: int) -> tuple[str, Shape]:
+        """(dtype name, shape) of a node added so far (frontends read types as they build)."""
+        if not isinstance(node_id, (int, np.integer)) or not 0 <= node_id < len(self._kind):
+            raise ValueError(f"node_type: {node_id!r} is not a node id in [0, {len(self._kind)})")
+        return DTYPE_NAMES[self._dtype[node_id]], self._shapes[self._shape_id[node_id]]
+
     def _check_open(self) -> None:
         if self._finished:
             raise RuntimeError(f"GraphBuilder({self.name!r}) is finished")
