@@ -59,6 +59,9 @@ class _Reduce(OnnxOpConverter):
 
     @classmethod
     def _reduce(cls, ctx: Context, x: Value, axes: tuple[int, ...], keep: bool) -> Value:
+        if x.dtype_name == "bool":  # ReduceMax/Min of bools (opset 20): any/all through int32
+            out = ctx.emit(cls.op, ctx.astype(x, "int32"), axis=axes, keepdims=keep)
+            return ctx.astype(out, "bool")
         return ctx.emit(cls.op, x, axis=axes, keepdims=keep)
 
 
