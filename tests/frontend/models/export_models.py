@@ -12,7 +12,7 @@ eval mode and exported with the TorchScript exporter (``dynamo=False``) at opset
 17. Every initializer with more than ``KEEP_ELEMENTS`` elements is then removed
 from the file and recorded in the model's ``metadata_props`` under
 ``irkernel.stripped`` (name, dims, dtype, and the mean and standard deviation of
-the exported values); ``tests/frontend/models/weights.py`` regenerates them
+the exported values); ``tests/frontend/model_weights.py`` regenerates them
 from a seed as normal values with those statistics, so a network keeps the
 scale of its initialization while the file stays small. Batch-norm statistics
 and other small tensors are kept as exported.

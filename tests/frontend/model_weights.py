@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent / "models"
 MODEL_NAMES = sorted(p.stem for p in HERE.glob("*.onnx"))
 
 
