@@ -1,4 +1,4 @@
-"""The ``irkernel`` command: demo, opt, run, print, verify.
+"""The ``irkernel`` command: demo, opt, run, print, verify, import (ONNX).
 
 Heavy modules (passes, runtime, the generator) are imported lazily inside the
 subcommands so that ``irkernel --help`` stays instant.
@@ -27,7 +27,7 @@ def cmd_opt(args: argparse.Namespace, out: TextIO) -> int:
     import passes  # noqa: F401  (registers the graph passes)
     from irkernel import instrument, transform
 
-    mod = _read_module(args.file)
+    mod = _read_module(args.file, args.shape)
     instruments: list[Any] = []
     timing = instrument.PassTimingInstrument() if args.time_passes else None
     if timing is not None:
@@ -51,10 +51,15 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     """Build an .ir file with runtime.build and run it (exit code 2 on a user error)."""
     from irkernel.cli.run import run_file
 
-    return run_file(args, out, _read_module)
+    return run_file(args, out, lambda path: _read_module(path, args.shape))
 
 
-def _read_module(path: str) -> IRModule:
+def _read_module(path: str, shapes: Sequence[str] | None = None) -> IRModule:
+    """An .ir file, or an .onnx file imported with the frontend (``--shape`` fixes dims)."""
+    from irkernel.cli import onnx_cmd
+
+    if onnx_cmd.is_onnx(path):
+        return onnx_cmd.read_onnx(path, onnx_cmd.parse_shapes(shapes))
     from irkernel.text.parser import parse
 
     with open(path, encoding="utf-8") as fh:
@@ -62,7 +67,7 @@ def _read_module(path: str) -> IRModule:
 
 
 def cmd_print(args: argparse.Namespace, out: TextIO) -> int:
-    out.write(_read_module(args.file).script())
+    out.write(_read_module(args.file, args.shape).script())
     return 0
 
 
@@ -80,6 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="irkernel", description="JIT-accelerated array-IR optimizer: "
         "struct-of-arrays graphs, Numba passes, llvmlite kernels.")
+    from irkernel.cli.onnx_cmd import add_import_parser, add_shape_option
+
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = sub.add_parser("demo", help="optimize a generated graph; compile and run an MLP "
                                        "and a fused chain")
@@ -101,11 +108,17 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--print-changed", action="store_true",
                      help="print a diff after every pass that changed the module (stderr)")
     opt.add_argument("-o", "--output", help="write the result here instead of stdout")
+    add_shape_option(opt)
     opt.set_defaults(run=cmd_opt)
-    run = sub.add_parser("run", help="build an .ir file (runtime.build) and run it on .npy "
-                         "inputs")
+    run = sub.add_parser("run", help="build an .ir or .onnx file (runtime.build) and run it "
+                         "on .npy inputs")
     run.add_argument("file")
     run.add_argument("--inputs", nargs="*", metavar="NPY", help="one .npy file per parameter")
+    run.add_argument("--random", action="store_true",
+                     help="run on random inputs of the parameters' types (seed 0)")
+    run.add_argument("--repeat", type=int, default=1,
+                     help="run this many times and report the median time per run")
+    add_shape_option(run)
     run.add_argument("--entry", default="main", help="graph function to run (default main)")
     run.add_argument("-o", "--output", help="write the outputs to this .npz file")
     run.add_argument("-O", "--opt-level", type=int, default=None,
@@ -113,12 +126,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--time-passes", action="store_true",
                      help="print the timing tree of every pass of the build (stderr)")
     run.set_defaults(run=cmd_run)
-    show = sub.add_parser("print", help="parse an .ir file and print it normalized")
+    show = sub.add_parser("print", help="parse an .ir (or import an .onnx) file and print it")
     show.add_argument("file")
+    add_shape_option(show)
     show.set_defaults(run=cmd_print)
     check = sub.add_parser("verify", help="parse an .ir file and check every invariant")
     check.add_argument("file")
     check.set_defaults(run=cmd_verify)
+    add_import_parser(sub)
     return parser
 
 
