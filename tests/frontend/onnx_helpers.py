@@ -37,6 +37,7 @@ def model(nodes: Sequence[onnx.NodeProto], inputs: dict[str, np.ndarray],
 def run_ort(m: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
+    opts.log_severity_level = 3  # no warnings about unused initializers
     sess = ort.InferenceSession(m.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     return [np.asarray(o) for o in sess.run(None, inputs)]
 

@@ -97,6 +97,10 @@ def random_weights(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProto:
             keep.append(node)
     del out.graph.node[:]
     out.graph.node.extend(keep)
+    used = {name for node in keep for name in node.input}
+    live = [i for i in out.graph.initializer if i.name in used or not i.name.endswith("__SHAPE")]
+    del out.graph.initializer[:]
+    out.graph.initializer.extend(live)
     return out
 
 

@@ -156,10 +156,9 @@ class Mod(OnnxOpConverter):
         a, b = args[0], args[1]
         assert a is not None and b is not None
         same_dtype(ctx, [a, b], "Mod")
-        fmod = int(attrs.get("fmod", 0))
-        if not fmod and _is_float(a):
-            raise ctx.error("fmod=0 is not allowed for floating-point inputs (ONNX)")
-        return ctx.emit("fmod" if fmod else "floor_mod", a, b)
+        # fmod=1: C fmod (the dividend's sign); fmod=0: the divisor's sign (np.mod), also for
+        # floats, which the ONNX text forbids but its tests and onnxruntime accept
+        return ctx.emit("fmod" if int(attrs.get("fmod", 0)) else "floor_mod", a, b)
 
 
 def _is_float(v: Value) -> bool:

@@ -121,11 +121,14 @@ class ConvTranspose(OnnxOpConverter):
                 output_shape = [s * st for s, st in zip(x.shape[2:], strides, strict=True)]
             output_shape = output_shape[-r:]
             begins, ends = [], []
-            for s, k, st, d, op, o in zip(x.shape[2:], kernel, strides, dilations, out_pad,
-                                          output_shape, strict=True):
+            out_pad = list(out_pad)
+            for k_, (s, k, st, d, op, o) in enumerate(zip(x.shape[2:], kernel, strides,
+                                                          dilations, out_pad, output_shape,
+                                                          strict=True)):
                 total = st * (s - 1) + op + (k - 1) * d + 1 - o
-                if total < 0:  # the output is larger: grow output_padding instead
-                    raise ctx.error(f"output_shape {output_shape} needs negative padding")
+                if total < 0:  # a larger output than the kernel reaches: extra end rows
+                    out_pad[k_] -= total
+                    total = 0
                 half = total // 2
                 if auto_pad == "SAME_UPPER":
                     begins.append(half)
