@@ -58,8 +58,10 @@ class LSTM(OnnxOpConverter):
         if int(attrs.get("input_forget", 0)):
             raise ctx.error("input_forget=1 is not supported")
         layout = int(attrs.get("layout", 0))
-        if layout:  # [batch, seq, in] -> [seq, batch, in]
+        if layout:  # [batch, seq, in] -> [seq, batch, in]; states [batch, dir, h] -> [dir, ...]
             x = ctx.emit("permute_dims", x, axes=(1, 0, 2))
+            h0, c0 = (None if v is None else ctx.emit("permute_dims", v, axes=(1, 0, 2))
+                      for v in (h0, c0))
         seq, batch, _ = x.shape
         if seq_lens is not None:
             lens = ctx.const_value(seq_lens, "input 'sequence_lens'")
