@@ -99,8 +99,12 @@ def random_weights(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProto:
     out.graph.node.extend(keep)
     used = {name for node in keep for name in node.input}
     live = [i for i in out.graph.initializer if i.name in used or not i.name.endswith("__SHAPE")]
+    dropped = {i.name for i in out.graph.initializer} - {i.name for i in live}
     del out.graph.initializer[:]
     out.graph.initializer.extend(live)
+    inputs = [i for i in out.graph.input if i.name not in dropped]  # ir_version 3 lists them
+    del out.graph.input[:]
+    out.graph.input.extend(inputs)
     return out
 
 

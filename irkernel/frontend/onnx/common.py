@@ -20,6 +20,7 @@ Imports numpy, ``irkernel.ir`` and onnx's helpers (no other irkernel layer).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -89,6 +90,9 @@ class Value:
         return f"Value({where}: {self.dtype_name}{list(self.shape)})"
 
 
+_MOVEMENT = frozenset({"reshape", "permute_dims", "broadcast_to"})
+
+
 class Context:
     """What a converter sees: the builder, the opset, and the helpers to emit ops."""
 
@@ -98,12 +102,18 @@ class Context:
         self.where = ""  # "node 3 'conv1' (Conv)": set by the importer for messages
         self.n_outputs = 1  # the current node's output count (Split without 'split' reads it)
         self.memo: dict[str, dict[Any, Any]] = {}  # converters' caches for one import
+        # uniform constants (ConstantOfShape): one array per (shape, dtype, value) while it is
+        # alive, and reshaping or transposing one makes another without touching its data
+        self._full: dict[Any, np.ndarray] = {}  # materialized uniform constants (in the module)
+        self._uniform: dict[int, tuple[weakref.ref[np.ndarray], np.ndarray]] = {}
         self._const_nodes: dict[int, tuple[np.ndarray, int]] = {}  # id(array) -> (array, node)
 
     # -- constants --------------------------------------------------------------
     def const(self, value: Any, dtype: Any = None) -> Value:
         """A constant value (not in the graph until an op reads it)."""
         arr = np.asarray(value) if dtype is None else np.asarray(value, dtype=dtype)
+        if self._uniform_value(arr) is not None:  # a view from full(): kept lazy
+            return Value(dtype_code(arr.dtype), arr.shape, const=arr)
         if arr.dtype == np.float16:
             arr = arr.astype(np.float32)
         try:
@@ -114,6 +124,36 @@ class Context:
         if not arr.flags.c_contiguous:
             arr = np.ascontiguousarray(arr)
         return Value(code, arr.shape, const=arr)
+
+    def full(self, shape: Sequence[int], value: Any) -> np.ndarray:
+        """A uniform constant (ConstantOfShape): a read-only zero-stride view of one value,
+        which costs no memory until an op of the graph reads it (:meth:`node` then makes one
+        C-contiguous array per distinct shape and value). Reshaping, transposing or
+        broadcasting it at import makes another view (see :meth:`emit`), so the light models'
+        weights (vgg19: 575 MB) are allocated once, in their final layout."""
+        fill = np.asarray(value)
+        if fill.dtype == np.float16:
+            fill = fill.astype(np.float32)
+        fill = fill.reshape(())
+        arr = np.broadcast_to(fill, tuple(int(d) for d in shape))
+        self._uniform[id(arr)] = (weakref.ref(arr), fill)
+        return arr
+
+    def _uniform_value(self, arr: np.ndarray) -> np.ndarray | None:
+        hit = self._uniform.get(id(arr))
+        return hit[1] if hit is not None and hit[0]() is arr else None
+
+    def _materialize(self, arr: np.ndarray) -> np.ndarray:
+        fill = self._uniform_value(arr)
+        if fill is None:
+            return arr
+        key = (arr.shape, fill.dtype.str, fill.tobytes())
+        out = self._full.get(key)
+        if out is None:
+            out = np.full(arr.shape, fill, fill.dtype)
+            out.setflags(write=False)
+            self._full[key] = out
+        return out
 
     def scalar(self, value: Any, like: Value) -> Value:
         """A 0-d constant of ``like``'s dtype."""
@@ -127,7 +167,7 @@ class Context:
         hit = self._const_nodes.get(id(v.const))
         if hit is not None and hit[0] is v.const:
             return hit[1]
-        node = self.bb.const(v.const)
+        node = self.bb.const(self._materialize(v.const))
         self._const_nodes[id(v.const)] = (v.const, node)
         return node
 
@@ -149,6 +189,10 @@ class Context:
                 code, shape = opdef.infer([(v.dtype, v.shape) for v in operands], normalized)
             except (TypeError, TypeInferenceError) as exc:
                 raise self.error(f"{op}: {exc}") from None
+            if op in _MOVEMENT and operands[0].const is not None:
+                fill = self._uniform_value(operands[0].const)
+                if fill is not None:  # moving a uniform constant: no copy of its data
+                    return Value(code, shape, const=self.full(shape, fill))
             out = opdef.reference([v.const for v in operands], normalized)  # type: ignore[misc]
             out = np.ascontiguousarray(np.asarray(out).astype(DTYPE_NAMES[code], copy=False))
             if out.shape != tuple(shape):

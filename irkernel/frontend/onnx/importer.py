@@ -211,8 +211,15 @@ def from_onnx(model: Any, shape_dict: Mapping[str, Sequence[int]] | None = None,
         dtype, shape = _input_type(info, shape_dict, dtype_dict)
         node = bb.param(pname, shape, dtype)
         env[info.name] = Value(dtype_code(dtype), shape, node=node)
+    # Each tensor is dropped from env after its last reader, so that a constant replaced by
+    # a folded one (a transposed weight) is freed during the import, not held to the end.
+    last_use = {name: k for k, node in enumerate(graph.node) for name in node.input}
+    keep = {o.name for o in graph.output}
     for index, node in enumerate(graph.node):
         _convert_node(ctx, env, index, node)
+        for name in node.input:
+            if last_use.get(name) == index and name not in keep:
+                env.pop(name, None)
     ctx.where = ""
     outputs = []
     for out in graph.output:

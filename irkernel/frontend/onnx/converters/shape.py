@@ -392,20 +392,7 @@ class ConstantOfShape(OnnxOpConverter):
         fill = np.asarray(attrs.get("value", np.zeros(1, np.float32))).reshape(-1)
         if fill.dtype.name not in _SUPPORTED and fill.dtype != np.float16:
             raise ctx.error(f"value of dtype {fill.dtype} is not supported")
-        return ctx.const(full(ctx, shape, fill[0]))
-
-
-def full(ctx: Context, shape: tuple[int, ...], value: np.generic) -> np.ndarray:
-    """``np.full``, one read-only array per distinct (shape, dtype, value) of the import: the
-    light models' weights are ConstantOfShape of a few values (vgg19: 575 MB)."""
-    dtype = np.float32 if value.dtype == np.float16 else value.dtype
-    key = (shape, np.dtype(dtype).str, np.asarray(value, dtype).tobytes())
-    cache = ctx.memo.setdefault("full", {})
-    arr = cache.get(key)
-    if arr is None:
-        arr = cache[key] = np.full(shape, value, dtype)
-        arr.setflags(write=False)
-    return arr
+        return ctx.const(ctx.full(shape, fill[0]))
 
 
 @register("Range")
@@ -452,7 +439,7 @@ class Dropout(OnnxOpConverter):
         if len(args) > 2 and args[2] is not None and bool(
                 np.any(ctx.const_value(args[2], "input 'training_mode'"))):
             raise ctx.error("training_mode=true is not supported (inference only)")
-        return [x, ctx.const(full(ctx, x.shape, np.bool_(True)))]
+        return [x, ctx.const(ctx.full(x.shape, np.bool_(True)))]
 
 
 @register("Cast")
