@@ -1,19 +1,20 @@
 """Facade: seeded random graphs and hypothesis strategies for tests, benchmarks and the CLI.
 
-Re-exports ``spec`` (GraphSpec, DEFAULT_OPS), ``generate`` (random_function, random_module,
-random_inputs), ``measure`` (graph_fractions, operand_lists) and ``strategies`` (hypothesis,
-imported lazily); imports only those. Generators: ``bulk`` (scalar), ``small`` (tensors).
+Re-exports ``spec`` (GraphSpec, DEFAULT_OPS, GENERATED_OPS), ``generate`` (random_function,
+random_module, random_inputs), ``measure`` (graph_fractions, operand_lists) and ``strategies``
+(hypothesis, imported lazily); imports only those. Generators: ``bulk`` (scalar), ``small`` (tensors).
 """
 
 from __future__ import annotations
 
 from irkernel.testing.generate import random_function, random_inputs, random_module
 from irkernel.testing.measure import graph_fractions, operand_lists
-from irkernel.testing.spec import DEFAULT_OPS, GraphSpec
+from irkernel.testing.spec import DEFAULT_OPS, GENERATED_OPS, GraphSpec
 from irkernel.testing.strategies import functions, functions_with_inputs, graph_specs, modules
 
 __all__ = [
     "DEFAULT_OPS",
+    "GENERATED_OPS",
     "GraphSpec",
     "functions",
     "functions_with_inputs",

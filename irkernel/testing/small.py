@@ -40,7 +40,8 @@ from irkernel.testing.bulk import choose_outputs, leaf_count, param_lanes
 Shape = tuple[int, ...]
 MAX_TRIES = 24
 _BINARY = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "equal",
-           "less", "greater", "matmul")
+           "less", "greater", "matmul", "logical_and", "logical_or", "logical_xor",
+           "floor_mod", "fmod")
 _REDUCE = ("sum", "max", "mean")
 
 

@@ -18,7 +18,7 @@ saturates, NaN -> 0: LLVM's ``fptosi.sat``, like ``ops.astype_reference``);
 ``less``/``greater`` on bools compare them as int32. ``concat`` selects
 between clamped loads so no operand is ever read out of bounds.
 
-Where the results are only close: exp/log/tanh/sigmoid/power are TIR math
+Where the results are only close: exp/log/tanh/sigmoid/power/erf are TIR math
 calls (LLVM intrinsics; libm on scalars, a vector math library on vectors;
 NumPy in ``tir.interpret``), while the reference uses Numba's libm calls, so
 they agree to a few ulps. Float ``sum``/``mean``/``matmul`` accumulate
@@ -45,8 +45,8 @@ from irkernel.ir.ops import (
     permutation,
 )
 from irkernel.tir import te
-from irkernel.tir.construct import call, cast, const, eq, ne, select
-from irkernel.tir.expr import FloorDiv, FloorMod, IntImm, Max, Min, PrimExpr
+from irkernel.tir.construct import call, cast, const, eq, ne, select, truncmod
+from irkernel.tir.expr import FloorDiv, FloorMod, IntImm, Max, Min, Not, PrimExpr
 from irkernel.tir.function import PrimFunc
 
 Shape = tuple[int, ...]
@@ -104,6 +104,13 @@ _BINARY: dict[str, Callable[[PrimExpr, PrimExpr], PrimExpr]] = {
     "equal": eq,
     "less": lambda x, y: _as_int(x) < _as_int(y),
     "greater": lambda x, y: _as_int(x) > _as_int(y),
+    "logical_and": lambda x, y: x & y,
+    "logical_or": lambda x, y: x | y,
+    "logical_xor": ne,
+    # np.mod: TIR floor remainder (codegen follows NumPy's npy_divmod for floats; ints % 0 = 0)
+    "floor_mod": FloorMod,
+    # C fmod: frem for floats, truncated remainder for ints (x % 0 == 0, INT_MIN % -1 == 0)
+    "fmod": lambda x, y: call("fmod", x, y) if _is_float(x) else truncmod(x, y),
 }
 
 
@@ -125,6 +132,11 @@ _UNARY: dict[str, Callable[[PrimExpr], PrimExpr]] = {
     "sigmoid": _sigmoid,
     "relu": _relu,
     "abs": lambda x: call("fabs", x) if _is_float(x) else call("abs", x),
+    "erf": lambda x: call("erf", x),
+    "floor": lambda x: call("floor", x),
+    "ceil": lambda x: call("ceil", x),
+    "round": lambda x: call("round", x),  # llvm.roundeven: half to even, as np.round
+    "logical_not": Not,
 }
 
 

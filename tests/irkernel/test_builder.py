@@ -45,6 +45,16 @@ BUILD_CASES = {
                   ("int32", (7,))),
     "call_tir": ([((2,), "float32")], {"callee": "k", "dtype": "float32", "shape": (2,)},
                  ("float32", (2,))),
+    "erf": ([((2,), "float32")], {}, ("float32", (2,))),
+    "floor": ([((2,), "float64")], {}, ("float64", (2,))),
+    "ceil": ([((2,), "float32")], {}, ("float32", (2,))),
+    "round": ([((2, 1), "float64")], {}, ("float64", (2, 1))),
+    "logical_not": ([((3,), "bool")], {}, ("bool", (3,))),
+    "logical_and": ([((3, 1), "bool"), ((2,), "bool")], {}, ("bool", (3, 2))),
+    "logical_or": ([((3,), "bool"), ((), "bool")], {}, ("bool", (3,))),
+    "logical_xor": ([((3,), "bool"), ((3,), "bool")], {}, ("bool", (3,))),
+    "floor_mod": ([((2,), "int32"), ((2,), "int32")], {}, ("int32", (2,))),
+    "fmod": ([((2,), "float32"), ((1,), "float32")], {}, ("float32", (2,))),
 }
 OP_NAMES = [op.name for op in ops.all_ops() if op.name not in ("param", "const")]
 

@@ -142,6 +142,10 @@ OP_CASES = {
     "astype": (_astype, DTYPES),
     "concat": (_concat, DTYPES),
     "where": (_where, DTYPES),
+    **{op: (_unary, FLOATS) for op in ("erf", "floor", "ceil", "round")},
+    "logical_not": (_unary, ["bool"]),
+    **{op: (_binary, ["bool"]) for op in ("logical_and", "logical_or", "logical_xor")},
+    **{op: (_binary, NUMERIC) for op in ("floor_mod", "fmod")},
 }
 
 

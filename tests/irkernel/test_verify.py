@@ -81,6 +81,9 @@ def _every_op_function():
             bb.broadcast_to(b, shape=(4, 2, 3)), bb.astype(i, dtype="float64"),
             bb.concat(f, f, f, f, f, axis=-1), bb.const(np.array([[True, False]])),
             bb.call_tir(f, callee="kernel", dtype="float32", shape=(2, 3))]
+    outs += [bb.erf(f), bb.floor(f), bb.ceil(f), bb.round(f), bb.logical_not(b),
+             bb.logical_and(b, b), bb.logical_or(b, b), bb.logical_xor(b, b),
+             bb.floor_mod(i, i), bb.fmod(f, f)]
     return bb.finish(outs)
 
 
