@@ -26,7 +26,6 @@ import tempfile
 import time
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "frontend")]
 
@@ -34,7 +33,7 @@ LIGHT = ["bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet5
          "shufflenet", "squeezenet", "vgg19", "zfnet512"]
 
 
-def _load(name: str):  # noqa: ANN202
+def _load(name: str):
     import onnx
     if name.startswith("light:"):
         from test_onnx_models import LIGHT_DIR, random_weights
@@ -43,7 +42,7 @@ def _load(name: str):  # noqa: ANN202
     return load(name)
 
 
-def _median_time(fn, runs: int) -> float:  # noqa: ANN001
+def _median_time(fn, runs: int) -> float:
     fn()
     fn()
     times = []

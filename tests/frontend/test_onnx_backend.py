@@ -24,9 +24,7 @@ from typing import Any
 
 import pytest
 
-onnx = pytest.importorskip("onnx")
-
-import onnx.backend.test  # noqa: E402
+onnx_backend_test = pytest.importorskip("onnx.backend.test")
 
 from irkernel.frontend.onnx import CONVERTERS, OpNotImplemented  # noqa: E402
 from irkernel.frontend.onnx.backend import IrkernelBackend  # noqa: E402
@@ -123,7 +121,7 @@ class _Backend(IrkernelBackend):
                                     + "; ".join(reasons)) from None
 
 
-backend_test = onnx.backend.test.BackendTest(_Backend, __name__)
+backend_test = onnx_backend_test.BackendTest(_Backend, __name__)
 for _pattern in EXCLUDED_TESTS:
     backend_test.exclude(_pattern)
 # Kept: node, pytorch-converted, pytorch-operator, simple, and the light models (Real).

@@ -13,8 +13,8 @@ import pytest
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
-from onnx import helper  # noqa: E402
-from onnx_helpers import check, model, needs_ops  # noqa: E402
+from onnx import helper
+from onnx_helpers import check, model, needs_ops
 
 RNG = np.random.default_rng(7)
 
@@ -200,7 +200,7 @@ def test_lstm_batch_first_layout_equals_transposed_layout_0():
 
 
 def _lstm(direction: str, layout: int, extras: bool, compare: bool = True,
-          x: np.ndarray | None = None):  # noqa: ANN202
+          x: np.ndarray | None = None):
     rng = np.random.default_rng(3)
 
     def f32(*shape: int) -> np.ndarray:

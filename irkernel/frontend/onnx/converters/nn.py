@@ -239,7 +239,7 @@ class BatchNormalization(OnnxOpConverter):
         t = ctx.emit("subtract", bias, ctx.emit("multiply", mean, s))
 
         def per_channel(v: Value) -> Value:  # [C] -> [C, 1, ...]; opset<7 spatial=0: [C, H, W]
-            return ctx.expand_rank(v, x.rank, 1) if v.rank == 1 else ctx.reshape(v, (1,) + v.shape)
+            return ctx.expand_rank(v, x.rank, 1) if v.rank == 1 else ctx.reshape(v, (1, *v.shape))
 
         y = ctx.emit("add", ctx.emit("multiply", x, per_channel(s)), per_channel(t))
         # the optional outputs of inference mode: the running statistics, unchanged
