@@ -197,20 +197,7 @@ def from_onnx(model: Any, shape_dict: Mapping[str, Sequence[int]] | None = None,
                              f"(inputs: {', '.join(sorted(known_inputs)) or 'none'})")
     bb = GraphBuilder("main")
     ctx = Context(bb, opset)
-    env: dict[str, Value] = {}
-    for init in graph.initializer:
-        ctx.where = f"initializer {init.name!r}"
-        env[init.name] = ctx.const(numpy_helper.to_array(init))
-    if len(graph.sparse_initializer):
-        raise ONNXImportError("sparse initializers are not supported")
-    for name, value in const_inputs.items():
-        ctx.where = f"const_inputs[{name!r}]"
-        env[name] = ctx.const(np.asarray(value))
-    inputs = [i for i in graph.input if i.name not in env]
-    for info, pname in zip(inputs, sanitize_names([i.name for i in inputs]), strict=True):
-        dtype, shape = _input_type(info, shape_dict, dtype_dict)
-        node = bb.param(pname, shape, dtype)
-        env[info.name] = Value(dtype_code(dtype), shape, node=node)
+    env = _bind_inputs(ctx, graph, shape_dict, dtype_dict, const_inputs)
     # Each tensor is dropped from env after its last reader, so that a constant replaced by
     # a folded one (a transposed weight) is freed during the import, not held to the end.
     last_use = {name: k for k, node in enumerate(graph.node) for name in node.input}
@@ -229,6 +216,26 @@ def from_onnx(model: Any, shape_dict: Mapping[str, Sequence[int]] | None = None,
     if not outputs:
         raise ONNXImportError("the graph has no outputs")
     return IRModule({"main": bb.finish(outputs)})
+
+
+def _bind_inputs(ctx: Context, graph: onnx.GraphProto, shape_dict: dict[str, Sequence[int]],
+                 dtype_dict: dict[str, Any], const_inputs: dict[str, Any]) -> dict[str, Value]:
+    """Initializers and ``const_inputs`` as constants, the other inputs as parameters."""
+    env: dict[str, Value] = {}
+    for init in graph.initializer:
+        ctx.where = f"initializer {init.name!r}"
+        env[init.name] = ctx.const(numpy_helper.to_array(init))
+    if len(graph.sparse_initializer):
+        raise ONNXImportError("sparse initializers are not supported")
+    for name, value in const_inputs.items():
+        ctx.where = f"const_inputs[{name!r}]"
+        env[name] = ctx.const(np.asarray(value))
+    inputs = [i for i in graph.input if i.name not in env]
+    for info, pname in zip(inputs, sanitize_names([i.name for i in inputs]), strict=True):
+        dtype, shape = _input_type(info, shape_dict, dtype_dict)
+        node = ctx.bb.param(pname, shape, dtype)
+        env[info.name] = Value(dtype_code(dtype), shape, node=node)
+    return env
 
 
 def _convert_node(ctx: Context, env: dict[str, Value], index: int, node: onnx.NodeProto) -> None:
