@@ -313,14 +313,18 @@ class HardSwish(_Unary):
         return ctx.emit("multiply", x, _clamp01(ctx, gate))
 
 
+def softplus(ctx: Context, x: Value) -> Value:
+    """log(1 + exp(x)) as max(x, 0) + log(1 + exp(-|x|)): no overflow for large x."""
+    tail = ctx.emit("log", ctx.emit("add", ctx.scalar(1, x),
+                                    ctx.emit("exp", ctx.emit("negative", ctx.emit("abs", x)))))
+    return ctx.emit("add", ctx.emit("maximum", x, ctx.scalar(0, x)), tail)
+
+
 @register("Softplus")
 class Softplus(_Unary):
     @classmethod
     def _apply(cls, ctx: Context, x: Value, attrs: dict[str, Any]) -> Value:
-        # log(1 + exp(x)) as max(x, 0) + log(1 + exp(-|x|)): no overflow for large x
-        tail = ctx.emit("log", ctx.emit("add", ctx.scalar(1, x),
-                                        ctx.emit("exp", ctx.emit("negative", ctx.emit("abs", x)))))
-        return ctx.emit("add", ctx.emit("maximum", x, ctx.scalar(0, x)), tail)
+        return softplus(ctx, x)
 
 
 @register("Softsign")

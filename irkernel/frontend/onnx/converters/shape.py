@@ -27,7 +27,7 @@ from irkernel.frontend.onnx.common import (
 )
 
 Args = list["Value | None"]
-_ONNX_TO_NUMPY = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64",
+ONNX_TO_NUMPY = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64",
                   9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64"}
 _SUPPORTED = ("float32", "float64", "int32", "int64", "bool")
 
@@ -448,7 +448,7 @@ class Cast(OnnxOpConverter):
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         x = _first(args)
         to = attrs.get("to")
-        name = _ONNX_TO_NUMPY.get(int(to)) if isinstance(to, int) else str(to).lower()
+        name = ONNX_TO_NUMPY.get(int(to)) if isinstance(to, int) else str(to).lower()
         if name not in _SUPPORTED:
             raise ctx.error(f"Cast to {to!r} is not supported ({', '.join(_SUPPORTED)})")
         return ctx.astype(x, name)
