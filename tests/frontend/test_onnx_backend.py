@@ -60,10 +60,10 @@ EXCLUDED_OPS: dict[str, str] = {
     **dict.fromkeys([
         "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Cos", "Cosh", "Sin", "Sinh", "Tan",
         "Attention", "LinearAttention", "ai.onnx.preview.FlexAttention", "RotaryEmbedding",
-        "RMSNormalization", "GroupNormalization",
+        "RMSNormalization",
         "Resize", "Upsample", "GridSample", "AffineGrid", "GatherElements", "GatherND",
         "ScatterElements", "Scatter", "TensorScatter", "CumSum", "CumProd", "Einsum", "TopK",
-        "NonZero", "Unique", "OneHot", "Compress", "Hardmax", "GRU", "RNN", "LpPool",
+        "NonZero", "Unique", "Compress", "Hardmax", "GRU", "RNN", "LpPool",
         "MaxUnpool", "MaxRoiPool", "RoiAlign",
         "NonMaxSuppression", "DFT", "STFT", "BlackmanWindow", "HammingWindow", "HannWindow",
         "MelWeightMatrix", "Col2Im", "DeformConv", "CenterCropPad", "ReverseSequence",

@@ -1,8 +1,8 @@
 """ONNX ops beyond the issue's list that are short compositions of existing graph ops.
 
 IsNaN, IsInf, Celu, ThresholdedRelu, Shrink, Mish, Swish, LpNormalization,
-MeanVarianceNormalization, DepthToSpace, SpaceToDepth, Trilu (constant k) and
-EyeLike. Each is a few graph ops built at import, checked by onnx's node tests.
+MeanVarianceNormalization, GroupNormalization, DepthToSpace, SpaceToDepth, Trilu
+(constant k), EyeLike and OneHot (constant depth). Each is a few graph ops built at import, checked by onnx's node tests.
 Imports the converter machinery only.
 """
 
@@ -195,3 +195,63 @@ class EyeLike(OnnxOpConverter):
             raise ctx.error(f"input must be 2-D, got {list(x.shape)}")
         dtype = ONNX_TO_NUMPY.get(int(attrs["dtype"])) if "dtype" in attrs else x.dtype_name
         return ctx.const(np.eye(*x.shape, k=int(attrs.get("k", 0)), dtype=dtype))
+
+
+@register("OneHot")
+class OneHot(OnnxOpConverter):
+    graph_ops = ("strided_slice",)  # for values computed at run time
+    @classmethod
+    def _impl_v9(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        idx, depth_v, values = args[0], args[1], args[2]
+        assert idx is not None and values is not None
+        depth = int(np.asarray(ctx.const_value(depth_v, "input 'depth'")).reshape(-1)[0])
+        rank = idx.rank + 1
+        axis = norm_axis(ctx, int(attrs.get("axis", -1)), rank)
+        idx = ctx.astype(idx, "int64")
+        d = ctx.scalar(depth, idx)
+        idx = ctx.emit("where", ctx.emit("less", idx, ctx.scalar(0, idx)),
+                       ctx.emit("add", idx, d), idx)  # negative indices count from the end
+        wide = ctx.reshape(idx, idx.shape[:axis] + (1,) + idx.shape[axis:])
+        pos = ctx.const(np.arange(depth, dtype=np.int64).reshape(
+            (depth,) + (1,) * (rank - axis - 1)))
+        off = ctx.emit("strided_slice", values, begin=[0], end=[1], strides=[1]) \
+            if not values.is_const else ctx.const(values.const.reshape(-1)[0])
+        on = ctx.const(values.const.reshape(-1)[1]) if values.is_const else \
+            ctx.emit("strided_slice", values, begin=[1], end=[2], strides=[1])
+        return ctx.emit("where", ctx.emit("equal", wide, pos), on, off)
+
+
+@register("GroupNormalization")
+class GroupNormalization(OnnxOpConverter):
+    @classmethod
+    def _norm(cls, ctx: Context, args: Args, attrs: dict[str, Any], per_group: bool) -> Value:
+        x, scale, bias = args[0], args[1], args[2]
+        assert x is not None and scale is not None and bias is not None
+        groups = int(attrs["num_groups"])
+        n, c = x.shape[:2]
+        if c % groups:
+            raise ctx.error(f"num_groups {groups} does not divide {c} channels")
+        g = ctx.reshape(x, (n, groups, int(np.prod(x.shape[1:], dtype=np.int64)) // groups))
+        mean = ctx.emit("mean", g, axis=2, keepdims=True)
+        dev = ctx.emit("subtract", g, mean)
+        var = ctx.emit("mean", ctx.emit("multiply", dev, dev), axis=2, keepdims=True)
+        eps = ctx.scalar(float(attrs.get("epsilon", 1e-5)), x)
+        y = ctx.reshape(ctx.emit("divide", dev, ctx.emit("sqrt", ctx.emit("add", var, eps))),
+                        x.shape)
+        if per_group:  # opset 18: one scale per group
+            rep = np.repeat(np.arange(groups), c // groups)
+            scale = ctx.const(ctx.const_value(scale, "input 'scale'")[rep])
+            bias = ctx.const(ctx.const_value(bias, "input 'bias'")[rep])
+        tail = (1,) * (x.rank - 2)
+        y = ctx.emit("multiply", y, ctx.reshape(scale, (c, *tail)))
+        return ctx.emit("add", y, ctx.reshape(bias, (c, *tail)))
+
+    @classmethod
+    def _impl_v18(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        scale = args[1]
+        assert scale is not None and args[0] is not None
+        return cls._norm(ctx, args, attrs, scale.shape[0] != args[0].shape[1])
+
+    @classmethod
+    def _impl_v21(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        return cls._norm(ctx, args, attrs, False)
