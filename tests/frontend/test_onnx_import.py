@@ -304,3 +304,25 @@ def test_large_initializer_is_held_by_reference_without_a_second_copy():
     assert peak < 1.2 * w.nbytes  # the array decoded from the protobuf, nothing more
     (held,) = pool.external.values()
     np.testing.assert_array_equal(held, w)
+
+
+@given(st.data())
+@settings(max_examples=40, deadline=None)
+def test_reshape_family_property(data):
+    """Reshape (0 and -1), Flatten, Squeeze/Unsqueeze and Transpose on random shapes vs
+    onnxruntime (the shape arithmetic is the frontend's; the data movement the graph's)."""
+    shape = data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=4))
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    rank = len(shape)
+    target = [0 if data.draw(st.booleans()) else d for d in shape]
+    target[data.draw(st.integers(0, rank - 1))] = -1
+    perm = data.draw(st.permutations(range(rank)))
+    flat_axis = data.draw(st.integers(-rank, rank))
+    unsq = data.draw(st.integers(-rank - 1, rank))  # an axis of the unsqueezed result
+    nodes = [helper.make_node("Reshape", ["x", "t"], ["r"]),
+             helper.make_node("Flatten", ["x"], ["f"], axis=flat_axis),
+             helper.make_node("Transpose", ["x"], ["p"], perm=list(perm)),
+             helper.make_node("Unsqueeze", ["x", "u"], ["q"]),
+             helper.make_node("Squeeze", ["q", "u"], ["z"])]
+    inits = {"t": np.array(target, np.int64), "u": np.array([unsq], np.int64)}
+    check(model(nodes, {"x": x}, ["r", "f", "p", "q", "z"], inits), {"x": x}, build=False)

@@ -13,6 +13,8 @@ import pytest
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from onnx import helper
 from onnx_helpers import check, model, needs_ops
 
@@ -238,3 +240,23 @@ def test_lstm_rejects_short_sequence_lens():
     with pytest.raises((ONNXImportError, NotImplementedError)):
         from_onnx(m)
 
+
+
+@needs_ops("strided_slice")
+@given(st.data())
+@settings(max_examples=30, deadline=None)
+def test_slice_bounds_property(data):
+    """Random starts/ends/steps (negative, out of range, INT64 extremes) vs onnxruntime."""
+    shape = data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=3))
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    axes = data.draw(st.permutations(range(len(shape))))[: data.draw(
+        st.integers(1, len(shape)))]
+    bound = st.one_of(st.integers(-7, 7), st.sampled_from([2**63 - 1, -(2**63)]))
+    starts = [data.draw(bound) for _ in axes]
+    ends = [data.draw(bound) for _ in axes]
+    steps = [data.draw(st.sampled_from([-3, -2, -1, 1, 2, 3])) for _ in axes]
+    inits = {"s": np.array(starts, np.int64), "e": np.array(ends, np.int64),
+             "a": np.array(axes, np.int64), "t": np.array(steps, np.int64)}
+    m = model([helper.make_node("Slice", ["x", "s", "e", "a", "t"], ["y"])], {"x": x}, ["y"],
+              inits)
+    check(m, {"x": x}, build=False)

@@ -30,6 +30,7 @@ Args = list["Value | None"]
 ONNX_TO_NUMPY = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64",
                   9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64"}
 _SUPPORTED = ("float32", "float64", "int32", "int64", "bool")
+_INT64_MAX = 2**63 - 1
 
 
 def _first(args: Args) -> Value:
@@ -217,6 +218,26 @@ def strided_slice(ctx: Context, x: Value, begin: list[int], end: list[int],
     return ctx.emit("strided_slice", x, begin=b2, end=e2, strides=list(strides))
 
 
+def _onnx_bounds(d: int, start: int, end: int, step: int) -> tuple[int, int]:
+    """ONNX Slice's clamping (the operator text, as onnxruntime implements it), as NumPy
+    bounds: a negative step clamps start into [0, d-1] (NumPy would make an out-of-range
+    start empty) and end into [-1, d-1], -1 meaning "through index 0" (written -d-1 for
+    NumPy); an end of INT64_MAX with a negative step also runs through index 0
+    (onnxruntime; PyTorch exports flips this way)."""
+    if d == 0:
+        return 0, 0
+    if start < 0:
+        start += d
+    if step < 0 and end >= _INT64_MAX:
+        end = -1
+    elif end < 0:
+        end += d
+    if step > 0:
+        return min(max(start, 0), d), min(max(end, 0), d)
+    start, end = min(max(start, 0), d - 1), min(max(end, -1), d - 1)
+    return start, (-d - 1 if end < 0 else end)
+
+
 @register("Slice")
 class Slice(OnnxOpConverter):
     graph_ops = ("strided_slice",)
@@ -231,7 +252,10 @@ class Slice(OnnxOpConverter):
                             "differ in length")
         begin, end, stride = [0] * x.rank, list(x.shape), [1] * x.rank
         for a, b, e, s in zip(norm_axes(ctx, axes, x.rank), starts, ends, steps, strict=True):
-            begin[a], end[a], stride[a] = b, e, s
+            if s == 0:
+                raise ctx.error("slice steps must not be 0")
+            begin[a], end[a] = _onnx_bounds(x.shape[a], b, e, s)
+            stride[a] = s
         return strided_slice(ctx, x, begin, end, stride)
 
     @classmethod
