@@ -326,3 +326,16 @@ def test_reshape_family_property(data):
              helper.make_node("Squeeze", ["q", "u"], ["z"])]
     inits = {"t": np.array(target, np.int64), "u": np.array([unsq], np.int64)}
     check(model(nodes, {"x": x}, ["r", "f", "p", "q", "z"], inits), {"x": x}, build=False)
+
+
+def test_model_local_functions_are_inlined():
+    fn = helper.make_function("custom", "Swishy", ["a"], ["b"],
+                              [helper.make_node("Sigmoid", ["a"], ["s"]),
+                               helper.make_node("Mul", ["a", "s"], ["b"])],
+                              [helper.make_opsetid("", 17)])
+    x = _f32(3, 4)
+    m = model([helper.make_node("Swishy", ["x"], ["y"], domain="custom")], {"x": x}, ["y"])
+    m.functions.append(fn)
+    m.opset_import.append(helper.make_opsetid("custom", 1))
+    (got,) = ik.interpret(from_onnx(m), x)
+    np.testing.assert_allclose(got, x / (1 + np.exp(-x)), rtol=1e-5)

@@ -101,9 +101,7 @@ class Context:
         self.opset = opset
         self.where = ""  # "node 3 'conv1' (Conv)": set by the importer for messages
         self.n_outputs = 1  # the current node's output count (Split without 'split' reads it)
-        self.memo: dict[str, dict[Any, Any]] = {}  # converters' caches for one import
-        # uniform constants (ConstantOfShape): one array per (shape, dtype, value) while it is
-        # alive, and reshaping or transposing one makes another without touching its data
+        # uniform constants (ConstantOfShape): zero-stride views until the graph reads them
         self._full: dict[Any, np.ndarray] = {}  # materialized uniform constants (in the module)
         self._uniform: dict[int, tuple[weakref.ref[np.ndarray], np.ndarray]] = {}
         self._const_nodes: dict[int, tuple[np.ndarray, int]] = {}  # id(array) -> (array, node)

@@ -183,6 +183,10 @@ def from_onnx(model: Any, shape_dict: Mapping[str, Sequence[int]] | None = None,
         Naming the node, input or attribute that cannot be imported.
     """
     model = _load(model)
+    if len(model.functions):  # model-local functions (newer exporters): inlined first
+        from onnx import inliner
+
+        model = inliner.inline_local_functions(model)
     graph = model.graph
     opset = model_opset(model) if opset is None else int(opset)
     missing = unsupported_ops(graph, opset)
