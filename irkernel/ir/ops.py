@@ -73,6 +73,7 @@ from irkernel.ir.opdef import (
     normalize_attr,
 )
 from irkernel.ir.references import (
+    arg_reduce_ref,
     astype_ref,
     astype_reference,
     broadcast_to_ref,
@@ -84,13 +85,18 @@ from irkernel.ir.references import (
     mean,
     nan_max,
     nan_min,
+    pad_ref,
     permute_ref,
     reduce_ref,
     relu,
     reshape_ref,
+    scatter_nd_ref,
+    strided_slice_ref,
+    take_ref,
     ufunc,
 )
 from irkernel.ir.type_rules import (
+    arg_reduce_rule,
     astype_rule,
     broadcast_shapes,
     broadcast_to_rule,
@@ -100,10 +106,14 @@ from irkernel.ir.type_rules import (
     leaf_rule,
     matmul_rule,
     normalize_axes,
+    pad_rule,
     permutation,
     permute_rule,
     reduce_rule,
     reshape_rule,
+    scatter_nd_rule,
+    strided_slice_rule,
+    take_rule,
     where_rule,
 )
 
@@ -116,6 +126,10 @@ _elementwise_rule, _ufunc, _nan_max, _nan_min = elementwise_rule, ufunc, nan_max
 # ---------------------------------------------------------------------------
 
 _AXIS = (AttrSpec("axis", A_AXES, None), AttrSpec("keepdims", A_BOOL, False))
+_ARG_AXIS = (AttrSpec("axis", A_INT, 0), AttrSpec("keepdims", A_BOOL, False),
+             AttrSpec("select_last_index", A_BOOL, False))
+_SLICE = (AttrSpec("begin", A_INTS), AttrSpec("end", A_INTS), AttrSpec("strides", A_INTS))
+_PAD = (AttrSpec("pad_width", A_INTS), AttrSpec("mode", A_STR, "constant"))
 _CALL = (AttrSpec("callee", A_STR), AttrSpec("dtype", A_DTYPE), AttrSpec("shape", A_INTS))
 _NUM, _FLOAT, _ALL, _BOOL = NUMERIC_DTYPES, FLOAT_DTYPES, ALL_DTYPES, frozenset({BOOL})
 
@@ -177,7 +191,7 @@ BUILTIN_OPS: tuple[OpDef, ...] = (
           doc="operands in extra; call graph function `callee` (one output of dtype/shape)"),
     OpDef("call_tir", ENC_VARIADIC, -1, call_rule, None, OPAQUE, _CALL,
           doc="operands in extra; call tir.PrimFunc `callee`, whose last buffer is the result"),
-    # -- issue 15: the ops an ONNX frontend needs (elementwise) --
+    # -- issue 15: the ops an ONNX frontend needs: elementwise --
     OpDef("erf", ENC_UNARY, 1, elementwise_rule(_FLOAT), float_math(OP_ERF), ELEMWISE,
           doc="error function (libm erf/erff)"),
     _unary("floor", np.floor, _FLOAT, "round toward -inf"),
@@ -189,6 +203,24 @@ BUILTIN_OPS: tuple[OpDef, ...] = (
     _binary("logical_xor", np.logical_xor, _BOOL, commutative=True, doc="x != y (bool)"),
     _binary("floor_mod", floor_mod, doc="np.mod: sign of y; ints x % 0 == 0"),
     _binary("fmod", fmod, doc="C fmod: sign of x; ints x % 0 == 0"),
+    # -- reductions --
+    OpDef("min", ENC_UNARY, 1, reduce_rule(_NUM, False), reduce_ref(np.min, False), REDUCE,
+          _AXIS, doc="min over axis; NaN propagates; empty axes rejected"),
+    OpDef("prod", ENC_UNARY, 1, reduce_rule(_NUM, True), reduce_ref(np.prod, True), REDUCE,
+          _AXIS, doc="product over axis (None = all), in the input dtype; ints wrap"),
+    OpDef("argmax", ENC_UNARY, 1, arg_reduce_rule, arg_reduce_ref(True), REDUCE, _ARG_AXIS,
+          doc="int64 index of the max along axis; NaN is the max; first (or last) of ties"),
+    OpDef("argmin", ENC_UNARY, 1, arg_reduce_rule, arg_reduce_ref(False), REDUCE, _ARG_AXIS,
+          doc="int64 index of the min along axis; NaN is the min; first (or last) of ties"),
+    # -- movement --
+    OpDef("strided_slice", ENC_UNARY, 1, strided_slice_rule, strided_slice_ref, INJECTIVE,
+          _SLICE, doc="NumPy x[b0:e0:s0, ...] (one begin/end/stride per axis; clamps)"),
+    OpDef("take", ENC_BINARY, 2, take_rule, take_ref, INJECTIVE, (AttrSpec("axis", A_INT, 0),),
+          doc="gather data along axis at int indices; i in [-d, d) is i mod d, others clamp"),
+    OpDef("pad", ENC_BINARY, 2, pad_rule, pad_ref, INJECTIVE, _PAD,
+          doc="(x, 0-d value); pad_width = begins then ends; mode constant/reflect/edge"),
+    OpDef("scatter_nd", ENC_VARIADIC, 3, scatter_nd_rule, scatter_nd_ref, OPAQUE,
+          doc="(data, indices[..., k], updates) in extra; ONNX ScatterND, last update wins"),
 )
 
 if tuple(op.name for op in BUILTIN_OPS) != BUILTIN_OP_NAMES:

@@ -25,7 +25,8 @@ DEFAULT_OPS: tuple[str, ...] = tuple(
 #: Every op the random generators can make when asked for it by name.
 GENERATED_OPS: tuple[str, ...] = (*DEFAULT_OPS, "erf", "floor", "ceil", "round",
                                   "logical_not", "logical_and", "logical_or", "logical_xor",
-                                  "floor_mod", "fmod")
+                                  "floor_mod", "fmod", "min", "prod", "argmax", "argmin",
+                                  "strided_slice")
 _FRACTIONS = ("const_fraction", "const_subgraph_fraction", "dead_fraction", "duplicate_fraction")
 
 

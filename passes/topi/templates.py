@@ -48,6 +48,7 @@ from irkernel.tir import te
 from irkernel.tir.construct import call, cast, const, eq, ne, select, truncmod
 from irkernel.tir.expr import FloorDiv, FloorMod, IntImm, Max, Min, Not, PrimExpr
 from irkernel.tir.function import PrimFunc
+from passes.topi import movement
 
 Shape = tuple[int, ...]
 Template = Callable[[Sequence[TensorType], Mapping[str, Any], TensorType], PrimFunc]
@@ -180,6 +181,42 @@ def _reduction(name: str) -> Template:
             for a in range(x.ndim):
                 index.append(next(red).var if a in axes else next(kept))
             return getattr(te, name)(x[tuple(index)], rk)
+
+        return _finish(name, REDUCE, [x], te.compute(result[1], fcompute, "out"))
+    return template
+
+
+def _arg_reduction(name: str) -> Template:
+    """argmax/argmin: a te.reduce over the axis whose accumulator is the best index so far;
+    each step compares the element at ``k`` with the one at the stored index."""
+    is_max = name == "argmax"
+
+    def template(types: Sequence[TensorType], attrs: Mapping[str, Any],
+                 result: TensorType) -> PrimFunc:
+        (x,) = _inputs(types)
+        (axis,) = normalize_axes((attrs["axis"],), x.ndim)
+        keep, last = attrs["keepdims"], attrs["select_last_index"]
+        (rk,) = te.reduce_axes([x.shape[axis]])
+
+        def fcompute(*i: PrimExpr) -> te.Reduce:
+            outer = [v for a, v in enumerate(i) if not (keep and a == axis)]
+
+            def at(k: PrimExpr) -> PrimExpr:
+                return x[(*outer[:axis], k, *outer[axis:])]
+
+            def update(acc: PrimExpr) -> PrimExpr:
+                v, best = at(rk.var), at(acc)
+                if last:  # ties (and NaNs) move the index on: the last one wins
+                    wins = (v >= best) if is_max else (v <= best)
+                else:
+                    wins = (v > best) if is_max else (v < best)
+                if _is_float(v):  # NaN is the max (argmax) / min (argmin), as in NumPy
+                    v_nan, best_nan = ne(v, v), ne(best, best)
+                    wins = (v_nan | (~best_nan & wins)) if last else (
+                        (v_nan & ~best_nan) | wins)
+                return select(wins, rk.var, acc)
+
+            return te.reduce(update, const(0, "int64"), rk)
 
         return _finish(name, REDUCE, [x], te.compute(result[1], fcompute, "out"))
     return template
@@ -320,6 +357,11 @@ TEMPLATES: dict[str, Template] = {
     "sum": _reduction("sum"),
     "max": _reduction("max"),
     "mean": _reduction("mean"),
+    "min": _reduction("min"),
+    "prod": _reduction("prod"),
+    "argmax": _arg_reduction("argmax"),
+    "argmin": _arg_reduction("argmin"),
+    **movement.TEMPLATES,
     "reshape": _reshape,
     "permute_dims": _permute,
     "broadcast_to": _broadcast_to,

@@ -55,6 +55,17 @@ BUILD_CASES = {
     "logical_xor": ([((3,), "bool"), ((3,), "bool")], {}, ("bool", (3,))),
     "floor_mod": ([((2,), "int32"), ((2,), "int32")], {}, ("int32", (2,))),
     "fmod": ([((2,), "float32"), ((1,), "float32")], {}, ("float32", (2,))),
+    "min": ([((2, 3), "int64")], {"axis": -1, "keepdims": True}, ("int64", (2, 1))),
+    "prod": ([((2, 3), "float32")], {"axis": (0,)}, ("float32", (3,))),
+    "argmax": ([((2, 3, 4), "float32")], {"axis": 1}, ("int64", (2, 4))),
+    "argmin": ([((2, 3), "int32")], {"axis": -1, "keepdims": True}, ("int64", (2, 1))),
+    "strided_slice": ([((5, 4), "bool")], {"begin": (-1, 0), "end": (-6, 99), "strides": (-2, 3)},
+                      ("bool", (3, 2))),
+    "take": ([((4, 3), "float64"), ((2, 5), "int32")], {"axis": 1}, ("float64", (4, 2, 5))),
+    "pad": ([((2, 3), "int32"), ((), "int32")], {"pad_width": (1, 0, 2, 1), "mode": "edge"},
+            ("int32", (5, 4))),
+    "scatter_nd": ([((4, 3), "float32"), ((2, 1), "int64"), ((2, 3), "float32")], {},
+                   ("float32", (4, 3))),
 }
 OP_NAMES = [op.name for op in ops.all_ops() if op.name not in ("param", "const")]
 

@@ -121,6 +121,28 @@ def _where(op: str, dtype: str) -> ik.Function:
     return bb.finish([bb.where(c, x, bb.param("y", (), dtype))])
 
 
+def _arg_reduce(op: str, dtype: str) -> ik.Function:
+    bb = ik.GraphBuilder("main")
+    x = bb.param("x", (2, 3, 4), dtype)
+    return bb.finish([bb.call(op, x), bb.call(op, x, axis=-1, keepdims=True),
+                      bb.call(op, x, axis=1, select_last_index=True)])
+
+
+def _movement(op: str, dtype: str) -> ik.Function:
+    bb = ik.GraphBuilder("main")
+    x = bb.param("x", (4, 3), dtype)
+    i = bb.param("i", (2, 1), "int64")
+    if op == "strided_slice":
+        out = bb.strided_slice(x, begin=(-1, 0), end=(-9, 9), strides=(-2, 2))
+    elif op == "take":
+        out = bb.take(x, i, axis=-1)
+    elif op == "pad":
+        out = bb.pad(x, bb.param("v", (), dtype), pad_width=(1, 2, 0, 3), mode="reflect")
+    else:
+        out = bb.scatter_nd(x, i, bb.param("u", (2, 3), dtype))
+    return bb.finish([out])
+
+
 def _compare(op: str, dtype: str) -> ik.Function:
     return _binary(op, dtype)
 
@@ -146,6 +168,11 @@ OP_CASES = {
     "logical_not": (_unary, ["bool"]),
     **{op: (_binary, ["bool"]) for op in ("logical_and", "logical_or", "logical_xor")},
     **{op: (_binary, NUMERIC) for op in ("floor_mod", "fmod")},
+    "min": (_reduce, NUMERIC),
+    "prod": (_reduce, NUMERIC),
+    "argmax": (_arg_reduce, NUMERIC),
+    "argmin": (_arg_reduce, NUMERIC),
+    **{op: (_movement, DTYPES) for op in ("strided_slice", "take", "pad", "scatter_nd")},
 }
 
 

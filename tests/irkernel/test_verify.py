@@ -83,7 +83,11 @@ def _every_op_function():
             bb.call_tir(f, callee="kernel", dtype="float32", shape=(2, 3))]
     outs += [bb.erf(f), bb.floor(f), bb.ceil(f), bb.round(f), bb.logical_not(b),
              bb.logical_and(b, b), bb.logical_or(b, b), bb.logical_xor(b, b),
-             bb.floor_mod(i, i), bb.fmod(f, f)]
+             bb.floor_mod(i, i), bb.fmod(f, f), bb.min(f, axis=0), bb.prod(i),
+             bb.argmax(f, axis=1), bb.argmin(i, keepdims=True),
+             bb.strided_slice(f, begin=(0, -1), end=(2, -4), strides=(1, -1)),
+             bb.take(f, i, axis=1), bb.pad(f, bb.const(np.float32(0)), pad_width=(0, 1, 2, 0)),
+             bb.scatter_nd(f, bb.const(np.array([[1]])), bb.param("u", (1, 3), "float32"))]
     return bb.finish(outs)
 
 

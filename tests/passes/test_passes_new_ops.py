@@ -64,8 +64,10 @@ def _specials(dtype: str) -> np.ndarray:
 def test_fold_constant_folds_every_pair_of_special_scalars_exactly(dtype) -> None:
     """FoldConstant's compiled scalar code equals the NumPy references on every pair."""
     vals = _specials(dtype)
-    unary = [op for op in NEW_OPS if ik.ops.get_op(op).arity == 1]
-    binary = [op for op in NEW_OPS if ik.ops.get_op(op).arity == 2]
+    elementwise = [op for op in NEW_OPS
+                   if ik.ops.get_op(op).pattern in (ik.ops.ELEMWISE, ik.ops.BROADCAST)]
+    unary = [op for op in elementwise if ik.ops.get_op(op).arity == 1]
+    binary = [op for op in elementwise if ik.ops.get_op(op).arity == 2]
     bb = ik.GraphBuilder("main")
     outs = []
     consts = [bb.const(v) for v in vals]
@@ -83,3 +85,51 @@ def test_fold_constant_folds_every_pair_of_special_scalars_exactly(dtype) -> Non
     func = folded["main"]
     assert all(int(func.kind[int(o)]) == ik.ops.OP_CONST for o in func.outputs)
     assert_same_results(ik.interpret(mod), ik.interpret(folded), f"FoldConstant {dtype}")
+
+
+def _movement_graph(duplicate: bool) -> ik.IRModule:
+    """Every movement op and arg reduction on a constant and on a parameter (twice each when
+    ``duplicate``; the copies are what CSE must merge), plus near-duplicates it must not."""
+    bb = ik.GraphBuilder("main")
+    c = bb.const(np.arange(12, dtype=np.float32).reshape(3, 4) - 5.5)
+    x = bb.param("x", (3, 4), "float32")
+    idx = bb.const(np.array([[2], [-1], [9]], np.int64))
+    upd = bb.const(np.ones((3, 4), np.float32))
+    v = bb.const(np.float32(0.25))
+    outs = []
+    for base in (c, x):
+        for _ in range(2 if duplicate else 1):
+            outs += [bb.strided_slice(base, begin=(-1, 0), end=(-9, 9), strides=(-1, 2)),
+                     bb.take(base, idx, axis=1),
+                     bb.pad(base, v, pad_width=(1, 0, 0, 2), mode="reflect"),
+                     bb.scatter_nd(base, idx, upd),
+                     bb.argmax(base, axis=1), bb.argmin(base, axis=0, select_last_index=True),
+                     bb.min(base, axis=1), bb.prod(base, keepdims=True)]
+        outs.append(bb.pad(base, v, pad_width=(1, 0, 0, 2), mode="edge"))  # differs by mode
+    return ik.IRModule({"main": bb.finish(outs)})
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_movement_ops_keep_their_values_through_every_pass(name) -> None:
+    mod = _movement_graph(duplicate=True)
+    x = np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4)
+    out = make_pass(name)(mod)
+    ik.verify(out)
+    assert_same_results(ik.interpret(mod, x), ik.interpret(out, x), name)
+
+
+def test_fold_constant_folds_the_constant_halves() -> None:
+    mod = _movement_graph(duplicate=False)
+    folded = passes.FoldConstant()(mod)["main"]
+    kinds = [ik.ops.get_op(int(folded.kind[int(o)])).name for o in folded.outputs]
+    assert kinds[:9] == ["const"] * 9        # every op on the constant
+    assert "const" not in kinds[9:]          # nothing on the parameter
+
+
+def test_cse_merges_equal_movement_nodes_only() -> None:
+    mod = _movement_graph(duplicate=True)
+    func = passes.EliminateCommonSubexpr()(mod)["main"]
+    outs = func.outputs.tolist()
+    for base in (0, 17):  # the copies of each op share one node; the edge pad stays apart
+        assert outs[base:base + 8] == outs[base + 8:base + 16]
+        assert outs[base + 16] not in outs[base:base + 16]
