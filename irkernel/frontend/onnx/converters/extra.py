@@ -123,7 +123,8 @@ class LpNormalization(OnnxOpConverter):
                                              keepdims=True))
         else:
             raise ctx.error(f"p={p} is not supported (1 or 2)")
-        return ctx.emit("divide", x, norm)
+        safe = ctx.emit("where", ctx.emit("equal", norm, ctx.scalar(0, x)), ctx.scalar(1, x), norm)
+        return ctx.emit("divide", x, safe)  # a zero vector stays zero (ONNX)
 
 
 @register("MeanVarianceNormalization")
