@@ -48,6 +48,8 @@ from irkernel.ir.ids import (
     FLOAT_DTYPES,
     NUMERIC_DTYPES,
 )
+from irkernel.ir.nn_references import avg_pool_ref, conv_ref, conv_transpose_ref, max_pool_ref
+from irkernel.ir.nn_rules import conv_rule, conv_transpose_rule, pool_rule
 from irkernel.ir.opcodes import *  # noqa: F403  (OP_<NAME> constants are part of this module's API)
 from irkernel.ir.opcodes import BUILTIN_OP_NAMES, OP_ERF, OP_POWER
 from irkernel.ir.opdef import (
@@ -130,6 +132,11 @@ _ARG_AXIS = (AttrSpec("axis", A_INT, 0), AttrSpec("keepdims", A_BOOL, False),
              AttrSpec("select_last_index", A_BOOL, False))
 _SLICE = (AttrSpec("begin", A_INTS), AttrSpec("end", A_INTS), AttrSpec("strides", A_INTS))
 _PAD = (AttrSpec("pad_width", A_INTS), AttrSpec("mode", A_STR, "constant"))
+# NN window attributes: one entry per spatial axis (padding: begins, then ends); () = default
+_WINDOW = (AttrSpec("strides", A_INTS, ()), AttrSpec("padding", A_INTS, ()),
+           AttrSpec("dilation", A_INTS, ()))
+_CONV = (*_WINDOW, AttrSpec("groups", A_INT, 1))
+_POOL = (AttrSpec("kernel", A_INTS), *_WINDOW, AttrSpec("ceil_mode", A_BOOL, False))
 _CALL = (AttrSpec("callee", A_STR), AttrSpec("dtype", A_DTYPE), AttrSpec("shape", A_INTS))
 _NUM, _FLOAT, _ALL, _BOOL = NUMERIC_DTYPES, FLOAT_DTYPES, ALL_DTYPES, frozenset({BOOL})
 
@@ -221,6 +228,17 @@ BUILTIN_OPS: tuple[OpDef, ...] = (
           doc="(x, 0-d value); pad_width = begins then ends; mode constant/reflect/edge"),
     OpDef("scatter_nd", ENC_VARIADIC, 3, scatter_nd_rule, scatter_nd_ref, OPAQUE,
           doc="(data, indices[..., k], updates) in extra; ONNX ScatterND, last update wins"),
+    # -- neural network (NCHW; weights OIHW) --
+    OpDef("conv", ENC_BINARY, 2, conv_rule, conv_ref, OUT_EWISE_FUSABLE, _CONV,
+          doc="(x[N, C, *S], w[O, C/groups, *K]) -> [N, O, *S_out]; 1-3 spatial axes"),
+    OpDef("conv_transpose", ENC_BINARY, 2, conv_transpose_rule, conv_transpose_ref,
+          OUT_EWISE_FUSABLE, (*_CONV, AttrSpec("output_padding", A_INTS, ())),
+          doc="(x[N, C, *S], w[C, O/groups, *K]) -> [N, O, *S_out]; ONNX ConvTranspose"),
+    OpDef("max_pool", ENC_UNARY, 1, pool_rule("max_pool"), max_pool_ref, OUT_EWISE_FUSABLE,
+          _POOL, doc="max over windows; padding never wins; NaN propagates; ONNX sizes"),
+    OpDef("avg_pool", ENC_UNARY, 1, pool_rule("avg_pool"), avg_pool_ref, OUT_EWISE_FUSABLE,
+          (*_POOL, AttrSpec("count_include_pad", A_BOOL, False)),
+          doc="mean over windows; divisor as onnxruntime (count_include_pad, ceil_mode)"),
 )
 
 if tuple(op.name for op in BUILTIN_OPS) != BUILTIN_OP_NAMES:

@@ -48,7 +48,7 @@ from irkernel.tir import te
 from irkernel.tir.construct import call, cast, const, eq, ne, select, truncmod
 from irkernel.tir.expr import FloorDiv, FloorMod, IntImm, Max, Min, Not, PrimExpr
 from irkernel.tir.function import PrimFunc
-from passes.topi import movement
+from passes.topi import movement, nn
 
 Shape = tuple[int, ...]
 Template = Callable[[Sequence[TensorType], Mapping[str, Any], TensorType], PrimFunc]
@@ -362,6 +362,7 @@ TEMPLATES: dict[str, Template] = {
     "argmax": _arg_reduction("argmax"),
     "argmin": _arg_reduction("argmin"),
     **movement.TEMPLATES,
+    **{name: t for name, t in nn.TEMPLATES.items() if name != "lrn"},
     "reshape": _reshape,
     "permute_dims": _permute,
     "broadcast_to": _broadcast_to,

@@ -66,6 +66,15 @@ BUILD_CASES = {
             ("int32", (5, 4))),
     "scatter_nd": ([((4, 3), "float32"), ((2, 1), "int64"), ((2, 3), "float32")], {},
                    ("float32", (4, 3))),
+    "conv": ([((2, 4, 9, 8), "float32"), ((6, 2, 3, 3), "float32")],
+             {"strides": (2, 1), "padding": (1, 1, 1, 0), "groups": 2}, ("float32", (2, 6, 5, 7))),
+    "conv_transpose": ([((1, 4, 5), "float64"), ((4, 3, 3), "float64")],
+                       {"strides": (2,), "padding": (1, 0), "output_padding": (1,)},
+                       ("float64", (1, 3, 11))),
+    "max_pool": ([((1, 2, 7, 7), "float32")], {"kernel": (3, 3), "strides": (2, 2),
+                                               "ceil_mode": True}, ("float32", (1, 2, 3, 3))),
+    "avg_pool": ([((1, 2, 6), "float64")], {"kernel": (2,), "padding": (1, 1)},
+                 ("float64", (1, 2, 7))),
 }
 OP_NAMES = [op.name for op in ops.all_ops() if op.name not in ("param", "const")]
 

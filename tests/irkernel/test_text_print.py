@@ -143,6 +143,24 @@ def _movement(op: str, dtype: str) -> ik.Function:
     return bb.finish([out])
 
 
+def _nn(op: str, dtype: str) -> ik.Function:
+    bb = ik.GraphBuilder("main")
+    x = bb.param("x", (1, 4, 6, 5), dtype)
+    if op == "conv":
+        outs = [bb.conv(x, bb.param("w", (2, 2, 3, 2), dtype), strides=(2, 1),
+                        padding=(1, 0, 1, 1), dilation=(1, 2), groups=2),
+                bb.conv(x, bb.param("v", (3, 4, 1, 1), dtype))]
+    elif op == "conv_transpose":
+        outs = [bb.conv_transpose(x, bb.param("w", (4, 1, 2, 2), dtype), strides=(2, 2),
+                                  output_padding=(1, 0), groups=2)]
+    elif op == "max_pool":
+        outs = [bb.max_pool(x, kernel=(3, 2), strides=(2, 2), padding=(1, 1, 1, 1),
+                            ceil_mode=True)]
+    else:
+        outs = [bb.avg_pool(x, kernel=(2, 2), padding=(1, 0, 0, 1), count_include_pad=True)]
+    return bb.finish(outs)
+
+
 def _compare(op: str, dtype: str) -> ik.Function:
     return _binary(op, dtype)
 
@@ -173,6 +191,7 @@ OP_CASES = {
     "argmax": (_arg_reduce, NUMERIC),
     "argmin": (_arg_reduce, NUMERIC),
     **{op: (_movement, DTYPES) for op in ("strided_slice", "take", "pad", "scatter_nd")},
+    **{op: (_nn, FLOATS) for op in ("conv", "conv_transpose", "max_pool", "avg_pool")},
 }
 
 

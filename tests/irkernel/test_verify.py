@@ -88,6 +88,10 @@ def _every_op_function():
              bb.strided_slice(f, begin=(0, -1), end=(2, -4), strides=(1, -1)),
              bb.take(f, i, axis=1), bb.pad(f, bb.const(np.float32(0)), pad_width=(0, 1, 2, 0)),
              bb.scatter_nd(f, bb.const(np.array([[1]])), bb.param("u", (1, 3), "float32"))]
+    img = bb.param("img", (1, 2, 5, 5), "float32")
+    outs += [bb.conv(img, bb.param("w", (4, 1, 3, 3), "float32"), groups=2),
+             bb.conv_transpose(img, bb.param("wt", (2, 3, 2, 2), "float32"), strides=(2, 2)),
+             bb.max_pool(img, kernel=(2, 2)), bb.avg_pool(img, kernel=(3, 3), padding=(1,) * 4)]
     return bb.finish(outs)
 
 

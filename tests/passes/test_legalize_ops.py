@@ -27,7 +27,8 @@ from irkernel.testing import (
 )
 from irkernel.tir import PrimFunc, te
 
-INEXACT = {"exp", "log", "tanh", "sigmoid", "power", "sum", "mean", "matmul", "prod"}
+INEXACT = {"exp", "log", "tanh", "sigmoid", "power", "sum", "mean", "matmul", "prod", "conv",
+           "conv_transpose", "lrn"}
 #: Ops whose float result may be either signed zero in NumPy (np.max/np.min over {0.0, -0.0}).
 EITHER_ZERO = {"max", "min"}
 EXACT_OPS = tuple(op for op in GENERATED_OPS if op not in INEXACT | EITHER_ZERO)
@@ -111,6 +112,19 @@ def _case_shapes(op: ops.OpDef) -> list[tuple[list[tuple[int, ...]], dict]]:
     if name == "scatter_nd":
         return [([(4, 3), (5, 1), (5, 3)], {}), ([(4, 3), (2, 2), (2,)], {}),
                 ([(2, 2), (3, 0), (3, 2, 2)], {})]
+    if name == "conv":
+        return [([(2, 4, 5, 6), (6, 2, 3, 3)], {"strides": (2, 1), "padding": (1, 1, 0, 2),
+                                                "dilation": (1, 2), "groups": 2}),
+                ([(1, 3, 7), (2, 3, 2)], {}), ([(1, 2, 3, 3, 3), (2, 2, 2, 1, 2)], {})]
+    if name == "conv_transpose":
+        return [([(2, 4, 3, 3), (4, 1, 3, 2)], {"strides": (2, 1), "padding": (1, 0, 0, 1),
+                                                "output_padding": (1, 0), "groups": 2}),
+                ([(1, 2, 4), (2, 3, 2)], {"dilation": (2,)})]
+    if name in ("max_pool", "avg_pool"):
+        extra = {"count_include_pad": True} if name == "avg_pool" else {}
+        return [([(2, 3, 5, 6)], {"kernel": (3, 2), "strides": (2, 2), "padding": (1, 0, 1, 1),
+                                  "ceil_mode": True, **extra}),
+                ([(1, 2, 7)], {"kernel": (2,), "dilation": (2,)})]
     if name in ("sum", "max", "mean", "min", "prod"):
         return [([(2, 3, 4)], {"axis": None}), ([(2, 3, 4)], {"axis": -1, "keepdims": True}),
                 ([(2, 3, 4)], {"axis": (0, 2)}), ([(2, 3)], {"axis": ()}), ([()], {})]
