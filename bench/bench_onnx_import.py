@@ -10,7 +10,7 @@ seed 0, reduced input sizes as in the tests) and the light models of the onnx wh
 random weights (``light:<name>``). For each model, in this order and each in a block of
 its own: ``from_onnx`` (import), ``runtime.build`` (build, with a cold in-process kernel
 cache: the on-disk cache is pointed at a fresh directory), then irkernel's runs and
-onnxruntime's runs (session creation excluded), each after two warm-up runs, with a
+onnxruntime's runs (session creation excluded), each after ``--warmups`` runs, with a
 pause between blocks; times are medians of ``--runs`` runs. Both sides use the same
 thread count (``runtime.set_num_threads`` and ORT's ``intra_op_num_threads``; ORT's
 inter-op pool is 1). The ratio is ORT time / irkernel time (> 1: irkernel is faster).
@@ -53,7 +53,7 @@ def _median_time(fn, runs: int) -> float:
     return statistics.median(times)
 
 
-def bench(name: str, threads: int, runs: int, pause: float) -> dict[str, float]:
+def bench(name: str, threads: int, runs: int, warmups: int, pause: float) -> dict[str, float]:
     import onnxruntime as ort
     from test_onnx_models import _inputs
 
@@ -72,14 +72,14 @@ def bench(name: str, threads: int, runs: int, pause: float) -> dict[str, float]:
     t_build = time.perf_counter() - start
     time.sleep(pause)
     runtime.set_num_threads(threads)
-    t_ours = _median_time(lambda: graph(*args), runs)
+    t_ours = _median_time(lambda: graph(*args), runs, warmups)
     time.sleep(pause)
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
     sess = ort.InferenceSession(model.SerializeToString(), opts,
                                 providers=["CPUExecutionProvider"])
-    t_ort = _median_time(lambda: sess.run(None, inputs), runs)
+    t_ort = _median_time(lambda: sess.run(None, inputs), runs, warmups)
     return {"import": t_import, "build": t_build, "ours": t_ours, "ort": t_ort,
             "nodes": mod["main"].num_nodes}
 
@@ -91,17 +91,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("models", nargs="*", help="model names (default: all; light:<name>)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--warmups", type=int, default=2)
     parser.add_argument("--pause", type=float, default=0.5, help="seconds between blocks")
     args = parser.parse_args(argv)
     os.environ["IRKERNEL_CACHE_DIR"] = tempfile.mkdtemp(prefix="irkernel-bench-cache-")
     names = args.models or [*MODEL_NAMES, *(f"light:{n}" for n in LIGHT)]
-    print(f"threads={args.threads}, medians of {args.runs} runs after 2 warm-ups\n")
+    print(f"threads={args.threads}, medians of {args.runs} runs after {args.warmups} "
+          "warm-up(s)\n")
     print("| model | graph nodes | import s | build s | irkernel run ms | onnxruntime run ms "
           "| ratio (ort / irkernel) |")
     print("|---|---|---|---|---|---|---|")
     for name in names:
         try:
-            r = bench(name, args.threads, args.runs, args.pause)
+            r = bench(name, args.threads, args.runs, args.warmups, args.pause)
         except Exception as exc:  # a benchmark table row per model, whatever fails
             print(f"| {name} | failed: {type(exc).__name__}: {str(exc)[:80]} | | | | | |")
             continue
