@@ -42,9 +42,9 @@ def _load(name: str):
     return load(name)
 
 
-def _median_time(fn, runs: int) -> float:
-    fn()
-    fn()
+def _median_time(fn, runs: int, warmups: int) -> float:  # noqa: ANN001
+    for _ in range(warmups):
+        fn()
     times = []
     for _ in range(runs):
         start = time.perf_counter()
