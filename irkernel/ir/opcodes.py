@@ -19,7 +19,7 @@ BUILTIN_OP_NAMES = (
     # issue 15 (ops an ONNX frontend needs), appended in the order of its op contract
     "erf", "floor", "ceil", "round", "logical_not", "logical_and", "logical_or", "logical_xor",
     "floor_mod", "fmod", "min", "prod", "argmax", "argmin", "strided_slice", "take", "pad",
-    "scatter_nd", "conv", "conv_transpose", "max_pool", "avg_pool",
+    "scatter_nd", "conv", "conv_transpose", "max_pool", "avg_pool", "lrn",
 )
 
 OP_PARAM, OP_CONST, OP_ADD, OP_SUBTRACT, OP_MULTIPLY, OP_DIVIDE, OP_MAXIMUM, OP_MINIMUM, \
@@ -29,4 +29,4 @@ OP_PARAM, OP_CONST, OP_ADD, OP_SUBTRACT, OP_MULTIPLY, OP_DIVIDE, OP_MAXIMUM, OP_
     OP_ERF, OP_FLOOR, OP_CEIL, OP_ROUND, OP_LOGICAL_NOT, OP_LOGICAL_AND, OP_LOGICAL_OR, \
     OP_LOGICAL_XOR, OP_FLOOR_MOD, OP_FMOD, OP_MIN, OP_PROD, OP_ARGMAX, OP_ARGMIN, \
     OP_STRIDED_SLICE, OP_TAKE, OP_PAD, OP_SCATTER_ND, OP_CONV, OP_CONV_TRANSPOSE, OP_MAX_POOL, \
-    OP_AVG_POOL = range(len(BUILTIN_OP_NAMES))
+    OP_AVG_POOL, OP_LRN = range(len(BUILTIN_OP_NAMES))

@@ -48,8 +48,14 @@ from irkernel.ir.ids import (
     FLOAT_DTYPES,
     NUMERIC_DTYPES,
 )
-from irkernel.ir.nn_references import avg_pool_ref, conv_ref, conv_transpose_ref, max_pool_ref
-from irkernel.ir.nn_rules import conv_rule, conv_transpose_rule, pool_rule
+from irkernel.ir.nn_references import (
+    avg_pool_ref,
+    conv_ref,
+    conv_transpose_ref,
+    lrn_ref,
+    max_pool_ref,
+)
+from irkernel.ir.nn_rules import conv_rule, conv_transpose_rule, lrn_rule, pool_rule
 from irkernel.ir.opcodes import *  # noqa: F403  (OP_<NAME> constants are part of this module's API)
 from irkernel.ir.opcodes import BUILTIN_OP_NAMES, OP_ERF, OP_POWER
 from irkernel.ir.opdef import (
@@ -239,6 +245,10 @@ BUILTIN_OPS: tuple[OpDef, ...] = (
     OpDef("avg_pool", ENC_UNARY, 1, pool_rule("avg_pool"), avg_pool_ref, OUT_EWISE_FUSABLE,
           (*_POOL, AttrSpec("count_include_pad", A_BOOL, False)),
           doc="mean over windows; divisor as onnxruntime (count_include_pad, ceil_mode)"),
+    OpDef("lrn", ENC_UNARY, 1, lrn_rule, lrn_ref, OUT_EWISE_FUSABLE,
+          (AttrSpec("size", A_INT), AttrSpec("alpha", A_FLOAT, FloatAttr(1e-4)),
+           AttrSpec("beta", A_FLOAT, FloatAttr(0.75)), AttrSpec("bias", A_FLOAT, FloatAttr(1.0))),
+          doc="ONNX LRN over channels: x / (bias + alpha/size * sum of squares) ** beta"),
 )
 
 if tuple(op.name for op in BUILTIN_OPS) != BUILTIN_OP_NAMES:

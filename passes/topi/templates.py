@@ -362,7 +362,7 @@ TEMPLATES: dict[str, Template] = {
     "argmax": _arg_reduction("argmax"),
     "argmin": _arg_reduction("argmin"),
     **movement.TEMPLATES,
-    **{name: t for name, t in nn.TEMPLATES.items() if name != "lrn"},
+    **nn.TEMPLATES,
     "reshape": _reshape,
     "permute_dims": _permute,
     "broadcast_to": _broadcast_to,

@@ -131,3 +131,13 @@ def test_depthwise_and_grouped_convs_of_a_mobilenet_block() -> None:
     y = bb.relu(bb.conv(x, dw, strides=[2, 2], padding=[1, 1, 1, 1], groups=8))
     z = bb.conv(y, pw, groups=2)
     _check(ik.IRModule({"main": bb.finish([z])}), 5)
+
+
+@settings(max_examples=15, deadline=None)
+@given(size=st.integers(1, 6), channels=st.integers(1, 6), spatial=st.integers(0, 2),
+       dtype=DTYPES, seed=st.integers(0, 99))
+def test_lrn_with_a_relu_epilogue(size, channels, spatial, dtype, seed) -> None:
+    bb = ik.GraphBuilder("main")
+    x = bb.param("x", (2, channels, *([3] * spatial)), dtype)
+    y = bb.lrn(x, size=size, alpha=0.3, beta=0.75, bias=1.5)
+    _check(ik.IRModule({"main": bb.finish([bb.relu(y), y])}), seed)

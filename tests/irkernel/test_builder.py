@@ -75,6 +75,8 @@ BUILD_CASES = {
                                                "ceil_mode": True}, ("float32", (1, 2, 3, 3))),
     "avg_pool": ([((1, 2, 6), "float64")], {"kernel": (2,), "padding": (1, 1)},
                  ("float64", (1, 2, 7))),
+    "lrn": ([((2, 5, 3, 3), "float32")], {"size": 3, "alpha": 0.5, "beta": 1, "bias": 2.0},
+            ("float32", (2, 5, 3, 3))),
 }
 OP_NAMES = [op.name for op in ops.all_ops() if op.name not in ("param", "const")]
 

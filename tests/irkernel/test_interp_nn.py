@@ -14,7 +14,7 @@ from interp_helpers import check, run
 
 import irkernel as ik
 
-COVERED = {"conv", "conv_transpose", "max_pool", "avg_pool"}
+COVERED = {"conv", "conv_transpose", "max_pool", "avg_pool", "lrn"}
 
 
 def close(out, expected):
@@ -139,6 +139,26 @@ def test_max_pool_padding_never_wins():
     check(run("max_pool", x, kernel=[3], padding=[2, 2]), -np.ones((1, 1, 5)), "float32")
 
 
+def test_lrn_equals_the_onnx_formula():
+    x = np.random.default_rng(3).standard_normal((2, 5, 2)).astype(np.float64)
+    size, alpha, beta, bias = 4, 0.3, 0.6, 1.5
+    out = run("lrn", x, size=size, alpha=alpha, beta=beta, bias=bias)
+    lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+    expected = np.empty_like(x)
+    for c in range(5):
+        sq = sum(x[:, j] ** 2 for j in range(max(0, c - lo), min(4, c + hi) + 1))
+        expected[:, c] = x[:, c] / (bias + alpha / size * sq) ** beta
+    check(out, expected, "float64", exact=False)
+
+
+def test_lrn_float_attributes_default_and_print():
+    bb = ik.GraphBuilder("main")
+    node = bb.lrn(bb.param("x", (1, 3, 2), "float32"), size=3)
+    func = bb.finish([node])
+    assert func.node_attrs(node) == {"size": 3, "alpha": 1e-4, "beta": 0.75, "bias": 1.0}
+    assert "lrn %0 {alpha = 0.0001, beta = 0.75, bias = 1.0, size = 3}" in func.script()
+
+
 def _bad(op, shapes, match, **attrs):
     bb = ik.GraphBuilder("main")
     xs = [bb.param(f"p{k}", s, d) for k, (s, d) in enumerate(shapes)]
@@ -165,6 +185,8 @@ def test_rules_reject_bad_operands_naming_them():
     _bad("conv_transpose", [((1, 2, 1), f), ((2, 1, 1), f)], "is empty", padding=[1, 0])
     _bad("max_pool", [((1, 2, 5), f)], r"kernel \(2, 2\) must hold 1 values", kernel=[2, 2])
     _bad("avg_pool", [((1, 2, 5), f)], r"kernel \(0,\) must be >= 1", kernel=[0])
+    _bad("lrn", [((3,), f)], r"input \(3,\) must be \[N, C, ...\]", size=2)
+    _bad("lrn", [((1, 3), f)], "size 0 must be >= 1", size=0)
 
 
 def test_nn_patterns():

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import irkernel as ik
+from irkernel.ir.nn_rules import sliding_window
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -131,6 +132,12 @@ def test_pools_match_onnxruntime(win, ceil, cip, op, seed):
     if op == "avg_pool":
         attrs["count_include_pad"] = int(cip)
         ours_attrs["count_include_pad"] = cip
+    win = sliding_window(op, tuple(sizes), tuple(kernel), {
+        "strides": strides, "padding": pads, "dilation": dil}, ceil)
+    # A window with no tap inside the input (possible with dilation) is where the two
+    # differ by design: ours gives -inf (max) / 0 (avg), onnxruntime the lowest float.
+    assume(all(any(0 <= t < win.size[a] for t in win.taps(a, o))
+               for a in range(win.rank) for o in range(win.out[a])))
     theirs = run_onnx("MaxPool" if op == "max_pool" else "AveragePool", [x], **attrs)
     ours = run_ours(op, [x], **ours_attrs)
     assert_close(ours, theirs, f"{op} {attrs}")
@@ -159,3 +166,17 @@ def test_avg_pool_divisor_of_a_window_past_the_padded_input(cip, want):
                       ceil_mode=1, count_include_pad=cip)
     assert_close(ours, theirs, "avg_pool")
     assert ours.ravel().tolist() == want
+
+
+@settings(max_examples=30, deadline=None)
+@given(size=st.sampled_from([1, 3, 5]), channels=st.integers(1, 7),
+       alpha=st.sampled_from([1e-4, 0.5, 2.0]), beta=st.sampled_from([0.75, 0.5, 1.3]),
+       bias=st.sampled_from([1.0, 2.0, 0.5]), seed=st.integers(0, 999))
+def test_lrn_matches_onnxruntime(size, channels, alpha, beta, bias, seed):
+    # onnxruntime's LRN takes odd sizes and 4-d inputs only; even sizes follow the ONNX
+    # spec's window [c - floor((size-1)/2), c + ceil((size-1)/2)] (test_interp_nn.py;
+    # onnx's reference evaluator is no oracle: its LRN loops over the batch axis)
+    x = _rng(seed).standard_normal((2, channels, 3, 2)).astype(np.float32)
+    theirs = run_onnx("LRN", [x], size=size, alpha=alpha, beta=beta, bias=bias)
+    ours = run_ours("lrn", [x], size=size, alpha=alpha, beta=beta, bias=bias)
+    assert_close(ours, theirs, f"lrn size {size}")

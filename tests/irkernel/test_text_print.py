@@ -156,8 +156,11 @@ def _nn(op: str, dtype: str) -> ik.Function:
     elif op == "max_pool":
         outs = [bb.max_pool(x, kernel=(3, 2), strides=(2, 2), padding=(1, 1, 1, 1),
                             ceil_mode=True)]
-    else:
+    elif op == "avg_pool":
         outs = [bb.avg_pool(x, kernel=(2, 2), padding=(1, 0, 0, 1), count_include_pad=True)]
+    else:
+        outs = [bb.lrn(x, size=3), bb.lrn(x, size=2, alpha=0.1, beta=-0.0, bias=float("inf")),
+                bb.lrn(x, size=5, alpha=float("nan"), beta=1e-300, bias=-2)]
     return bb.finish(outs)
 
 
@@ -191,7 +194,7 @@ OP_CASES = {
     "argmax": (_arg_reduce, NUMERIC),
     "argmin": (_arg_reduce, NUMERIC),
     **{op: (_movement, DTYPES) for op in ("strided_slice", "take", "pad", "scatter_nd")},
-    **{op: (_nn, FLOATS) for op in ("conv", "conv_transpose", "max_pool", "avg_pool")},
+    **{op: (_nn, FLOATS) for op in ("conv", "conv_transpose", "max_pool", "avg_pool", "lrn")},
 }
 
 

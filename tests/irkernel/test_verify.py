@@ -91,7 +91,8 @@ def _every_op_function():
     img = bb.param("img", (1, 2, 5, 5), "float32")
     outs += [bb.conv(img, bb.param("w", (4, 1, 3, 3), "float32"), groups=2),
              bb.conv_transpose(img, bb.param("wt", (2, 3, 2, 2), "float32"), strides=(2, 2)),
-             bb.max_pool(img, kernel=(2, 2)), bb.avg_pool(img, kernel=(3, 3), padding=(1,) * 4)]
+             bb.max_pool(img, kernel=(2, 2)), bb.avg_pool(img, kernel=(3, 3), padding=(1,) * 4),
+             bb.lrn(img, size=3, alpha=1e-3, beta=-0.0, bias=float("nan"))]
     return bb.finish(outs)
 
 

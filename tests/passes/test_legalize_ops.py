@@ -120,6 +120,9 @@ def _case_shapes(op: ops.OpDef) -> list[tuple[list[tuple[int, ...]], dict]]:
         return [([(2, 4, 3, 3), (4, 1, 3, 2)], {"strides": (2, 1), "padding": (1, 0, 0, 1),
                                                 "output_padding": (1, 0), "groups": 2}),
                 ([(1, 2, 4), (2, 3, 2)], {"dilation": (2,)})]
+    if name == "lrn":
+        return [([(2, 5, 3)], {"size": 3}), ([(1, 4, 2, 2)], {"size": 2, "alpha": 0.5,
+                                                            "beta": 1.5, "bias": 2.0})]
     if name in ("max_pool", "avg_pool"):
         extra = {"count_include_pad": True} if name == "avg_pool" else {}
         return [([(2, 3, 5, 6)], {"kernel": (3, 2), "strides": (2, 2), "padding": (1, 0, 1, 1),

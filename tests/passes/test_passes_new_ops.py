@@ -133,3 +133,45 @@ def test_cse_merges_equal_movement_nodes_only() -> None:
     for base in (0, 17):  # the copies of each op share one node; the edge pad stays apart
         assert outs[base:base + 8] == outs[base + 8:base + 16]
         assert outs[base + 16] not in outs[base:base + 16]
+
+
+def _nn_graph() -> ik.IRModule:
+    """Every NN op on constants (foldable) and on a parameter, each twice (CSE merges the
+    copies), plus a conv that differs only by a stride (kept apart)."""
+    bb = ik.GraphBuilder("main")
+    rng = np.random.default_rng(0)
+    c = bb.const(rng.standard_normal((1, 2, 5, 5)).astype(np.float32))
+    x = bb.param("x", (1, 2, 5, 5), "float32")
+    w = bb.const(rng.standard_normal((4, 1, 3, 3)).astype(np.float32))
+    wt = bb.const(rng.standard_normal((2, 3, 2, 2)).astype(np.float32))
+    outs = []
+    for base in (c, x):
+        for _ in range(2):
+            outs += [bb.conv(base, w, padding=[1] * 4, groups=2),
+                     bb.conv_transpose(base, wt, strides=[2, 2], padding=[0, 1, 1, 0]),
+                     bb.max_pool(base, kernel=[2, 2], ceil_mode=True, strides=[2, 2]),
+                     bb.avg_pool(base, kernel=[3, 3], padding=[1] * 4, count_include_pad=True),
+                     bb.lrn(base, size=3, alpha=0.5)]
+        outs.append(bb.conv(base, w, padding=[1] * 4, groups=2, strides=[2, 1]))
+    return ik.IRModule({"main": bb.finish(outs)})
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_nn_ops_keep_their_values_through_every_pass(name) -> None:
+    mod = _nn_graph()
+    x = np.random.default_rng(1).standard_normal((1, 2, 5, 5)).astype(np.float32)
+    out = make_pass(name)(mod)
+    ik.verify(out)
+    assert_same_results(ik.interpret(mod, x), ik.interpret(out, x), name)
+
+
+def test_fold_constant_and_cse_on_nn_ops() -> None:
+    mod = _nn_graph()
+    folded = passes.FoldConstant()(mod)["main"]
+    kinds = [ik.ops.get_op(int(folded.kind[int(o)])).name for o in folded.outputs]
+    assert kinds[:11] == ["const"] * 11
+    assert "const" not in kinds[11:]
+    outs = passes.EliminateCommonSubexpr()(mod)["main"].outputs.tolist()
+    for base in (0, 11):
+        assert outs[base:base + 5] == outs[base + 5:base + 10]
+        assert outs[base + 10] not in outs[base:base + 10]
