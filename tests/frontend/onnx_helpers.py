@@ -8,11 +8,9 @@ from typing import Any
 import numpy as np
 import onnx
 import onnxruntime as ort
-import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import irkernel as ik
-from irkernel.ir import ops
 
 _ELEM = {np.dtype("float32"): TensorProto.FLOAT, np.dtype("float64"): TensorProto.DOUBLE,
          np.dtype("int32"): TensorProto.INT32, np.dtype("int64"): TensorProto.INT64,
@@ -68,10 +66,3 @@ def check(m: onnx.ModelProto, inputs: dict[str, np.ndarray], build: bool = True,
 
         assert_close(runtime.build(mod)["main"](*args), want)
     return mod
-
-
-def needs_ops(*names: str) -> pytest.MarkDecorator:
-    """Skip until the graph ops of the op contract are in the table (branch issue-15ops)."""
-    missing = [n for n in names if n not in ops._by_name]
-    return pytest.mark.skipif(bool(missing), reason=f"needs graph op(s) {', '.join(missing)} "
-                              "(issue-15ops)")

@@ -11,9 +11,6 @@ What is not run is listed below, each entry with its reason:
   not test names). Any *other* unsupported op fails the test.
 - ``EXCLUDED_TESTS``: test-name patterns with their reasons (dtypes irkernel does not
   have, training mode, non-tensor inputs, documented semantic differences).
-- ``PENDING_GRAPH_OPS``: ops whose converters wait for a graph op of the op contract
-  (branch issue-15ops); their tests are skipped naming the missing graph op, and the
-  skip disappears by itself once the op is in the table.
 """
 
 from __future__ import annotations
@@ -92,12 +89,6 @@ EXCLUDED_TESTS: dict[str, str] = {
                                               "reduction none",
 }
 
-#: Ops whose converters need a graph op of the op contract that is not in the table yet.
-PENDING_GRAPH_OPS: dict[str, tuple[str, ...]] = {
-    name: tuple(cls.missing_graph_ops()) for name, cls in CONVERTERS.items()
-    if cls.missing_graph_ops()}
-
-
 class _Backend(IrkernelBackend):
     """Skips (with the listed reason) models whose unsupported ops are all excluded."""
 
@@ -106,16 +97,9 @@ class _Backend(IrkernelBackend):
         try:
             return super().prepare(model, device, **kwargs)
         except OpNotImplemented as exc:
-            pending = {op: PENDING_GRAPH_OPS[op] for op in exc.unsupported
-                       if op in PENDING_GRAPH_OPS}
-            other = [op for op in exc.unsupported if op not in pending and op not in EXCLUDED_OPS]
+            other = [op for op in exc.unsupported if op not in EXCLUDED_OPS]
             if other:
                 raise
-            if pending:
-                raise unittest.SkipTest(
-                    "waits for graph ops " + ", ".join(
-                        f"{op}: {'/'.join(need)}" for op, need in sorted(pending.items()))
-                    + " (issue-15ops)") from None
             reasons = sorted({EXCLUDED_OPS[op] for op in exc.unsupported})
             raise unittest.SkipTest(f"{', '.join(sorted(exc.unsupported))}: "
                                     + "; ".join(reasons)) from None

@@ -19,32 +19,15 @@ pytest.importorskip("onnxruntime")
 
 from model_weights import MODEL_NAMES, load  # noqa: E402
 from onnx import numpy_helper  # noqa: E402
-from onnx_helpers import assert_close, needs_ops, run_ort  # noqa: E402
+from onnx_helpers import assert_close, run_ort  # noqa: E402
 
 import irkernel as ik  # noqa: E402
 import runtime  # noqa: E402
 from irkernel.frontend.onnx import from_onnx  # noqa: E402
-from irkernel.frontend.onnx.common import CONVERTERS  # noqa: E402
 
 LIGHT_DIR = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
 LIGHT = ["bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50",
          "shufflenet", "squeezenet", "vgg19", "zfnet512"]
-
-
-def _graph_ops_of(model: onnx.ModelProto) -> list[str]:
-    """The graph ops the model's converters need (to skip until issue-15ops lands them)."""
-    need = set()
-    for node in model.graph.node:
-        cls = CONVERTERS.get(node.op_type)
-        if cls is not None:
-            need.update(cls.graph_ops)
-    return sorted(need)
-
-
-def _skip_unless_ops(model: onnx.ModelProto) -> None:
-    mark = needs_ops(*_graph_ops_of(model))
-    if mark.args[0]:
-        pytest.skip(mark.kwargs["reason"])
 
 
 def _inputs(model: onnx.ModelProto, seed: int = 1) -> dict[str, np.ndarray]:
@@ -70,7 +53,6 @@ def _compare(model: onnx.ModelProto) -> None:
 @pytest.mark.parametrize("name", MODEL_NAMES)
 def test_pytorch_export_matches_onnxruntime(name):
     model = load(name)
-    _skip_unless_ops(model)
     _compare(model)
 
 
@@ -112,7 +94,6 @@ def random_weights(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProto:
 @pytest.mark.parametrize("name", LIGHT)
 def test_light_model_with_random_weights_matches_onnxruntime(name):
     model = onnx.load(os.path.join(LIGHT_DIR, f"light_{name}.onnx"))
-    _skip_unless_ops(model)
     _compare(random_weights(model))
 
 
@@ -120,7 +101,6 @@ def test_vgg19_constants_are_not_copied():
     """light_vgg19's 575 MB of ConstantOfShape weights: one array per distinct weight, held
     by reference by the module (np.shares_memory) and no second copy while importing."""
     model = onnx.load(os.path.join(LIGHT_DIR, "light_vgg19.onnx"))
-    _skip_unless_ops(model)
     tracemalloc.start()
     try:
         mod = from_onnx(model)
