@@ -9,6 +9,8 @@ signature sweep. ``finish`` trims the columns into read-only arrays.
 
 from __future__ import annotations
 
+import math
+
 import traceback
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,6 +35,9 @@ from irkernel.ir.ids import (
 from irkernel.ir.operands import operand_list
 from irkernel.ir.pools import AttrTable, ConstPoolBuilder, ShapeTable
 from irkernel.ir.typecheck import SignatureTable
+
+#: Largest element count of a shape (and any dimension): sizes are int64 everywhere.
+MAX_ELEMENTS = 2**63 - 1
 
 Shape = tuple[int, ...]
 _OPS_BY_NAME = ops._by_name  # live view of the op registry (append-only)
@@ -139,6 +144,9 @@ class GraphBuilder:
             key = tuple(int(d) for d in key)
             if any(d < 0 for d in key):
                 raise ValueError(f"shape {key} has a negative dimension")
+            if math.prod(key) > MAX_ELEMENTS or any(d > MAX_ELEMENTS for d in key):
+                # sizes are int64 everywhere (shape table, constants, kernels)
+                raise ValueError(f"shape {key} has more than 2**63 - 1 elements")
             sid = self._shape_index.setdefault(key, len(self._shapes))
             if sid == len(self._shapes):
                 self._shapes.append(key)
@@ -277,7 +285,10 @@ class GraphBuilder:
         except TypeInferenceError as exc:
             args = ", ".join(f"%{v}: {_fmt_type(*t)}" for v, t in zip(operands, types))
             raise ValueError(f"{opdef.name}: {exc} (operands {args})") from None
-        return code, self.intern_shape(shape)
+        try:
+            return code, self.intern_shape(shape)
+        except ValueError as exc:  # a result too large to describe
+            raise ValueError(f"{opdef.name}: result {exc}") from None
 
     def call_func(self, callee: str, *args: int, dtype: object, shape: Sequence[int]) -> int:
         """Call graph function ``callee`` of the module, whose one output is dtype[shape]."""

@@ -51,7 +51,7 @@ def _taps(win: Window) -> list[tuple[tuple[int, ...], tuple[slice, ...]]]:
 
 def conv_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     x, w = xs
-    win = sliding_window("conv", x.shape[2:], w.shape[2:], attrs)
+    win = sliding_window(x.shape[2:], w.shape[2:], attrs)
     g = attrs["groups"]
     n, c = x.shape[:2]
     o = w.shape[0]
@@ -81,7 +81,7 @@ def conv_transpose_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np
     ``i * stride + k * dilation``; the full output (with ``output_padding`` zeros at the
     end) is cropped by the paddings."""
     x, w = xs
-    win = transpose_window("conv_transpose", x.shape[2:], w.shape[2:], attrs)
+    win = transpose_window(x.shape[2:], w.shape[2:], attrs)
     g = attrs["groups"]
     n, c = x.shape[:2]
     cg, og = c // g, w.shape[1]
@@ -106,7 +106,7 @@ def max_pool_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarr
     """NaN-propagating max over each window; padding (and the overhang of ceil_mode
     windows) is -inf, so it never wins; a window of padding only gives -inf."""
     (x,) = xs
-    win = pool_window("max_pool", x.shape, attrs)
+    win = pool_window(x.shape, attrs)
     xp = _padded(x, win, -np.inf)
     acc = np.full(x.shape[:2] + win.out, -np.inf, x.dtype)
     for _, sl in _taps(win):
@@ -119,7 +119,7 @@ def avg_pool_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarr
     """Sum over each window (padding adds 0) divided by onnxruntime's divisor
     (``nn_rules.pool_divisors``)."""
     (x,) = xs
-    win = pool_window("avg_pool", x.shape, attrs)
+    win = pool_window(x.shape, attrs)
     xp = _padded(x, win, 0.0)
     acc = np.zeros(x.shape[:2] + win.out, x.dtype)
     with np.errstate(all="ignore"):

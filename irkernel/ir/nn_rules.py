@@ -51,55 +51,55 @@ class Window:
         return [start + k * self.dilation[axis] for k in range(self.kernel[axis])]
 
 
-def _per_axis(op: str, attrs: Mapping[str, Any], name: str, r: int, default: int,
+def _per_axis(attrs: Mapping[str, Any], name: str, r: int, default: int,
               times: int = 1) -> tuple[int, ...]:
     value = attrs[name]
     if value == ():
         return (default,) * (r * times)
     if len(value) != r * times:
-        raise TypeInferenceError(f"{op}: {name} {fmt(value)} must hold {r * times} values "
+        raise TypeInferenceError(f"{name} {fmt(value)} must hold {r * times} values "
                                  f"for {r} spatial axes")
     return tuple(value)
 
 
-def spatial_rank(op: str, shape: Shape, what: str = "input") -> int:
+def spatial_rank(shape: Shape, what: str = "input") -> int:
     r = len(shape) - 2
     if not 1 <= r <= MAX_SPATIAL:
-        raise TypeInferenceError(f"{op}: {what} {fmt(shape)} must be [N, C, *spatial] with 1 "
+        raise TypeInferenceError(f"{what} {fmt(shape)} must be [N, C, *spatial] with 1 "
                                  f"to {MAX_SPATIAL} spatial axes")
     return r
 
 
-def window_attrs(op: str, attrs: Mapping[str, Any], r: int
+def window_attrs(attrs: Mapping[str, Any], r: int
                  ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """(strides, pad_begin, pad_end, dilation) with defaults filled and checked."""
-    strides = _per_axis(op, attrs, "strides", r, 1)
-    padding = _per_axis(op, attrs, "padding", r, 0, times=2)
-    dilation = _per_axis(op, attrs, "dilation", r, 1) if "dilation" in attrs else (1,) * r
+    strides = _per_axis(attrs, "strides", r, 1)
+    padding = _per_axis(attrs, "padding", r, 0, times=2)
+    dilation = _per_axis(attrs, "dilation", r, 1) if "dilation" in attrs else (1,) * r
     if any(s < 1 for s in strides):
-        raise TypeInferenceError(f"{op}: strides {fmt(strides)} must be >= 1")
+        raise TypeInferenceError(f"strides {fmt(strides)} must be >= 1")
     if any(d < 1 for d in dilation):
-        raise TypeInferenceError(f"{op}: dilation {fmt(dilation)} must be >= 1")
+        raise TypeInferenceError(f"dilation {fmt(dilation)} must be >= 1")
     if any(p < 0 for p in padding):
-        raise TypeInferenceError(f"{op}: padding {fmt(padding)} must be >= 0 "
+        raise TypeInferenceError(f"padding {fmt(padding)} must be >= 0 "
                                  "(crop with strided_slice)")
     return strides, padding[:r], padding[r:], dilation
 
 
-def sliding_window(op: str, size: Shape, kernel: Shape, attrs: Mapping[str, Any],
+def sliding_window(size: Shape, kernel: Shape, attrs: Mapping[str, Any],
                    ceil_mode: bool = False) -> Window:
     """The window of conv (``ceil_mode`` False) and the pools over spatial ``size``."""
     r = len(size)
-    strides, pb, pe, dil = window_attrs(op, attrs, r)
+    strides, pb, pe, dil = window_attrs(attrs, r)
     if any(k < 1 for k in kernel):
-        raise TypeInferenceError(f"{op}: kernel {fmt(kernel)} must be >= 1 on every axis")
+        raise TypeInferenceError(f"kernel {fmt(kernel)} must be >= 1 on every axis")
     out = []
     for a in range(r):
         span = size[a] + pb[a] + pe[a]
         extent = dil[a] * (kernel[a] - 1) + 1
         if span < extent:
             raise TypeInferenceError(
-                f"{op}: window of extent {extent} (kernel {kernel[a]}, dilation {dil[a]}) is "
+                f"window of extent {extent} (kernel {kernel[a]}, dilation {dil[a]}) is "
                 f"larger than spatial axis {a} of size {size[a]} with padding "
                 f"{pb[a]} + {pe[a]}")
         n = (span - extent + (strides[a] - 1 if ceil_mode else 0)) // strides[a] + 1
@@ -109,88 +109,86 @@ def sliding_window(op: str, size: Shape, kernel: Shape, attrs: Mapping[str, Any]
     return Window(tuple(size), tuple(kernel), strides, pb, pe, dil, tuple(out))
 
 
-def transpose_window(op: str, size: Shape, kernel: Shape, attrs: Mapping[str, Any]) -> Window:
-    """conv_transpose: ``out`` is the output size; the other fields describe the conv whose
+def transpose_window(size: Shape, kernel: Shape, attrs: Mapping[str, Any]) -> Window:
+    """``out`` is the output size; the other fields describe the conv whose
     gradient it is (kernel, stride, dilation and padding of that conv)."""
     r = len(size)
-    strides, pb, pe, dil = window_attrs(op, attrs, r)
-    extra = _per_axis(op, attrs, "output_padding", r, 0)
+    strides, pb, pe, dil = window_attrs(attrs, r)
+    extra = _per_axis(attrs, "output_padding", r, 0)
     if any(p < 0 for p in extra):
-        raise TypeInferenceError(f"{op}: output_padding {fmt(extra)} must be >= 0")
+        raise TypeInferenceError(f"output_padding {fmt(extra)} must be >= 0")
     if any(k < 1 for k in kernel):
-        raise TypeInferenceError(f"{op}: kernel {fmt(kernel)} must be >= 1 on every axis")
+        raise TypeInferenceError(f"kernel {fmt(kernel)} must be >= 1 on every axis")
     out = tuple((size[a] - 1) * strides[a] - pb[a] - pe[a] + dil[a] * (kernel[a] - 1)
                 + extra[a] + 1 for a in range(r))
     if any(n < 1 for n in out):
-        raise TypeInferenceError(f"{op}: output spatial size {fmt(out)} of input {fmt(size)} "
+        raise TypeInferenceError(f"output spatial size {fmt(out)} of input {fmt(size)} "
                                  f"is empty (padding {fmt(pb + pe)} too large)")
     return Window(tuple(size), tuple(kernel), strides, pb, pe, dil, out)
 
 
-def _float_pair(op: str, types: Sequence[TensorType]) -> int:
-    dtypes_in(FLOAT_DTYPES, types, f"{op} operand")
+def _float_pair(types: Sequence[TensorType]) -> int:
+    dtypes_in(FLOAT_DTYPES, types, "operand")
     return same_dtype(types)
 
 
-def _groups(op: str, attrs: Mapping[str, Any], channels: int, outputs: int) -> int:
+def _groups(attrs: Mapping[str, Any], channels: int, outputs: int) -> int:
     g = attrs["groups"]
     if g < 1 or channels % g or outputs % g:
-        raise TypeInferenceError(f"{op}: groups {g} must be >= 1 and divide the input "
+        raise TypeInferenceError(f"groups {g} must be >= 1 and divide the input "
                                  f"channels {channels} and the output channels {outputs}")
     return g
 
 
 def conv_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
-    dt = _float_pair("conv", types)
+    dt = _float_pair(types)
     (_, xs), (_, ws) = types
-    r = spatial_rank("conv", xs)
+    r = spatial_rank(xs)
     if len(ws) != len(xs):
-        raise TypeInferenceError(f"conv: weight {fmt(ws)} must be [O, C/groups, *K] with "
+        raise TypeInferenceError(f"weight {fmt(ws)} must be [O, C/groups, *K] with "
                                  f"{r} kernel axes (input {fmt(xs)})")
-    g = _groups("conv", attrs, xs[1], ws[0])
+    g = _groups(attrs, xs[1], ws[0])
     if ws[1] * g != xs[1]:
-        raise TypeInferenceError(f"conv: weight {fmt(ws)} has {ws[1]} input channels per "
+        raise TypeInferenceError(f"weight {fmt(ws)} has {ws[1]} input channels per "
                                  f"group; input {fmt(xs)} with groups {g} needs {xs[1] // g}")
-    win = sliding_window("conv", xs[2:], ws[2:], attrs)
+    win = sliding_window(xs[2:], ws[2:], attrs)
     return dt, (xs[0], ws[0], *win.out)
 
 
 def conv_transpose_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
-    dt = _float_pair("conv_transpose", types)
+    dt = _float_pair(types)
     (_, xs), (_, ws) = types
-    r = spatial_rank("conv_transpose", xs)
+    r = spatial_rank(xs)
     if len(ws) != len(xs) or ws[0] != xs[1]:
-        raise TypeInferenceError(f"conv_transpose: weight {fmt(ws)} must be [C, O/groups, *K] "
+        raise TypeInferenceError(f"weight {fmt(ws)} must be [C, O/groups, *K] "
                                  f"with C = {xs[1]} and {r} kernel axes (input {fmt(xs)})")
-    g = _groups("conv_transpose", attrs, xs[1], ws[1] * attrs["groups"])
-    win = transpose_window("conv_transpose", xs[2:], ws[2:], attrs)
+    g = _groups(attrs, xs[1], ws[1] * attrs["groups"])
+    win = transpose_window(xs[2:], ws[2:], attrs)
     return dt, (xs[0], ws[1] * g, *win.out)
 
 
-def pool_window(op: str, shape: Shape, attrs: Mapping[str, Any]) -> Window:
-    r = spatial_rank(op, shape)
+def pool_window(shape: Shape, attrs: Mapping[str, Any]) -> Window:
+    r = spatial_rank(shape)
     kernel = attrs["kernel"]
     if len(kernel) != r:
-        raise TypeInferenceError(f"{op}: kernel {fmt(kernel)} must hold {r} values for input "
+        raise TypeInferenceError(f"kernel {fmt(kernel)} must hold {r} values for input "
                                  f"{fmt(shape)}")
-    return sliding_window(op, shape[2:], kernel, attrs, attrs["ceil_mode"])
+    return sliding_window(shape[2:], kernel, attrs, attrs["ceil_mode"])
 
 
-def pool_rule(op: str):
-    def infer(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
-        dtypes_in(FLOAT_DTYPES, types, f"{op} operand")
-        dt, shape = types[0]
-        return dt, shape[:2] + pool_window(op, shape, attrs).out
-    return infer
+def pool_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
+    dtypes_in(FLOAT_DTYPES, types, "operand")
+    dt, shape = types[0]
+    return dt, shape[:2] + pool_window(shape, attrs).out
 
 
 def lrn_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
-    dtypes_in(FLOAT_DTYPES, types, "lrn operand")
+    dtypes_in(FLOAT_DTYPES, types, "operand")
     dt, shape = types[0]
     if len(shape) < 2:
-        raise TypeInferenceError(f"lrn: input {fmt(shape)} must be [N, C, ...]")
+        raise TypeInferenceError(f"input {fmt(shape)} must be [N, C, ...]")
     if attrs["size"] < 1:
-        raise TypeInferenceError(f"lrn: size {attrs['size']} must be >= 1")
+        raise TypeInferenceError(f"size {attrs['size']} must be >= 1")
     return dt, shape
 
 

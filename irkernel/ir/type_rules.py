@@ -212,10 +212,10 @@ def strided_slice_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) ->
     rank = len(shape)
     if not len(begin) == len(end) == len(strides) == rank:
         raise TypeInferenceError(
-            f"strided_slice of shape {fmt(shape)} needs one begin, end and stride per axis, "
+            f"input of shape {fmt(shape)} needs one begin, end and stride per axis, "
             f"got {len(begin)}, {len(end)} and {len(strides)}")
     if 0 in strides:
-        raise TypeInferenceError(f"strided_slice: strides {fmt(strides)} contain 0")
+        raise TypeInferenceError(f"strides {fmt(strides)} contain 0")
     return dt, tuple(slice_range(b, e, s, d)[1]
                      for b, e, s, d in zip(begin, end, strides, shape, strict=True))
 
@@ -223,12 +223,12 @@ def strided_slice_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) ->
 def take_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
     (dt, shape), (idt, ishape) = types
     if idt not in INDEX_DTYPES:
-        raise TypeInferenceError(f"take: indices must be int32 or int64, got {DTYPE_NAMES[idt]}")
+        raise TypeInferenceError(f"indices must be int32 or int64, got {DTYPE_NAMES[idt]}")
     if not shape:
-        raise TypeInferenceError("take: data must have rank >= 1, got shape ()")
+        raise TypeInferenceError("data must have rank >= 1, got shape ()")
     (axis,) = normalize_axes((attrs["axis"],), len(shape))
     if shape[axis] == 0 and 0 not in ishape:
-        raise TypeInferenceError(f"take: axis {axis} of data shape {fmt(shape)} is empty, "
+        raise TypeInferenceError(f"axis {axis} of data shape {fmt(shape)} is empty, "
                                  f"so indices of shape {fmt(ishape)} select nothing")
     return dt, shape[:axis] + ishape + shape[axis + 1:]
 
@@ -239,22 +239,22 @@ PAD_MODES = ("constant", "reflect", "edge")
 def pad_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
     (dt, shape), (vdt, vshape) = types
     if vdt != dt or vshape != ():
-        raise TypeInferenceError(f"pad: the value must be a 0-d {DTYPE_NAMES[dt]} tensor, "
+        raise TypeInferenceError(f"the value must be a 0-d {DTYPE_NAMES[dt]} tensor, "
                                  f"got {DTYPE_NAMES[vdt]}{list(vshape)}")
     widths, mode = attrs["pad_width"], attrs["mode"]
     rank = len(shape)
     if len(widths) != 2 * rank:
-        raise TypeInferenceError(f"pad: pad_width {fmt(widths)} must hold {2 * rank} values "
+        raise TypeInferenceError(f"pad_width {fmt(widths)} must hold {2 * rank} values "
                                  f"(begins, then ends) for shape {fmt(shape)}")
     if any(w < 0 for w in widths):
-        raise TypeInferenceError(f"pad: pad_width {fmt(widths)} has a negative entry "
+        raise TypeInferenceError(f"pad_width {fmt(widths)} has a negative entry "
                                  "(crop with strided_slice)")
     if mode not in PAD_MODES:
-        raise TypeInferenceError(f"pad: unknown mode {mode!r} (valid: {', '.join(PAD_MODES)})")
+        raise TypeInferenceError(f"unknown mode {mode!r} (valid: {', '.join(PAD_MODES)})")
     if mode != "constant":
         for k, d in enumerate(shape):
             if d == 0 and widths[k] + widths[rank + k]:
-                raise TypeInferenceError(f"pad: mode {mode!r} cannot pad the empty axis {k} "
+                raise TypeInferenceError(f"mode {mode!r} cannot pad the empty axis {k} "
                                          f"of shape {fmt(shape)}")
     return dt, tuple(d + widths[k] + widths[rank + k] for k, d in enumerate(shape))
 
@@ -265,21 +265,21 @@ def scatter_nd_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Te
                                  f"got {len(types)}")
     (dt, shape), (idt, ishape), (udt, ushape) = types
     if idt not in INDEX_DTYPES:
-        raise TypeInferenceError(f"scatter_nd: indices must be int64 (or int32), "
+        raise TypeInferenceError(f"indices must be int64 (or int32), "
                                  f"got {DTYPE_NAMES[idt]}")
     if udt != dt:
-        raise TypeInferenceError(f"scatter_nd: updates dtype {DTYPE_NAMES[udt]} differs from "
+        raise TypeInferenceError(f"updates dtype {DTYPE_NAMES[udt]} differs from "
                                  f"the data's {DTYPE_NAMES[dt]}")
     if not ishape or ishape[-1] > len(shape):
-        raise TypeInferenceError(f"scatter_nd: indices shape {fmt(ishape)} must be [..., k] "
+        raise TypeInferenceError(f"indices shape {fmt(ishape)} must be [..., k] "
                                  f"with k <= rank {len(shape)} of the data {fmt(shape)}")
     k = ishape[-1]
     want = ishape[:-1] + shape[k:]
     if ushape != want:
-        raise TypeInferenceError(f"scatter_nd: updates shape {fmt(ushape)} must be {fmt(want)} "
+        raise TypeInferenceError(f"updates shape {fmt(ushape)} must be {fmt(want)} "
                                  f"(indices {fmt(ishape)}, data {fmt(shape)})")
     if any(shape[j] == 0 for j in range(k)) and int(np.prod(ishape[:-1], dtype=np.int64)):
-        raise TypeInferenceError(f"scatter_nd: data {fmt(shape)} has an empty indexed axis")
+        raise TypeInferenceError(f"data {fmt(shape)} has an empty indexed axis")
     return dt, shape
 
 

@@ -92,7 +92,7 @@ def _window_taps(win: Window, outs: Sequence[PrimExpr], ks: Sequence[PrimExpr]
 
 def conv(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorType) -> PrimFunc:
     x, w = _inputs(types)
-    win = sliding_window("conv", x.shape[2:], w.shape[2:], attrs)
+    win = sliding_window(x.shape[2:], w.shape[2:], attrs)
     g = attrs["groups"]
     cg, og = x.shape[1] // g, w.shape[0] // g
     axes = te.reduce_axes([cg, *win.kernel])
@@ -112,7 +112,7 @@ def conv(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorTy
 def conv_transpose(types: Sequence[TensorType], attrs: Mapping[str, Any],
                    result: TensorType) -> PrimFunc:
     x, w = _inputs(types)
-    win = transpose_window("conv_transpose", x.shape[2:], w.shape[2:], attrs)
+    win = transpose_window(x.shape[2:], w.shape[2:], attrs)
     g = attrs["groups"]
     cg, og = x.shape[1] // g, w.shape[1]
     axes = te.reduce_axes([cg, *win.kernel])
@@ -145,7 +145,7 @@ def conv_transpose(types: Sequence[TensorType], attrs: Mapping[str, Any],
 def max_pool(types: Sequence[TensorType], attrs: Mapping[str, Any],
              result: TensorType) -> PrimFunc:
     (x,) = _inputs(types)
-    win = pool_window("max_pool", x.shape, attrs)
+    win = pool_window(x.shape, attrs)
     axes = te.reduce_axes(win.kernel)
 
     def fcompute(n: PrimExpr, c: PrimExpr, *sp: PrimExpr) -> te.Reduce:
@@ -177,7 +177,7 @@ def _divisor(win: Window, a: int, o: PrimExpr, count_include_pad: bool) -> PrimE
 def avg_pool(types: Sequence[TensorType], attrs: Mapping[str, Any],
              result: TensorType) -> PrimFunc:
     (x,) = _inputs(types)
-    win = pool_window("avg_pool", x.shape, attrs)
+    win = pool_window(x.shape, attrs)
     axes = te.reduce_axes(win.kernel)
     cip = attrs["count_include_pad"]
 

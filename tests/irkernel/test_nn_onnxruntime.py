@@ -132,7 +132,7 @@ def test_pools_match_onnxruntime(win, ceil, cip, op, seed):
     if op == "avg_pool":
         attrs["count_include_pad"] = int(cip)
         ours_attrs["count_include_pad"] = cip
-    win = sliding_window(op, tuple(sizes), tuple(kernel), {
+    win = sliding_window(tuple(sizes), tuple(kernel), {
         "strides": strides, "padding": pads, "dilation": dil}, ceil)
     # A window with no tap inside the input (possible with dilation) is where the two
     # differ by design: ours gives -inf (max) / 0 (avg), onnxruntime the lowest float.
