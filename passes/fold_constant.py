@@ -290,7 +290,7 @@ def _rewrite(func: Function, folded_ids: np.ndarray, scalar_ids: np.ndarray, bit
         np.concatenate([pool.shape_id, func.shape_id[scalar_ids][new_index]]),
         np.concatenate([pool.sval, bits[new_index]]),
         np.concatenate([pool.offset, np.full(m, pool.offset[-1], np.int64)]),
-        pool.data) if m else pool
+        pool.data, pool.external) if m else pool
     a0 = func.a0.copy()
     a0[scalar_ids] = const_id
     if len(tensor_ids):  # rare: one pool entry per distinct folded tensor

@@ -158,6 +158,19 @@ def _nest(vars_: list[Var], extents: tuple[int, ...], body: Stmt) -> Stmt:
     return body
 
 
+def _same_point(indices: tuple[PrimExpr, ...], axes: tuple[Var, ...], loops: list[For]) -> bool:
+    """Whether ``indices`` name the loop nest's own point: each is the axis var, or the
+    constant 0 on an axis of extent 1 (how broadcasting templates read a size-1 axis, so
+    that a batch-1 conv or matmul still takes its epilogue in place)."""
+    for index, axis, loop in zip(indices, axes, loops, strict=True):
+        if index == axis:
+            continue
+        if not (isinstance(index, IntImm) and index.value == 0 and isinstance(loop.extent, IntImm)
+                and loop.extent.value == 1):
+            return False
+    return True
+
+
 def _loads_of(node: Any, name: str) -> list[BufferLoad]:
     return [n for n in post_order(node) if isinstance(n, BufferLoad) and n.buffer.name == name]
 
@@ -342,7 +355,7 @@ class _Composer:
             if not isinstance(buf, Buffer) or buf.shape != out.shape or buf.dtype != out.dtype:
                 continue
             loads = _loads_of(store.value, buf.name)
-            if not loads or any(ld.indices != axes for ld in loads):
+            if not loads or any(not _same_point(ld.indices, axes, loops) for ld in loads):
                 continue
             if any(_loads_of(s, buf.name) for k, (_, s) in enumerate(self.stmts[:-1])
                    if k != pos):

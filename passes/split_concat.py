@@ -25,6 +25,7 @@ import numpy as np
 from irkernel import transform
 from irkernel.ir import ops
 from irkernel.ir.function import Function
+from irkernel.ir.ids import ENC_BINARY, ENC_UNARY
 from irkernel.ir.module import IRModule
 
 _MAX_OPERANDS = 8
@@ -81,6 +82,13 @@ def split_concats(func: Function, fan_in: int = _MAX_OPERANDS) -> tuple[Function
     for col, src in ((kind, func.kind), (a0, func.a0), (a1, func.a1), (dtype, func.dtype),
                      (shape_id, func.shape_id), (attr_id, func.attr_id)):
         col[old2new] = src
+    # fixed-arity operands are node ids in a0/a1: renumbered (variadic a0 is an offset into
+    # extra, whose old part keeps its positions; const/param a0 is a pool/param index)
+    enc = ops.op_arrays().encoding[func.kind]
+    unary = (enc == ENC_UNARY) | (enc == ENC_BINARY)
+    binary = enc == ENC_BINARY
+    a0[old2new[unary]] = old2new[func.a0[unary]]
+    a1[old2new[binary]] = old2new[func.a1[binary]]
     shapes, new_shape_ids = func.shapes.extended(
         [shape for new, _ in plans for _, shape in new])
     extra_parts = [old2new[func.extra].astype(np.int32)]

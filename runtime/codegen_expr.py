@@ -12,7 +12,9 @@ which are libm/libmvec's, and fast math when enabled):
   NumPy, and ``-0.0 < 0.0``, which the interpreter follows); ``//`` on floats is ``floor(a / b)``, ``%`` NumPy's remainder;
 * float -> int casts are ``llvm.fptosi.sat`` (saturating, NaN is 0);
 * bools are ``i1`` in registers and one byte in memory;
-* math calls are LLVM intrinsics (``llvm.exp.f32`` ...); a *vector* call of a
+* math calls are LLVM intrinsics (``llvm.exp.f32`` ...), except ``fmod`` (the
+  ``frem`` instruction) and ``erf`` (libm's ``erf``/``erff``, called once per lane:
+  LLVM has no erf intrinsic); a *vector* call of a
   transcendental becomes calls of glibc's libmvec variants (``_ZGVeN16v_expf``)
   when the target has them: LLVM would otherwise scalarize it into libm
   calls, and it does not map intrinsics to libmvec itself here.
@@ -70,6 +72,8 @@ _INTRINSIC = {"exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log", "log2":
               "sqrt": "llvm.sqrt", "tanh": "llvm.tanh", "sin": "llvm.sin", "cos": "llvm.cos",
               "fabs": "llvm.fabs", "floor": "llvm.floor", "ceil": "llvm.ceil",
               "round": "llvm.roundeven", "pow": "llvm.pow", "fma": "llvm.fma"}
+#: Math ops that are plain libm calls (no LLVM intrinsic).
+_LIBM = frozenset({"erf"})
 #: Math ops with libmvec variants (the rest are single instructions on x86).
 _MVEC = frozenset({"exp", "exp2", "log", "log2", "tanh", "sin", "cos", "pow"})
 
@@ -396,6 +400,10 @@ class ExprCodegen:
 
     def _e_Call(self, e: Call) -> ir.Value:
         args = [self.expr(a) for a in e.args]
+        if e.op == "fmod":
+            return self.builder.frem(args[0], args[1], flags=self._fm)
+        if e.op in _LIBM:
+            return self.libm_call(e.op, args[0], dt.element(e.dtype))
         if e.op == "abs":
             fn = self.intrinsic("llvm.abs", args[0].type, [args[0].type, I1], [args[0].type])
             return self.builder.call(fn, [args[0], I1(0)])
@@ -407,6 +415,19 @@ class ExprCodegen:
         typ = args[0].type
         fn = self.intrinsic(_INTRINSIC[op], typ, [typ] * len(args), [typ])
         return self.builder.call(fn, args, fastmath=self._fm)
+
+    def libm_call(self, op: str, arg: ir.Value, elem: str) -> ir.Value:
+        """A one-argument libm function (``erf``/``erff``), lane by lane for vectors."""
+        scalar = _ELEM[elem]
+        fn = self.declare(op + ("f" if elem == "float32" else ""), scalar, [scalar])
+        bld = self.builder
+        if not isinstance(arg.type, ir.VectorType):
+            return bld.call(fn, [arg])
+        out = undef_vector(arg.type)
+        for k in range(arg.type.count):
+            lane = bld.call(fn, [bld.extract_element(arg, I32(k))])
+            out = bld.insert_element(out, lane, I32(k))
+        return out
 
     def vector_math(self, op: str, args: list[ir.Value], elem: str) -> ir.Value:
         """``op`` on vectors through libmvec, in chunks of the variant's width."""

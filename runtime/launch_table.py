@@ -177,13 +177,21 @@ def _const_addresses(func: Function, nodes: np.ndarray, align: np.ndarray,
     """Addresses of const nodes' data: the pool's own bytes (zero copy) where aligned
     enough; one-element constants, which the pool keeps as 8 raw bytes in ``sval``
     (float64 bits for floats), from one array holding each in its own dtype; a
-    private aligned copy for the rare kernel that wants more alignment."""
+    private aligned copy for the rare kernel that wants more alignment. Large constants
+    the pool holds by reference (``pool.external``) are passed as their own arrays."""
     pool = func.consts
     cids = func.a0[nodes].astype(np.int64)
     data = pool.data
     base = data.ctypes.data if len(data) else 0
     addr = base + pool.offset[cids].astype(np.int64)
     keep.append(data)
+    if pool.external:  # large constants held by reference (zero-copy imports): their arrays
+        ext = np.fromiter(pool.external, np.int64, len(pool.external))
+        held = np.isin(cids, ext)
+        for k in np.nonzero(held)[0].tolist():
+            arr = pool.external[int(cids[k])]
+            addr[k] = arr.ctypes.data if arr.size else 0
+            keep.append(arr)
     scalar = func.shapes.size[pool.shape_id[cids]] == 1
     if np.any(scalar):
         ids, where = np.unique(cids[scalar], return_inverse=True)

@@ -39,6 +39,17 @@ def test_import_irkernel_does_not_import_passes_or_runtime():
     assert json.loads(out) == []
 
 
+def test_core_does_not_import_onnx():
+    """onnx is an optional extra: only irkernel.frontend imports it."""
+    out = _run("""
+        import json, sys
+        import irkernel, passes, runtime, irkernel.cli.main
+        print(json.dumps(sorted(m for m in sys.modules
+                                if m.split('.')[0] in ('onnx', 'onnxruntime'))))
+    """)
+    assert json.loads(out) == []
+
+
 def test_import_passes_does_not_import_runtime():
     if not (ROOT / "passes" / "__init__.py").exists():
         pytest.skip("no passes package yet")
@@ -56,12 +67,12 @@ def test_import_passes_does_not_import_runtime():
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("irkernel.ir",),
     ("irkernel.text", "irkernel.tir", "irkernel.testing"),
-    ("irkernel.transform",),
+    ("irkernel.transform", "irkernel.frontend"),
     ("irkernel.instrument",),
     ("irkernel",),  # the public facade (irkernel/__init__.py)
     ("passes",),
     ("runtime",),
-    ("irkernel.cli",),
+    ("irkernel.cli", "irkernel.frontend.onnx.backend"),
 )
 
 

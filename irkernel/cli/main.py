@@ -1,4 +1,4 @@
-"""The ``irkernel`` command: demo, opt, run, print, verify.
+"""The ``irkernel`` command: demo, opt, run, print, verify, import (ONNX).
 
 Heavy modules (passes, runtime, the generator) are imported lazily inside the
 subcommands so that ``irkernel --help`` stays instant.
@@ -37,7 +37,7 @@ def cmd_opt(args: argparse.Namespace, out: TextIO) -> int:
     import passes  # noqa: F401  (registers the graph passes)
     from irkernel import instrument, transform
 
-    mod = _read_module(args.file)
+    mod = _read_module(args.file, args.shape)
     instruments: list[Any] = []
     timing = instrument.PassTimingInstrument() if args.time_passes else None
     if timing is not None:
@@ -65,7 +65,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     """Build an .ir file with runtime.build and run it (exit code 2 on a user error)."""
     from irkernel.cli.run import run_file
 
-    return run_file(args, out, _read_module)
+    return run_file(args, out, lambda path: _read_module(path, args.shape))
 
 
 def read_text(path: str) -> str:
@@ -97,7 +97,12 @@ def _os_problem(exc: OSError) -> str:
     return describe_os_error(exc)
 
 
-def _read_module(path: str) -> IRModule:
+def _read_module(path: str, shapes: Sequence[str] | None = None) -> IRModule:
+    """An .ir file, or an .onnx file imported with the frontend (``--shape`` fixes dims)."""
+    from irkernel.cli import onnx_cmd
+
+    if onnx_cmd.is_onnx(path):
+        return onnx_cmd.read_onnx(path, onnx_cmd.parse_shapes(shapes))
     from irkernel.text.parser import parse
 
     text = read_text(path)
@@ -108,7 +113,7 @@ def _read_module(path: str) -> IRModule:
 
 
 def cmd_print(args: argparse.Namespace, out: TextIO) -> int:
-    mod = _read_module(args.file)
+    mod = _read_module(args.file, args.shape)
     try:
         text = mod.script()
     except IRError as exc:
@@ -140,6 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="show the traceback of an error instead of one line")
+    from irkernel.cli.onnx_cmd import add_import_parser, add_shape_option
+
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = sub.add_parser("demo", parents=[common],
                           help="optimize a generated graph; compile and run an MLP and a "
@@ -163,11 +170,18 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--print-changed", action="store_true",
                      help="print a diff after every pass that changed the module (stderr)")
     opt.add_argument("-o", "--output", help="write the result here instead of stdout")
+    add_shape_option(opt)
     opt.set_defaults(run=cmd_opt)
     run = sub.add_parser("run", parents=[common],
-                         help="build an .ir file (runtime.build) and run it on .npy inputs")
+                         help="build an .ir or .onnx file (runtime.build) and run it on .npy "
+                         "inputs")
     run.add_argument("file")
     run.add_argument("--inputs", nargs="*", metavar="NPY", help="one .npy file per parameter")
+    run.add_argument("--random", action="store_true",
+                     help="run on random inputs of the parameters' types (seed 0)")
+    run.add_argument("--repeat", type=int, default=1,
+                     help="run this many times and report the median time per run")
+    add_shape_option(run)
     run.add_argument("--entry", default="main", help="graph function to run (default main)")
     run.add_argument("-o", "--output", help="write the outputs to this .npz file")
     run.add_argument("-O", "--opt-level", type=int, default=None,
@@ -176,13 +190,15 @@ def build_parser() -> argparse.ArgumentParser:
                      help="print the timing tree of every pass of the build (stderr)")
     run.set_defaults(run=cmd_run)
     show = sub.add_parser("print", parents=[common],
-                          help="parse an .ir file and print it normalized")
+                          help="parse an .ir (or import an .onnx) file and print it")
     show.add_argument("file")
+    add_shape_option(show)
     show.set_defaults(run=cmd_print)
     check = sub.add_parser("verify", parents=[common],
                            help="parse an .ir file and check every invariant")
     check.add_argument("file")
     check.set_defaults(run=cmd_verify)
+    add_import_parser(sub, [common])
     return parser
 
 

@@ -1,4 +1,8 @@
-"""``irkernel run FILE --inputs a.npy ...``: parse, ``runtime.build``, run, summarize.
+"""``irkernel run FILE --inputs a.npy ... | --random``: read, ``runtime.build``, run, summarize.
+
+FILE is an ``.ir`` file or an ``.onnx`` model (imported by the frontend); ``--random``
+runs on random inputs of the parameters' types, ``--repeat N`` reports the median time
+per run of N runs.
 
 Imported lazily by ``irkernel/cli/main.py`` (runtime and numpy load only when
 the subcommand runs). Inputs are checked before anything is built or
@@ -72,7 +76,14 @@ def run_file(args: argparse.Namespace, out: TextIO,
         graphs = [n for n, f in mod.functions.items() if isinstance(f, Function)]
         raise RunError(f"{args.file}: no graph function {args.entry!r} to run "
                        f"(graph functions: {', '.join(graphs) or 'none'})")
-    inputs = _load_inputs(args.file, func, args.entry, args.inputs or [])
+    if getattr(args, "random", False):
+        if args.inputs:
+            raise RunError(f"{args.file}: give --inputs or --random, not both")
+        from irkernel.testing import random_inputs
+
+        inputs = random_inputs(mod[args.entry], seed=0, special_values=False)
+    else:
+        inputs = _load_inputs(args.file, func, args.entry, args.inputs or [])
     timing = instrument.PassTimingInstrument() if args.time_passes else None
     start = time.perf_counter()
     try:
@@ -87,9 +98,15 @@ def run_file(args: argparse.Namespace, out: TextIO,
                        f"attrs {{global_symbol = \"{args.entry}\"}}")
     graph = ex[args.entry]
     results = graph(*inputs)
-    done = time.perf_counter()
+    times = [time.perf_counter() - built]
+    for _ in range(max(getattr(args, "repeat", 1), 1) - 1):  # --repeat N: the median of N runs
+        t0 = time.perf_counter()
+        graph(*inputs)
+        times.append(time.perf_counter() - t0)
+    per_run = sorted(times)[len(times) // 2]
+    runs = f" (median of {len(times)} runs)" if len(times) > 1 else ""
     print(f"{args.file}: {args.entry} built in {(built - start) * 1e3:.1f} ms "
-          f"({graph.num_kernels} kernel launches), ran in {(done - built) * 1e3:.3f} ms",
+          f"({graph.num_kernels} kernel launches), ran in {per_run * 1e3:.3f} ms per run{runs}",
           file=out)
     print(f"  memory plan: {ex.memory_plan(args.entry).summary()}", file=out)
     for k, arr in enumerate(results):

@@ -209,6 +209,10 @@ def _fingerprint(mod: IRModule) -> dict[str, Any]:
             cols: dict[str, Any] = {col: _crc(getattr(value, col)) for col in _column_names(value)}
             cols.update({f"consts.{col}": _crc(getattr(value.consts, col))
                          for col in _POOL_COLUMNS})
+            # Constants held by reference are read-only views: their identity and flag
+            # are checked, not their bytes (a checksum of 575 MB per pass would dominate).
+            cols["consts.external"] = tuple(
+                (cid, id(arr), arr.flags.writeable) for cid, arr in value.consts.external.items())
             cols["attrs"] = tuple((k, id(v)) for k, v in value.attrs.items())
             prints[name] = (id(value), cols)
         else:

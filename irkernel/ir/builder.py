@@ -70,7 +70,9 @@ def _convert_exact(what: str, arr: np.ndarray, code: int) -> np.ndarray:
     """
     target = np.dtype(DTYPE_NAMES[code])
     with np.errstate(invalid="ignore", over="ignore"):
-        converted = np.array(arr, dtype=target, order="C")
+        # asarray: an array already of the target dtype and C-contiguous is not copied
+        # (large constants are then held by reference, see irkernel.ir.pools)
+        converted = np.asarray(arr, dtype=target, order="C")
         if target.kind not in "ib" or arr.dtype == target:
             return converted
         lost = converted.astype(arr.dtype) != arr
@@ -161,6 +163,12 @@ class GraphBuilder:
     def __len__(self) -> int:
         return self._n_finished if self._finished else len(self._kind)
 
+    def node_type(self, node_id: int) -> tuple[str, Shape]:
+        """(dtype name, shape) of a node added so far (frontends read types as they build)."""
+        if not isinstance(node_id, (int, np.integer)) or not 0 <= node_id < len(self._kind):
+            raise ValueError(f"node_type: {node_id!r} is not a node id in [0, {len(self._kind)})")
+        return DTYPE_NAMES[self._dtype[node_id]], self._shapes[self._shape_id[node_id]]
+
     def _check_open(self) -> None:
         if self._finished:
             raise RuntimeError(f"GraphBuilder({self.name!r}) is finished")
@@ -195,7 +203,12 @@ class GraphBuilder:
         return node
 
     def const(self, value: object, dtype: object = None) -> int:
-        """Add a constant (interned: equal bytes share one pool entry); returns its node id."""
+        """Add a constant (interned: equal bytes share one pool entry); returns its node id.
+
+        A NumPy array of ``irkernel.ir.pools.LARGE_CONST_BYTES`` or more that already
+        has the dtype and is C-contiguous is held by reference, without a copy (the
+        pool keeps a read-only view; do not write to the array afterwards).
+        """
         self._check_open()
         arr = np.asarray(value)
         try:

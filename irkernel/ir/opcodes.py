@@ -16,10 +16,17 @@ BUILTIN_OP_NAMES = (
     "power", "negative", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs",
     "where", "equal", "less", "greater", "matmul", "sum", "max", "mean", "reshape",
     "permute_dims", "broadcast_to", "astype", "concat", "call_func", "call_tir",
+    # issue 15 (ops an ONNX frontend needs), appended in the order of its op contract
+    "erf", "floor", "ceil", "round", "logical_not", "logical_and", "logical_or", "logical_xor",
+    "floor_mod", "fmod", "min", "prod", "argmax", "argmin", "strided_slice", "take", "pad",
+    "scatter_nd", "conv", "conv_transpose", "max_pool", "avg_pool", "lrn",
 )
 
 OP_PARAM, OP_CONST, OP_ADD, OP_SUBTRACT, OP_MULTIPLY, OP_DIVIDE, OP_MAXIMUM, OP_MINIMUM, \
     OP_POWER, OP_NEGATIVE, OP_EXP, OP_LOG, OP_SQRT, OP_TANH, OP_SIGMOID, OP_RELU, OP_ABS, \
     OP_WHERE, OP_EQUAL, OP_LESS, OP_GREATER, OP_MATMUL, OP_SUM, OP_MAX, OP_MEAN, OP_RESHAPE, \
-    OP_PERMUTE_DIMS, OP_BROADCAST_TO, OP_ASTYPE, OP_CONCAT, OP_CALL_FUNC, OP_CALL_TIR = \
-    range(len(BUILTIN_OP_NAMES))
+    OP_PERMUTE_DIMS, OP_BROADCAST_TO, OP_ASTYPE, OP_CONCAT, OP_CALL_FUNC, OP_CALL_TIR, \
+    OP_ERF, OP_FLOOR, OP_CEIL, OP_ROUND, OP_LOGICAL_NOT, OP_LOGICAL_AND, OP_LOGICAL_OR, \
+    OP_LOGICAL_XOR, OP_FLOOR_MOD, OP_FMOD, OP_MIN, OP_PROD, OP_ARGMAX, OP_ARGMIN, \
+    OP_STRIDED_SLICE, OP_TAKE, OP_PAD, OP_SCATTER_ND, OP_CONV, OP_CONV_TRANSPOSE, OP_MAX_POOL, \
+    OP_AVG_POOL, OP_LRN = range(len(BUILTIN_OP_NAMES))

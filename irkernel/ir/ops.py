@@ -8,30 +8,38 @@ Opcodes of the built-in ops are module constants ``OP_<NAME>`` (declared in
 ``irkernel.ir.opcodes``) and never change between versions (Numba caches
 kernels that read them). Imports numpy and lower ``irkernel.ir`` modules.
 
+This module holds the built-in table and the registry and is the public import
+path of the op-table names; the parts live beside it, split by idea:
+``opdef`` (OpDef, AttrSpec, attribute kinds, pattern kinds), ``type_rules`` and
+``nn_rules`` (dtype and shape rules), ``references`` and ``nn_references``
+(the NumPy semantics).
+
 Semantics worth stating once (the interpreter and every backend follow them):
 binary ops need operands of one dtype (no implicit promotion, as in TVM Relax)
 and broadcast as NumPy does; integer ``divide`` is floor division with
-``x // 0 == 0`` (NumPy's result); ``astype`` from float to int truncates,
-maps NaN to 0 and saturates out-of-range values (LLVM's ``fptosi.sat``);
-integer arithmetic wraps; reductions keep the input dtype.
+``x // 0 == 0`` (NumPy's result); ``floor_mod`` is ``np.mod`` (sign of the
+divisor) and ``fmod`` C's ``fmod`` (sign of the dividend), both with integer
+``x % 0 == 0``; ``round`` rounds half to even (``np.round``); ``astype`` from
+float to int truncates, maps NaN to 0 and saturates out-of-range values (LLVM's
+``fptosi.sat``); integer arithmetic wraps; reductions keep the input dtype
+(``prod`` too), ``argmax``/``argmin`` give int64 and count NaN as the maximum /
+minimum (NumPy). Index operands (``take``, ``scatter_nd``) never read out of
+bounds: an index ``i`` in ``[-d, d)`` selects ``i mod d``, others are clamped
+into ``[0, d - 1]``.
 """
 
 from __future__ import annotations
 
-import math
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from irkernel.ir import scalar_ops
-from irkernel.ir.errors import TypeInferenceError
 from irkernel.ir.ids import (
     ALL_DTYPES,
     BOOL,
-    DTYPE_NAMES,
     ENC_BINARY,
     ENC_CONST,
     ENC_PARAM,
@@ -39,369 +47,86 @@ from irkernel.ir.ids import (
     ENC_VARIADIC,
     FLOAT_DTYPES,
     NUMERIC_DTYPES,
-    dtype_code,
-    numpy_dtype,
 )
+from irkernel.ir.nn_references import (
+    avg_pool_ref,
+    conv_ref,
+    conv_transpose_ref,
+    lrn_ref,
+    max_pool_ref,
+)
+from irkernel.ir.nn_rules import conv_rule, conv_transpose_rule, lrn_rule, pool_rule
 from irkernel.ir.opcodes import *  # noqa: F403  (OP_<NAME> constants are part of this module's API)
-from irkernel.ir.opcodes import BUILTIN_OP_NAMES, OP_POWER
-
-Shape = tuple[int, ...]
-TensorType = tuple[int, Shape]  # (dtype code, shape)
-
-# Fusion pattern kinds, numbered as TVM's OpPatternKind.
-ELEMWISE, BROADCAST, INJECTIVE, REDUCE, OUT_EWISE_FUSABLE, OPAQUE = 0, 1, 2, 3, 4, 8
-PATTERN_NAMES = {ELEMWISE: "elemwise", BROADCAST: "broadcast", INJECTIVE: "injective",
-                 REDUCE: "reduce", OUT_EWISE_FUSABLE: "out_ewise_fusable", OPAQUE: "opaque"}
-
-# Attribute kinds: how a keyword value is checked and normalized.
-A_INT, A_BOOL, A_INTS, A_AXES, A_DTYPE, A_STR = "int", "bool", "ints", "axes", "dtype", "str"
-_REQUIRED = object()
-
-
-@dataclass(frozen=True)
-class AttrSpec:
-    name: str
-    kind: str
-    default: Any = _REQUIRED
-
-    @property
-    def required(self) -> bool:
-        return self.default is _REQUIRED
-
-
-def _is_int(v: object) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-
-
-def normalize_attr(spec: AttrSpec, value: object) -> object:
-    """Check ``value`` against the spec; returns the canonical (hashable) value.
-
-    Raises TypeError naming the attribute.
-    """
-    kind = spec.kind
-    if kind == A_INT and _is_int(value):
-        return int(value)  # type: ignore[arg-type]
-    if kind == A_BOOL and isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if kind == A_STR and isinstance(value, str):
-        return value
-    if kind == A_DTYPE:
-        try:
-            return DTYPE_NAMES[dtype_code(value)]
-        except ValueError:
-            pass
-    if kind == A_AXES and value is None:
-        return None
-    if kind == A_AXES and _is_int(value):
-        return (int(value),)  # type: ignore[arg-type]
-    if kind in (A_INTS, A_AXES) and isinstance(value, (tuple, list, np.ndarray)):
-        items = list(value)
-        if all(_is_int(v) for v in items):
-            return tuple(int(v) for v in items)
-    expected = {A_INT: "an int", A_BOOL: "a bool", A_STR: "a str", A_DTYPE: "a dtype name",
-                A_INTS: "a sequence of ints", A_AXES: "None, an int or a sequence of ints"}[kind]
-    raise TypeError(f"attribute {spec.name!r} must be {expected}, got {value!r}")
-
-
-@dataclass(frozen=True)
-class OpDef:
-    """One row of the op table. ``arity`` is the operand count, -1 for variadic."""
-
-    name: str
-    encoding: int
-    arity: int
-    infer: Callable[[Sequence[TensorType], Mapping[str, Any]], TensorType]
-    reference: Callable[[Sequence[np.ndarray], Mapping[str, Any]], np.ndarray] | None
-    pattern: int
-    attrs: tuple[AttrSpec, ...] = ()
-    pure: bool = True
-    commutative: bool = False
-    doc: str = ""
-    opcode: int = field(default=-1, compare=False)
-    #: ``legalize(operand types, attrs, result type) -> tir.PrimFunc`` (canonical form, attrs
-    #: ``op_pattern``/``op_name``); the built-ins' live in ``passes.topi.templates``.
-    legalize: Callable[..., Any] | None = field(default=None, compare=False)
-
-    def normalize_attrs(self, given: Mapping[str, object]) -> tuple[tuple[str, object], ...]:
-        """Canonical sorted (name, value) pairs with defaults filled; TypeError on a bad key."""
-        known = {s.name: s for s in self.attrs}
-        for key in given:
-            if key not in known:
-                valid = ", ".join(known) or "none"
-                raise TypeError(f"{self.name}: unknown attribute {key!r} (valid: {valid})")
-        out = []
-        for spec in self.attrs:
-            if spec.name in given:
-                try:
-                    value = normalize_attr(spec, given[spec.name])
-                except TypeError as exc:
-                    raise TypeError(f"{self.name}: {exc}") from None
-            elif spec.required:
-                raise TypeError(f"{self.name}: missing required attribute {spec.name!r}")
-            else:
-                value = spec.default
-            out.append((spec.name, value))
-        return tuple(sorted(out))
-
-
-# ---------------------------------------------------------------------------
-# dtype and shape rules
-# ---------------------------------------------------------------------------
-
-def _fmt(shape: Shape) -> str:
-    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
-
-
-def broadcast_shapes(*shapes: Shape) -> Shape:
-    """NumPy broadcasting with an error naming the shapes."""
-    ndim = max((len(s) for s in shapes), default=0)
-    out = []
-    for k in range(ndim):
-        dim = 1
-        for s in shapes:
-            d = s[k - ndim + len(s)] if k - ndim + len(s) >= 0 else 1
-            if d != 1:
-                if dim not in (1, d):
-                    raise TypeInferenceError(
-                        "shapes " + ", ".join(_fmt(s) for s in shapes) + " do not broadcast")
-                dim = d
-        out.append(dim)
-    return tuple(out)
-
-
-def _dtypes_in(allowed: frozenset[int], types: Sequence[TensorType], what: str) -> None:
-    for dt, _ in types:
-        if dt not in allowed:
-            names = ", ".join(DTYPE_NAMES[c] for c in sorted(allowed))
-            raise TypeInferenceError(f"{what} dtype {DTYPE_NAMES[dt]} not supported ({names})")
-
-
-def _same_dtype(types: Sequence[TensorType]) -> int:
-    first = types[0][0]
-    if any(dt != first for dt, _ in types):
-        names = ", ".join(DTYPE_NAMES[dt] for dt, _ in types)
-        raise TypeInferenceError(f"operand dtypes differ ({names}); insert astype")
-    return first
-
-
-def _elementwise_rule(allowed: frozenset[int], result_bool: bool = False):
-    def infer(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
-        _dtypes_in(allowed, types, "operand")
-        dt = _same_dtype(types)
-        return (BOOL if result_bool else dt), broadcast_shapes(*(s for _, s in types))
-    return infer
-
-
-def _where_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
-    if types[0][0] != BOOL:
-        raise TypeInferenceError(f"condition must be bool, got {DTYPE_NAMES[types[0][0]]}")
-    dt = _same_dtype(types[1:])
-    return dt, broadcast_shapes(*(s for _, s in types))
-
-
-def _matmul_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
-    _dtypes_in(NUMERIC_DTYPES, types, "operand")
-    dt = _same_dtype(types)
-    a, b = types[0][1], types[1][1]
-    if not a or not b:
-        raise TypeInferenceError(f"matmul operands must have rank >= 1, got {_fmt(a)} and {_fmt(b)}")
-    a2 = a if len(a) >= 2 else (1,) + a
-    b2 = b if len(b) >= 2 else b + (1,)
-    if a2[-1] != b2[-2]:
-        raise TypeInferenceError(f"matmul contraction mismatch: {_fmt(a)} @ {_fmt(b)}")
-    out = broadcast_shapes(a2[:-2], b2[:-2]) + (a2[-2], b2[-1])
-    if len(a) == 1:
-        out = out[:-2] + out[-1:]
-    if len(b) == 1:
-        out = out[:-1]
-    return dt, out
-
-
-def normalize_axes(axes: tuple[int, ...] | None, rank: int) -> tuple[int, ...]:
-    """Sorted non-negative axes; None means all. TypeInferenceError when out of range."""
-    if axes is None:
-        return tuple(range(rank))
-    out = []
-    for ax in axes:
-        if not -rank <= ax < rank:
-            raise TypeInferenceError(f"axis {ax} out of range for rank {rank}")
-        out.append(ax % rank)
-    if len(set(out)) != len(out):
-        raise TypeInferenceError(f"repeated axis in {axes}")
-    return tuple(sorted(out))
-
-
-def _reduce_rule(allowed: frozenset[int], empty_ok: bool):
-    def infer(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
-        _dtypes_in(allowed, types, "operand")
-        dt, shape = types[0]
-        axes = normalize_axes(attrs["axis"], len(shape))
-        if not empty_ok and any(shape[a] == 0 for a in axes):
-            raise TypeInferenceError(f"reduction over an empty axis of shape {_fmt(shape)}")
-        if attrs["keepdims"]:
-            return dt, tuple(1 if k in axes else d for k, d in enumerate(shape))
-        return dt, tuple(d for k, d in enumerate(shape) if k not in axes)
-    return infer
-
-
-def _reshape_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
-    dt, shape = types[0]
-    new = attrs["shape"]
-    size = math.prod(shape)  # exact Python ints: a huge target can not wrap to a match
-    if sum(d == -1 for d in new) > 1 or any(d < -1 for d in new):
-        raise TypeInferenceError(f"bad reshape target {_fmt(new)}")
-    known = math.prod(d for d in new if d != -1)
-    if -1 in new:
-        if known == 0 or size % known:
-            raise TypeInferenceError(f"cannot reshape {_fmt(shape)} to {_fmt(new)}")
-        new = tuple(size // known if d == -1 else d for d in new)
-    elif known != size:
-        raise TypeInferenceError(f"cannot reshape {_fmt(shape)} to {_fmt(new)}")
-    return dt, tuple(new)
-
-
-def permutation(axes: tuple[int, ...] | None, rank: int) -> tuple[int, ...]:
-    if axes is None:
-        return tuple(range(rank - 1, -1, -1))
-    if sorted(a % rank if rank else a for a in axes) != list(range(rank)) or any(
-            not -rank <= a < rank for a in axes):
-        raise TypeInferenceError(f"axes {axes} are not a permutation of rank {rank}")
-    return tuple(a % rank for a in axes)
-
-
-def _permute_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
-    dt, shape = types[0]
-    return dt, tuple(shape[a] for a in permutation(attrs["axes"], len(shape)))
-
-
-def _broadcast_to_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
-    dt, shape = types[0]
-    target = attrs["shape"]
-    if any(d < 0 for d in target) or len(target) < len(shape) or (
-            broadcast_shapes(shape, target) != target):
-        raise TypeInferenceError(f"cannot broadcast {_fmt(shape)} to {_fmt(target)}")
-    return dt, target
-
-
-def _astype_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
-    return dtype_code(attrs["dtype"]), types[0][1]
-
-
-def _concat_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
-    if not types:
-        raise TypeInferenceError("concat needs at least one operand")
-    dt = _same_dtype(types)
-    first = types[0][1]
-    rank = len(first)
-    if rank == 0 or any(len(s) != rank for _, s in types):
-        raise TypeInferenceError("concat operands must share one rank >= 1, got "
-                                 + ", ".join(_fmt(s) for _, s in types))
-    (axis,) = normalize_axes((attrs["axis"],), rank)
-    for _, s in types:
-        if any(s[k] != first[k] for k in range(rank) if k != axis):
-            raise TypeInferenceError("concat shapes differ off the axis: "
-                                     + ", ".join(_fmt(s) for _, s in types))
-    return dt, first[:axis] + (sum(s[axis] for _, s in types),) + first[axis + 1:]
-
-
-def _call_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
-    if any(d < 0 for d in attrs["shape"]):
-        raise TypeInferenceError(f"bad result shape {_fmt(attrs['shape'])}")
-    return dtype_code(attrs["dtype"]), attrs["shape"]
-
-
-def _leaf_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
-    raise TypeInferenceError("param and const nodes carry their own type")
-
-
-# ---------------------------------------------------------------------------
-# NumPy reference implementations (the semantics; the interpreter calls these)
-# ---------------------------------------------------------------------------
-
-def _ufunc(fn: Callable[..., Any]):
-    def ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
-        with np.errstate(all="ignore"):
-            return np.asarray(fn(*xs))
-    return ref
-
-
-def _divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    return np.true_divide(x, y) if x.dtype.kind == "f" else np.floor_divide(x, y)
-
-
-def _float_math(opcode: int):
-    """exp/log/tanh/sigmoid/power through the compiled scalar semantics (see scalar_ops)."""
-    def ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
-        arrays = np.broadcast_arrays(*xs)
-        dt = arrays[0].dtype
-        # np.array copies: a broadcast view handed to Numba as is warns (FutureWarning)
-        flat = [np.array(a, np.float64, order="C").ravel() for a in arrays]
-        out = scalar_ops.float_math_kernel(opcode, flat[0], flat[-1], dt == np.float32)
-        return out.astype(dt).reshape(arrays[0].shape)
-    return ref
-
-
-def _nan_max(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """NaN if either is NaN, else ``x if x > y else y`` (pins the signed-zero result)."""
-    out = np.where(x > y, x, y)
-    return np.where(np.isnan(x), x, out) if x.dtype.kind == "f" else out
-
-
-def _nan_min(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    out = np.where(x < y, x, y)
-    return np.where(np.isnan(x), x, out) if x.dtype.kind == "f" else out
-
-
-def astype_reference(x: np.ndarray, code: int) -> np.ndarray:
-    """Conversion with NaN -> 0 and saturation for float -> int (see module doc)."""
-    dt = numpy_dtype(code)
-    if x.dtype.kind == "f" and dt.kind == "i":
-        info = np.iinfo(dt)
-        hi = float(2 ** (info.bits - 1))
-        with np.errstate(invalid="ignore"):
-            inside = (x >= -hi) & (x < hi)
-            out = np.trunc(np.where(inside, x, 0)).astype(dt)
-            out = np.where(x >= hi, info.max, out)
-            out = np.where(x < -hi, info.min, out).astype(dt)
-        return np.asarray(out)
-    with np.errstate(all="ignore"):
-        return np.asarray(x.astype(dt))
-
-
-def _reduce_ref(fn: Callable[..., Any], pass_dtype: bool):
-    def ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
-        x = xs[0]
-        axes = normalize_axes(attrs["axis"], x.ndim)
-        kw = {"dtype": x.dtype} if pass_dtype else {}
-        with np.errstate(all="ignore"):
-            return np.asarray(fn(x, axis=axes, keepdims=attrs["keepdims"], **kw), dtype=x.dtype)
-    return ref
-
-
-def _mean(x: np.ndarray, axis: tuple[int, ...], keepdims: bool, dtype: np.dtype) -> np.ndarray:
-    """np.mean's arithmetic (sum in ``dtype``, then divide) without its empty-slice warning."""
-    count = int(np.prod([x.shape[a] for a in axis], dtype=np.int64))
-    return np.true_divide(np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype), count)
-
-
-def _reshape_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
-    return np.reshape(xs[0], attrs["shape"])
-
-
-def _permute_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
-    return np.transpose(xs[0], permutation(attrs["axes"], xs[0].ndim))
-
-
-def _broadcast_to_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
-    return np.broadcast_to(xs[0], attrs["shape"]).copy()
-
-
-def _astype_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
-    return astype_reference(xs[0], dtype_code(attrs["dtype"]))
-
-
-def _concat_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
-    return np.concatenate(list(xs), axis=attrs["axis"])
+from irkernel.ir.opcodes import BUILTIN_OP_NAMES, OP_ERF, OP_POWER
+from irkernel.ir.opdef import (
+    A_AXES,
+    A_BOOL,
+    A_DTYPE,
+    A_FLOAT,
+    A_INT,
+    A_INTS,
+    A_STR,
+    BROADCAST,
+    ELEMWISE,
+    INJECTIVE,
+    OPAQUE,
+    OUT_EWISE_FUSABLE,
+    PATTERN_NAMES,
+    REDUCE,
+    AttrSpec,
+    FloatAttr,
+    OpDef,
+    Shape,
+    TensorType,
+    normalize_attr,
+)
+from irkernel.ir.references import (
+    arg_reduce_ref,
+    astype_ref,
+    astype_reference,
+    broadcast_to_ref,
+    concat_ref,
+    divide,
+    float_math,
+    floor_mod,
+    fmod,
+    mean,
+    nan_max,
+    nan_min,
+    pad_ref,
+    permute_ref,
+    reduce_ref,
+    relu,
+    reshape_ref,
+    scatter_nd_ref,
+    strided_slice_ref,
+    take_ref,
+    ufunc,
+)
+from irkernel.ir.type_rules import (
+    arg_reduce_rule,
+    astype_rule,
+    broadcast_shapes,
+    broadcast_to_rule,
+    call_rule,
+    concat_rule,
+    elementwise_rule,
+    leaf_rule,
+    matmul_rule,
+    normalize_axes,
+    pad_rule,
+    permutation,
+    permute_rule,
+    reduce_rule,
+    reshape_rule,
+    scatter_nd_rule,
+    strided_slice_rule,
+    take_rule,
+    where_rule,
+)
+
+# Private aliases kept for code written against the single-module table.
+_elementwise_rule, _ufunc, _nan_max, _nan_min = elementwise_rule, ufunc, nan_max, nan_min
 
 
 # ---------------------------------------------------------------------------
@@ -409,35 +134,40 @@ def _concat_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarra
 # ---------------------------------------------------------------------------
 
 _AXIS = (AttrSpec("axis", A_AXES, None), AttrSpec("keepdims", A_BOOL, False))
+_ARG_AXIS = (AttrSpec("axis", A_INT, 0), AttrSpec("keepdims", A_BOOL, False),
+             AttrSpec("select_last_index", A_BOOL, False))
+_SLICE = (AttrSpec("begin", A_INTS), AttrSpec("end", A_INTS), AttrSpec("strides", A_INTS))
+_PAD = (AttrSpec("pad_width", A_INTS), AttrSpec("mode", A_STR, "constant"))
+# NN window attributes: one entry per spatial axis (padding: begins, then ends); () = default
+_WINDOW = (AttrSpec("strides", A_INTS, ()), AttrSpec("padding", A_INTS, ()),
+           AttrSpec("dilation", A_INTS, ()))
+_CONV = (*_WINDOW, AttrSpec("groups", A_INT, 1))
+_POOL = (AttrSpec("kernel", A_INTS), *_WINDOW, AttrSpec("ceil_mode", A_BOOL, False))
 _CALL = (AttrSpec("callee", A_STR), AttrSpec("dtype", A_DTYPE), AttrSpec("shape", A_INTS))
-_NUM, _FLOAT, _ALL = NUMERIC_DTYPES, FLOAT_DTYPES, ALL_DTYPES
+_NUM, _FLOAT, _ALL, _BOOL = NUMERIC_DTYPES, FLOAT_DTYPES, ALL_DTYPES, frozenset({BOOL})
 
 
 def _binary(name: str, fn: Callable[..., Any], allowed: frozenset[int] = _NUM,
             result_bool: bool = False, commutative: bool = False, doc: str = "") -> OpDef:
-    return OpDef(name, ENC_BINARY, 2, _elementwise_rule(allowed, result_bool), _ufunc(fn),
+    return OpDef(name, ENC_BINARY, 2, elementwise_rule(allowed, result_bool), ufunc(fn),
                  BROADCAST, commutative=commutative, doc=doc)
 
 
 def _unary(name: str, fn: Callable[..., Any] | None, allowed: frozenset[int], doc: str) -> OpDef:
-    ref = _float_math(BUILTIN_OP_NAMES.index(name)) if fn is None else _ufunc(fn)
-    return OpDef(name, ENC_UNARY, 1, _elementwise_rule(allowed), ref, ELEMWISE, doc=doc)
-
-
-def _relu(x: np.ndarray) -> np.ndarray:
-    return _nan_max(x, np.zeros((), x.dtype))
+    ref = float_math(BUILTIN_OP_NAMES.index(name)) if fn is None else ufunc(fn)
+    return OpDef(name, ENC_UNARY, 1, elementwise_rule(allowed), ref, ELEMWISE, doc=doc)
 
 
 BUILTIN_OPS: tuple[OpDef, ...] = (
-    OpDef("param", ENC_PARAM, 0, _leaf_rule, None, OPAQUE, doc="a0 = position; a function input"),
-    OpDef("const", ENC_CONST, 0, _leaf_rule, None, OPAQUE, doc="a0 = const_id in the pool"),
+    OpDef("param", ENC_PARAM, 0, leaf_rule, None, OPAQUE, doc="a0 = position; a function input"),
+    OpDef("const", ENC_CONST, 0, leaf_rule, None, OPAQUE, doc="a0 = const_id in the pool"),
     _binary("add", np.add, commutative=True, doc="x + y; ints wrap"),
     _binary("subtract", np.subtract, doc="x - y; ints wrap"),
     _binary("multiply", np.multiply, commutative=True, doc="x * y; ints wrap"),
-    _binary("divide", _divide, doc="x / y for floats; floor division (x // 0 == 0) for ints"),
-    _binary("maximum", _nan_max, commutative=True, doc="elementwise max, NaN propagates"),
-    _binary("minimum", _nan_min, commutative=True, doc="elementwise min, NaN propagates"),
-    OpDef("power", ENC_BINARY, 2, _elementwise_rule(_FLOAT), _float_math(OP_POWER), BROADCAST,
+    _binary("divide", divide, doc="x / y for floats; floor division (x // 0 == 0) for ints"),
+    _binary("maximum", nan_max, commutative=True, doc="elementwise max, NaN propagates"),
+    _binary("minimum", nan_min, commutative=True, doc="elementwise min, NaN propagates"),
+    OpDef("power", ENC_BINARY, 2, elementwise_rule(_FLOAT), float_math(OP_POWER), BROADCAST,
           doc="x ** y (floats; libm pow)"),
     _unary("negative", np.negative, _NUM, "-x; ints wrap"),
     _unary("exp", None, _FLOAT, "e ** x (libm)"),
@@ -445,35 +175,80 @@ BUILTIN_OPS: tuple[OpDef, ...] = (
     _unary("sqrt", np.sqrt, _FLOAT, "square root; NaN below 0"),
     _unary("tanh", None, _FLOAT, "hyperbolic tangent (libm)"),
     _unary("sigmoid", None, _FLOAT, "1 / (1 + exp(-x)) in the input dtype"),
-    _unary("relu", _relu, _NUM, "maximum(x, 0); NaN propagates"),
+    _unary("relu", relu, _NUM, "maximum(x, 0); NaN propagates"),
     _unary("abs", np.abs, _NUM, "|x|; abs(INT_MIN) wraps"),
-    OpDef("where", ENC_VARIADIC, 3, _where_rule, _ufunc(np.where), BROADCAST,
+    OpDef("where", ENC_VARIADIC, 3, where_rule, ufunc(np.where), BROADCAST,
           doc="operands (cond bool, x, y) in extra; broadcasting select"),
     _binary("equal", np.equal, _ALL, result_bool=True, commutative=True, doc="x == y -> bool"),
     _binary("less", np.less, _ALL, result_bool=True, doc="x < y -> bool"),
     _binary("greater", np.greater, _ALL, result_bool=True, doc="x > y -> bool"),
-    OpDef("matmul", ENC_BINARY, 2, _matmul_rule, _ufunc(np.matmul), OUT_EWISE_FUSABLE,
+    OpDef("matmul", ENC_BINARY, 2, matmul_rule, ufunc(np.matmul), OUT_EWISE_FUSABLE,
           doc="NumPy matmul (1-D promotion, batch broadcasting); ints wrap"),
-    OpDef("sum", ENC_UNARY, 1, _reduce_rule(_NUM, True), _reduce_ref(np.sum, True), REDUCE,
+    OpDef("sum", ENC_UNARY, 1, reduce_rule(_NUM, True), reduce_ref(np.sum, True), REDUCE,
           _AXIS, doc="sum over axis (None = all), accumulated in the input dtype"),
-    OpDef("max", ENC_UNARY, 1, _reduce_rule(_NUM, False), _reduce_ref(np.max, False), REDUCE,
+    OpDef("max", ENC_UNARY, 1, reduce_rule(_NUM, False), reduce_ref(np.max, False), REDUCE,
           _AXIS, doc="max over axis; NaN propagates; empty axes rejected"),
-    OpDef("mean", ENC_UNARY, 1, _reduce_rule(_FLOAT, True), _reduce_ref(_mean, True), REDUCE,
+    OpDef("mean", ENC_UNARY, 1, reduce_rule(_FLOAT, True), reduce_ref(mean, True), REDUCE,
           _AXIS, doc="mean over axis in the input dtype (floats)"),
-    OpDef("reshape", ENC_UNARY, 1, _reshape_rule, _reshape_ref, INJECTIVE,
+    OpDef("reshape", ENC_UNARY, 1, reshape_rule, reshape_ref, INJECTIVE,
           (AttrSpec("shape", A_INTS),), doc="row-major reshape; one -1 is inferred"),
-    OpDef("permute_dims", ENC_UNARY, 1, _permute_rule, _permute_ref, INJECTIVE,
+    OpDef("permute_dims", ENC_UNARY, 1, permute_rule, permute_ref, INJECTIVE,
           (AttrSpec("axes", A_AXES, None),), doc="transpose; axes None reverses"),
-    OpDef("broadcast_to", ENC_UNARY, 1, _broadcast_to_rule, _broadcast_to_ref, BROADCAST,
+    OpDef("broadcast_to", ENC_UNARY, 1, broadcast_to_rule, broadcast_to_ref, BROADCAST,
           (AttrSpec("shape", A_INTS),), doc="NumPy broadcast_to, materialized"),
-    OpDef("astype", ENC_UNARY, 1, _astype_rule, _astype_ref, ELEMWISE,
+    OpDef("astype", ENC_UNARY, 1, astype_rule, astype_ref, ELEMWISE,
           (AttrSpec("dtype", A_DTYPE),), doc="convert; float->int truncates, NaN->0, saturates"),
-    OpDef("concat", ENC_VARIADIC, -1, _concat_rule, _concat_ref, INJECTIVE,
+    OpDef("concat", ENC_VARIADIC, -1, concat_rule, concat_ref, INJECTIVE,
           (AttrSpec("axis", A_INT, 0),), doc="operands in extra; join along axis"),
-    OpDef("call_func", ENC_VARIADIC, -1, _call_rule, None, OPAQUE, _CALL,
+    OpDef("call_func", ENC_VARIADIC, -1, call_rule, None, OPAQUE, _CALL,
           doc="operands in extra; call graph function `callee` (one output of dtype/shape)"),
-    OpDef("call_tir", ENC_VARIADIC, -1, _call_rule, None, OPAQUE, _CALL,
+    OpDef("call_tir", ENC_VARIADIC, -1, call_rule, None, OPAQUE, _CALL,
           doc="operands in extra; call tir.PrimFunc `callee`, whose last buffer is the result"),
+    # -- issue 15: the ops an ONNX frontend needs: elementwise --
+    OpDef("erf", ENC_UNARY, 1, elementwise_rule(_FLOAT), float_math(OP_ERF), ELEMWISE,
+          doc="error function (libm erf/erff)"),
+    _unary("floor", np.floor, _FLOAT, "round toward -inf"),
+    _unary("ceil", np.ceil, _FLOAT, "round toward +inf"),
+    _unary("round", np.round, _FLOAT, "round half to even (np.round)"),
+    _unary("logical_not", np.logical_not, _BOOL, "not x (bool)"),
+    _binary("logical_and", np.logical_and, _BOOL, commutative=True, doc="x and y (bool)"),
+    _binary("logical_or", np.logical_or, _BOOL, commutative=True, doc="x or y (bool)"),
+    _binary("logical_xor", np.logical_xor, _BOOL, commutative=True, doc="x != y (bool)"),
+    _binary("floor_mod", floor_mod, doc="np.mod: sign of y; ints x % 0 == 0"),
+    _binary("fmod", fmod, doc="C fmod: sign of x; ints x % 0 == 0"),
+    # -- reductions --
+    OpDef("min", ENC_UNARY, 1, reduce_rule(_NUM, False), reduce_ref(np.min, False), REDUCE,
+          _AXIS, doc="min over axis; NaN propagates; empty axes rejected"),
+    OpDef("prod", ENC_UNARY, 1, reduce_rule(_NUM, True), reduce_ref(np.prod, True), REDUCE,
+          _AXIS, doc="product over axis (None = all), in the input dtype; ints wrap"),
+    OpDef("argmax", ENC_UNARY, 1, arg_reduce_rule, arg_reduce_ref(True), REDUCE, _ARG_AXIS,
+          doc="int64 index of the max along axis; NaN is the max; first (or last) of ties"),
+    OpDef("argmin", ENC_UNARY, 1, arg_reduce_rule, arg_reduce_ref(False), REDUCE, _ARG_AXIS,
+          doc="int64 index of the min along axis; NaN is the min; first (or last) of ties"),
+    # -- movement --
+    OpDef("strided_slice", ENC_UNARY, 1, strided_slice_rule, strided_slice_ref, INJECTIVE,
+          _SLICE, doc="NumPy x[b0:e0:s0, ...] (one begin/end/stride per axis; clamps)"),
+    OpDef("take", ENC_BINARY, 2, take_rule, take_ref, INJECTIVE, (AttrSpec("axis", A_INT, 0),),
+          doc="gather data along axis at int indices; i in [-d, d) is i mod d, others clamp"),
+    OpDef("pad", ENC_BINARY, 2, pad_rule, pad_ref, INJECTIVE, _PAD,
+          doc="(x, 0-d value); pad_width = begins then ends; mode constant/reflect/edge"),
+    OpDef("scatter_nd", ENC_VARIADIC, 3, scatter_nd_rule, scatter_nd_ref, OPAQUE,
+          doc="(data, indices[..., k], updates) in extra; ONNX ScatterND, last update wins"),
+    # -- neural network (NCHW; weights OIHW) --
+    OpDef("conv", ENC_BINARY, 2, conv_rule, conv_ref, OUT_EWISE_FUSABLE, _CONV,
+          doc="(x[N, C, *S], w[O, C/groups, *K]) -> [N, O, *S_out]; 1-3 spatial axes"),
+    OpDef("conv_transpose", ENC_BINARY, 2, conv_transpose_rule, conv_transpose_ref,
+          OUT_EWISE_FUSABLE, (*_CONV, AttrSpec("output_padding", A_INTS, ())),
+          doc="(x[N, C, *S], w[C, O/groups, *K]) -> [N, O, *S_out]; ONNX ConvTranspose"),
+    OpDef("max_pool", ENC_UNARY, 1, pool_rule, max_pool_ref, OUT_EWISE_FUSABLE,
+          _POOL, doc="max over windows; padding never wins; NaN propagates; ONNX sizes"),
+    OpDef("avg_pool", ENC_UNARY, 1, pool_rule, avg_pool_ref, OUT_EWISE_FUSABLE,
+          (*_POOL, AttrSpec("count_include_pad", A_BOOL, False)),
+          doc="mean over windows; divisor as onnxruntime (count_include_pad, ceil_mode)"),
+    OpDef("lrn", ENC_UNARY, 1, lrn_rule, lrn_ref, OUT_EWISE_FUSABLE,
+          (AttrSpec("size", A_INT), AttrSpec("alpha", A_FLOAT, FloatAttr(1e-4)),
+           AttrSpec("beta", A_FLOAT, FloatAttr(0.75)), AttrSpec("bias", A_FLOAT, FloatAttr(1.0))),
+          doc="ONNX LRN over channels: x / (bias + alpha/size * sum of squares) ** beta"),
 )
 
 if tuple(op.name for op in BUILTIN_OPS) != BUILTIN_OP_NAMES:
@@ -570,3 +345,13 @@ def op_arrays() -> OpArrays:
         if len(ops) == len(_ops):
             _arrays[:] = [arrays]
     return arrays
+
+
+__all__ = [  # the op-table names (the OP_<NAME> constants come from irkernel.ir.opcodes)
+    "A_AXES", "A_BOOL", "A_DTYPE", "A_FLOAT", "A_INT", "A_INTS", "A_STR", "BROADCAST",
+    "BUILTIN_OPS", "ELEMWISE", "INJECTIVE", "OPAQUE", "OUT_EWISE_FUSABLE", "PATTERN_NAMES",
+    "REDUCE", "AttrSpec", "FloatAttr", "OpArrays", "OpDef", "Shape", "TensorType", "all_ops",
+    "astype_reference", "broadcast_shapes", "get_op", "normalize_attr", "normalize_axes",
+    "num_ops", "op_arrays", "permutation", "register_op", "set_legalize",
+    *(f"OP_{name.upper()}" for name in BUILTIN_OP_NAMES),
+]

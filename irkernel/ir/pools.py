@@ -14,14 +14,33 @@ bytes in ``data``. Larger constants live in ``data`` at 16-byte aligned
 offsets so that a typed view of any entry is aligned. Alternatives considered:
 a list of small arrays (one Python object per constant, slow to fold) and
 storing scalars in ``data`` too (24 bytes per scalar instead of 8).
+
+Large constants by reference (zero-copy): a constant of at least
+``LARGE_CONST_BYTES`` that arrives as a NumPy array (model weights: vgg19
+holds 575 MB) is not copied into ``data``. The pool keeps a read-only view of
+the caller's array in ``external`` (a mapping const id -> array; its entry in
+``data`` is an empty range, like a scalar's) and hands that same view out of
+:meth:`ConstPool.value`. Every reader goes through ``value`` (FoldConstant,
+SimplifyArith, structural equality and hash, the printer, the interpreter,
+the executor, which passes the view's pointer to the kernels when it is
+aligned enough), and rebuilt pools (FoldConstant, SimplifyArith, the builder
+extended from a pool) carry the mapping over by reference, so no pass copies a
+large constant. The caller must not write to the array afterwards (as with
+``np.frombuffer``); the pool's view is read-only. Large constants are
+deduplicated by identity (the same memory is one entry), never by hashing
+their bytes. Alternatives considered: hashing the bytes to deduplicate equal
+weights (about a second per 500 MB at every pool extension; the frontend
+deduplicates what it creates itself) and a memory-mapped ``data`` (still a
+second copy of arrays that already exist).
 Imports numpy and irkernel.ir.ids only.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -30,6 +49,10 @@ from irkernel.ir.ids import DTYPE_NAMES, NUMPY_DTYPES, dtype_code, shape_problem
 
 Shape = tuple[int, ...]
 AttrRecord = tuple[tuple[str, Any], ...]
+
+#: Constants of at least this many bytes are held by reference (see the module docstring).
+LARGE_CONST_BYTES = 1 << 16
+_NO_EXTERNAL: Mapping[int, np.ndarray] = MappingProxyType({})
 
 
 def _frozen(arr: np.ndarray) -> np.ndarray:
@@ -171,15 +194,18 @@ class ConstPool:
     Columns (length k = number of constants): ``dtype`` int8, ``shape_id``
     int32, ``sval`` int64 raw scalar bits, ``offset`` int64[k+1] byte offsets
     into ``data`` uint8 (entry i starts at ``offset[i]``; one-element constants
-    occupy an empty range, larger ones are padded to 16 bytes).
+    occupy an empty range, larger ones are padded to 16 bytes). ``external``
+    maps the const ids of large constants held by reference to their read-only
+    arrays (their range in ``data`` is empty too).
     """
 
-    __slots__ = ("__dict__", "data", "dtype", "offset", "shape_id", "sval")
+    __slots__ = ("__dict__", "data", "dtype", "external", "offset", "shape_id", "sval")
 
     ALIGN = 16
 
     def __init__(self, dtype: np.ndarray, shape_id: np.ndarray, sval: np.ndarray,
-                 offset: np.ndarray, data: np.ndarray) -> None:
+                 offset: np.ndarray, data: np.ndarray,
+                 external: Mapping[int, np.ndarray] | None = None) -> None:
         self.dtype = _frozen(np.asarray(dtype, np.int8))
         self.shape_id = _frozen(np.asarray(shape_id, np.int32))
         self.sval = _frozen(np.asarray(sval, np.int64))
@@ -188,6 +214,18 @@ class ConstPool:
         k = len(self.dtype)
         if not (len(self.shape_id) == len(self.sval) == k and len(self.offset) == k + 1):
             raise ValueError("ConstPool columns have inconsistent lengths")
+        if not external:
+            self.external = _NO_EXTERNAL
+        else:
+            for cid, arr in external.items():
+                if not (isinstance(arr, np.ndarray) and 0 <= cid < k):
+                    raise ValueError(f"ConstPool: external entry {cid!r} is not an array "
+                                     f"of a const id in [0, {k})")
+                if arr.flags.writeable or not arr.flags.c_contiguous:
+                    raise ValueError(f"ConstPool: external constant {cid} must be a read-only "
+                                     "C-contiguous array")
+            self.external = (external if isinstance(external, MappingProxyType)
+                             else MappingProxyType(dict(external)))
 
     @classmethod
     def empty(cls) -> ConstPool:
@@ -202,7 +240,7 @@ class ConstPool:
         """A pool with ``values`` (tensors of more than one element) appended, and their
         const ids (int32). No deduplication against the existing entries: for passes
         that add constants they have already made distinct (whole-array work; the
-        existing bytes are copied once)."""
+        existing bytes are copied once; constants held by reference stay so)."""
         k = len(self)
         if not values:
             return self, np.zeros(0, np.int32)
@@ -220,7 +258,7 @@ class ConstPool:
         pool = ConstPool(np.concatenate([self.dtype, codes]),
                          np.concatenate([self.shape_id, np.asarray(shape_ids, np.int32)]),
                          np.concatenate([self.sval, np.zeros(len(values), np.int64)]),
-                         offset, data)
+                         offset, data, self.external)
         return pool, np.arange(k, k + len(values), dtype=np.int32)
 
     @property
@@ -235,10 +273,21 @@ class ConstPool:
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.dtype, self.shape_id, self.sval, self.offset, self.data))
+        """Bytes of the columns, ``data`` and the constants held by reference."""
+        return sum(a.nbytes for a in (self.dtype, self.shape_id, self.sval, self.offset, self.data)
+                   ) + self.external_nbytes
+
+    @property
+    def external_nbytes(self) -> int:
+        """Bytes of the large constants held by reference (not in ``data``)."""
+        return sum(a.nbytes for a in self.external.values())
 
     def value(self, const_id: int, shapes: ShapeTable) -> np.ndarray:
-        """The constant as a read-only array of its dtype and shape."""
+        """The constant as a read-only array of its dtype and shape (a view, never a copy,
+        except for one-element constants, which are made from ``sval``)."""
+        held = self.external.get(const_id)
+        if held is not None:
+            return held
         code = int(self.dtype[const_id])
         shape = shapes[int(self.shape_id[const_id])]
         dt = NUMPY_DTYPES[code]
@@ -263,9 +312,10 @@ class ConstPoolBuilder:
         self._shape_id: list[np.ndarray] = []
         self._sval: list[np.ndarray] = []
         self._blobs: list[bytes] = []
-        self._index: dict[tuple[int, int, int | bytes], int] = {}
+        self._index: dict[tuple[Any, ...], int] = {}
         self._n = 0
         self._blob_ids: list[int] = []  # const ids of the entries stored in data, ascending
+        self._external: dict[int, np.ndarray] = {}  # const id -> read-only array (by reference)
         if base is not None:
             if shapes is None:
                 raise ValueError("ConstPoolBuilder(base) needs the base's ShapeTable")
@@ -283,7 +333,12 @@ class ConstPoolBuilder:
         scalars = np.nonzero(is_scalar)[0][::-1]  # reversed: the first id of equal keys wins
         self._index.update(zip(zip(pool.dtype[scalars].tolist(), pool.shape_id[scalars].tolist(),
                                    pool.sval[scalars].tolist()), scalars.tolist()))
+        for cid, arr in pool.external.items():  # carried over by reference, never copied
+            self._external[cid] = arr
+            self._index.setdefault(_identity_key(arr, int(pool.shape_id[cid])), cid)
         for cid in np.nonzero(~is_scalar)[0].tolist():  # one iteration per tensor constant
+            if cid in self._external:
+                continue
             blob = pool.value(cid, shapes).tobytes()
             self._add_blob(cid, blob)
             self._index.setdefault((int(pool.dtype[cid]), int(pool.shape_id[cid]), blob), cid)
@@ -294,9 +349,26 @@ class ConstPoolBuilder:
         self._blobs.append(blob)
 
     def add(self, value: np.ndarray, shape_id: int) -> int:
-        """Intern one constant (already of a supported dtype); returns its const id."""
+        """Intern one constant (already of a supported dtype); returns its const id.
+
+        A constant of ``LARGE_CONST_BYTES`` or more is held by reference: the pool
+        keeps a read-only view of ``value`` (C-contiguous ones are not copied).
+        """
         code = dtype_code(value.dtype)
-        key: tuple[int, int, int | bytes]
+        key: tuple[Any, ...]
+        if value.size != 1 and value.nbytes >= LARGE_CONST_BYTES:
+            held = np.ascontiguousarray(value).view()
+            held.setflags(write=False)
+            key = _identity_key(held, shape_id)
+            cid = self._index.get(key)
+            if cid is None:
+                cid = self._index[key] = self._n
+                self._dtype.append(np.array([code], np.int8))
+                self._shape_id.append(np.array([shape_id], np.int32))
+                self._sval.append(np.zeros(1, np.int64))
+                self._external[cid] = held
+                self._n += 1
+            return cid
         if value.size == 1:  # scalars key on their sval bits (an int), tensors on bytes
             bits = scalar_bits(value, code)
             key = (code, shape_id, bits)
@@ -362,7 +434,13 @@ class ConstPoolBuilder:
         for cid, blob in zip(self._blob_ids, self._blobs):
             start = int(offset[cid])
             data[start: start + len(blob)] = np.frombuffer(blob, np.uint8)
-        return ConstPool(dtype, shape_id, sval, offset, data)
+        return ConstPool(dtype, shape_id, sval, offset, data, self._external)
+
+
+def _identity_key(arr: np.ndarray, shape_id: int) -> tuple[Any, ...]:
+    """Dedup key of a constant held by reference: the memory it views (held alive by the
+    pool, so the address cannot be reused while the key exists) and its type."""
+    return ("@", arr.__array_interface__["data"][0], arr.dtype.str, shape_id)
 
 
 def describe_dtype(code: int) -> str:

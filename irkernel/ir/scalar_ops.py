@@ -2,8 +2,10 @@
 
 FoldConstant evaluates one-element constants with ``scalar_eval_kernel`` and
 the reference interpreter evaluates the transcendental ops (exp, log, tanh,
-sigmoid, power) with ``float_math_kernel``, which calls the same scalar code,
-so folded results are bit-identical to ``ik.interpret`` by construction.
+sigmoid, power, erf) with ``float_math_kernel``, which calls the same scalar code,
+so folded results are bit-identical to ``ik.interpret`` by construction. The
+exact ops (floor, ceil, round, the logical ops, floor_mod, fmod) are written
+here to give NumPy's results bit for bit (their references are NumPy ufuncs).
 (NumPy's own SIMD exp/log/tanh may differ from libm by an ulp; we define the
 semantics by the libm result instead.) Float32 ops compute in float32.
 
@@ -14,6 +16,8 @@ held exactly), int64 for int and bool dtypes. ``dt`` is the result dtype code,
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from irkernel.ir.ids import BOOL, FLOAT32, FLOAT64, INT32
@@ -22,18 +26,28 @@ from irkernel.ir.opcodes import (
     OP_ABS,
     OP_ADD,
     OP_ASTYPE,
+    OP_CEIL,
     OP_DIVIDE,
     OP_EQUAL,
+    OP_ERF,
     OP_EXP,
+    OP_FLOOR,
+    OP_FLOOR_MOD,
+    OP_FMOD,
     OP_GREATER,
     OP_LESS,
     OP_LOG,
+    OP_LOGICAL_AND,
+    OP_LOGICAL_NOT,
+    OP_LOGICAL_OR,
+    OP_LOGICAL_XOR,
     OP_MAXIMUM,
     OP_MINIMUM,
     OP_MULTIPLY,
     OP_NEGATIVE,
     OP_POWER,
     OP_RELU,
+    OP_ROUND,
     OP_SIGMOID,
     OP_SQRT,
     OP_SUBTRACT,
@@ -55,8 +69,21 @@ def wrap_int_kernel(v, dt):
 
 
 @kernel
+def exact_unary_kernel(op, x):
+    """floor/ceil/round (half to even, as np.round) of one float; exact in any dtype."""
+    if op == OP_FLOOR:
+        return np.floor(x)
+    if op == OP_CEIL:
+        return np.ceil(x)
+    return np.rint(x)  # OP_ROUND
+
+
+@kernel
 def float_unary_kernel(op, x, is_f32):
-    """exp/log/sqrt/tanh/sigmoid/negative/abs of one float, in float32 when ``is_f32``."""
+    """exp/log/sqrt/tanh/sigmoid/erf/negative/abs/floor/ceil/round of one float, in float32
+    when ``is_f32``."""
+    if op == OP_FLOOR or op == OP_CEIL or op == OP_ROUND:
+        return exact_unary_kernel(op, np.float64(x))  # a float32 value's result is a float32
     if is_f32:
         a = np.float32(x)
         one = np.float32(1.0)
@@ -70,6 +97,8 @@ def float_unary_kernel(op, x, is_f32):
             r = np.tanh(a)
         elif op == OP_SIGMOID:
             r = one / (one + np.exp(-a))
+        elif op == OP_ERF:
+            r = math.erf(a)  # erff, as compiled code calls
         elif op == OP_NEGATIVE:
             r = -a
         else:
@@ -86,14 +115,38 @@ def float_unary_kernel(op, x, is_f32):
         return np.tanh(b)
     if op == OP_SIGMOID:
         return 1.0 / (1.0 + np.exp(-b))
+    if op == OP_ERF:
+        return math.erf(b)
     if op == OP_NEGATIVE:
         return -b
     return np.abs(b)
 
 
 @kernel
+def float_mod_kernel(op, x, y):
+    """fmod (C: sign of x) or floor_mod (np.mod: sign of y) of two float64s.
+
+    np.mod's algorithm (npy_divmod): r = fmod(x, y); unless y is 0, a nonzero r
+    whose sign differs from y's becomes r + y, and a zero r takes y's sign.
+    float32 operands give the float32 result after rounding: fmod is exact and
+    rounding the float64 sum of two float32s to float32 equals the float32 sum.
+    """
+    r = np.fmod(x, y)
+    if op == OP_FMOD or y == 0:
+        return r
+    if r != 0:
+        if (y < 0) != (r < 0):
+            return r + y
+        return r
+    return math.copysign(0.0, y)  # r is a zero here (a NaN r took the branch above)
+
+
+@kernel
 def float_binary_kernel(op, x, y, is_f32):
     """Arithmetic of two floats in float32 when ``is_f32`` (NaN-propagating max/min)."""
+    if op == OP_FMOD or op == OP_FLOOR_MOD:
+        r = float_mod_kernel(op, x, y)
+        return np.float64(np.float32(r)) if is_f32 else r
     if x != x or y != y:
         if op == OP_MAXIMUM or op == OP_MINIMUM:
             return np.nan
@@ -142,6 +195,13 @@ def int_binary_kernel(op, x, y, dt):
         else:
             q = x // y
             r = q
+    elif op == OP_FLOOR_MOD or op == OP_FMOD:
+        if y == 0 or y == -1 or y == 1:
+            r = np.int64(0)  # x % 0 == 0 (NumPy); never the trapping INT_MIN % -1
+        else:
+            r = x % y  # Python's floor remainder: the sign of y
+            if op == OP_FMOD and r != 0 and (x < 0) != (y < 0):
+                r -= y  # C's truncated remainder: the sign of x
     elif op == OP_MAXIMUM:
         r = x if x > y else y
     else:
@@ -205,8 +265,19 @@ def scalar_eval_kernel(op, dt, odt, fx, ix, fy, iy, fz, iz):
         if is_float:
             return float_binary_kernel(OP_MAXIMUM, fx, 0.0, is_f32), np.int64(0), True
         return 0.0, ix if ix > 0 else np.int64(0), True
-    if op == OP_EXP or op == OP_LOG or op == OP_SQRT or op == OP_TANH or op == OP_SIGMOID:
+    if (op == OP_EXP or op == OP_LOG or op == OP_SQRT or op == OP_TANH or op == OP_SIGMOID
+            or op == OP_ERF or op == OP_FLOOR or op == OP_CEIL or op == OP_ROUND):
         return float_unary_kernel(op, fx, is_f32), np.int64(0), True
+    if op == OP_LOGICAL_NOT:
+        return 0.0, np.int64(0) if ix != 0 else np.int64(1), True
+    if op == OP_LOGICAL_AND or op == OP_LOGICAL_OR or op == OP_LOGICAL_XOR:
+        a, b = ix != 0, iy != 0
+        c = (a and b) if op == OP_LOGICAL_AND else ((a or b) if op == OP_LOGICAL_OR else a != b)
+        return 0.0, np.int64(1) if c else np.int64(0), True
+    if op == OP_FLOOR_MOD or op == OP_FMOD:
+        if is_float:
+            return float_binary_kernel(op, fx, fy, is_f32), np.int64(0), True
+        return 0.0, int_binary_kernel(op, ix, iy, dt), True
     if op == OP_NEGATIVE or op == OP_ABS:
         if is_float:
             return float_unary_kernel(op, fx, is_f32), np.int64(0), True
@@ -226,7 +297,7 @@ def float_math_kernel(op, x, y, is_f32):
     Arrays: x, y float64[n] (y ignored for unary ops; float32 values held exactly).
     """
     out = np.empty(x.shape[0], np.float64)
-    if op == OP_POWER:
+    if op == OP_POWER or op == OP_FMOD or op == OP_FLOOR_MOD:
         for k in range(x.shape[0]):
             out[k] = float_binary_kernel(op, x[k], y[k], is_f32)
     else:

@@ -54,8 +54,23 @@ def _element_bits(dtype: np.ndarray, sval: np.ndarray, big: np.ndarray) -> np.nd
     return out
 
 
-def _blob(func: Function, const_id: int) -> bytes:
-    return func.consts.value(const_id, func.shapes).tobytes()
+def _blob(func: Function, const_id: int) -> memoryview:
+    """The bytes of a tensor constant, as a view (a large constant is never copied)."""
+    arr = func.consts.value(const_id, func.shapes)
+    return memoryview(np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
+
+
+_CHUNK = 1 << 20  # bytes compared at a time: no temporary as large as a constant
+
+
+def _bytes_equal(x: memoryview, y: memoryview) -> bool:
+    if len(x) != len(y):
+        return False
+    ax, ay = np.frombuffer(x, np.uint8), np.frombuffer(y, np.uint8)
+    if ax.__array_interface__["data"][0] == ay.__array_interface__["data"][0]:
+        return True  # the same memory (a constant shared by reference)
+    return all(np.array_equal(ax[k:k + _CHUNK], ay[k:k + _CHUNK])
+               for k in range(0, len(ax), _CHUNK))
 
 
 def _consts_equal(a: Function, b: Function, is_const: np.ndarray, sa: np.ndarray,
@@ -66,7 +81,7 @@ def _consts_equal(a: Function, b: Function, is_const: np.ndarray, sa: np.ndarray
     big = ca[4]
     pairs = np.unique(np.stack([ca[0][big], cb[0][big]]), axis=1)
     # one comparison per distinct pair of large constants (never per scalar)
-    return all(_blob(a, int(x)) == _blob(b, int(y)) for x, y in pairs.T.tolist())
+    return all(_bytes_equal(_blob(a, int(x)), _blob(b, int(y))) for x, y in pairs.T.tolist())
 
 
 def _canonical(keys_a: list[Any], keys_b: list[Any]) -> tuple[np.ndarray, np.ndarray]:

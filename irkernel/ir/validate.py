@@ -234,6 +234,9 @@ def _check_tables(func: Function, fail: _Report) -> None:
                    f"({n_data} bytes)", "const pool")
     size = shapes.size[pool.shape_id]
     nbytes = np.where(size != 1, size * _ITEMSIZE[pool.dtype], 0)  # scalars live in sval
+    if pool.external:  # held by reference: no bytes in data (verify checks the arrays)
+        ext = np.fromiter(pool.external, np.int64, len(pool.external))
+        nbytes[ext[(ext >= 0) & (ext < k)]] = 0
     if np.any(nbytes > offset[1:] - offset[:-1]):
         cid = int(np.argmax(nbytes > offset[1:] - offset[:-1]))
         raise fail(None, "consts.offset", f"constant {cid} needs {int(nbytes[cid])} bytes "

@@ -93,6 +93,17 @@ def _check_tables(fname: str, func: Function) -> None:
     sizes = func.shapes.size[pool.shape_id] * np.array([np.dtype(d).itemsize for d in DTYPE_NAMES],
                                                        np.int64)[pool.dtype]
     big = func.shapes.size[pool.shape_id] != 1
+    for cid, arr in pool.external.items():  # one per large constant held by reference
+        if not 0 <= cid < len(pool):
+            raise _fail(fname, None, None, f"const pool: constant {cid} held by reference is "
+                        f"not in [0, {len(pool)})", "const pool")
+        want = func.shapes[int(pool.shape_id[cid])]
+        if (not big[cid] or arr.dtype != np.dtype(DTYPE_NAMES[int(pool.dtype[cid])])
+                or arr.shape != want or arr.flags.writeable or not arr.flags.c_contiguous):
+            raise _fail(fname, None, None, f"const pool: constant {cid} held by reference is "
+                        f"{arr.dtype}{list(arr.shape)} (writeable={arr.flags.writeable}), expected "
+                        f"read-only {DTYPE_NAMES[int(pool.dtype[cid])]}{list(want)}", "const pool")
+        big[cid] = False  # no bytes in data
     ends = offset[:-1] + np.where(big, sizes, 0)
     if np.any(np.diff(offset) < 0) or (len(pool) and (
             ends.max(initial=0) > len(pool.data) or np.any(ends > offset[1:]))):

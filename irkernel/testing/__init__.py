@@ -1,8 +1,8 @@
 """Testing layer: seeded random graphs and hypothesis strategies for tests, benchmarks, the CLI.
 
-Re-exports ``spec`` (GraphSpec, DEFAULT_OPS), ``generate`` (random_function, random_module,
-random_inputs), ``measure`` (graph_fractions, operand_lists) and ``strategies`` (hypothesis,
-imported lazily). Generators: ``bulk`` (scalar), ``small`` (tensors). May import
+Re-exports ``spec`` (GraphSpec, DEFAULT_OPS, GENERATED_OPS), ``generate`` (random_function,
+random_module, random_inputs), ``measure`` (graph_fractions, operand_lists) and ``strategies``
+(hypothesis, imported lazily). Generators: ``bulk`` (scalar), ``small`` (tensors). May import
 ``irkernel.ir`` only (and hypothesis, lazily, inside the strategies).
 """
 
@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from irkernel.testing.generate import random_function, random_inputs, random_module
 from irkernel.testing.measure import graph_fractions, operand_lists
-from irkernel.testing.spec import DEFAULT_OPS, GraphSpec
+from irkernel.testing.spec import DEFAULT_OPS, GENERATED_OPS, GraphSpec
 from irkernel.testing.strategies import functions, functions_with_inputs, graph_specs, modules
 
 __all__ = [
     "DEFAULT_OPS",
+    "GENERATED_OPS",
     "GraphSpec",
     "functions",
     "functions_with_inputs",

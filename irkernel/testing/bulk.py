@@ -37,6 +37,9 @@ _SCALAR_ATTRS: dict[str, tuple[dict[str, Any], ...]] = {
     "sum": ({}, {"keepdims": True}),
     "max": ({}, {"keepdims": True}),
     "mean": ({}, {"keepdims": True}),
+    "min": ({}, {"keepdims": True}),
+    "prod": ({}, {"keepdims": True}),
+    "strided_slice": ({"begin": (), "end": (), "strides": ()},),
     "reshape": ({"shape": ()},),
     "permute_dims": ({}, {"axes": ()}),
     "broadcast_to": ({"shape": ()},),
@@ -87,7 +90,10 @@ class FormTable:
                     else _SCALAR_ATTRS.get(name, ({},)))
         found = []
         for attrs in variants:
-            record = dict(opdef.normalize_attrs(attrs))
+            try:
+                record = dict(opdef.normalize_attrs(attrs))
+            except TypeError:  # an op whose required attributes we cannot invent: not made
+                continue
             for pat in patterns:
                 try:
                     out, shape = opdef.infer([(ln, ()) for ln in pat], record)

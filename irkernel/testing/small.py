@@ -40,8 +40,9 @@ from irkernel.testing.bulk import choose_outputs, leaf_count, param_lanes
 Shape = tuple[int, ...]
 MAX_TRIES = 24
 _BINARY = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "equal",
-           "less", "greater", "matmul")
-_REDUCE = ("sum", "max", "mean")
+           "less", "greater", "matmul", "logical_and", "logical_or", "logical_xor",
+           "floor_mod", "fmod")
+_REDUCE = ("sum", "max", "mean", "min", "prod")
 
 
 class _Gen:
@@ -151,7 +152,7 @@ class _Gen:
         except (TypeInferenceError, TypeError):
             return None
         if code not in self.lanes or len(shape) > self.spec.max_rank or any(
-                d > self.spec.max_dim for d in shape):
+                d > self.spec.max_dim or d < 1 for d in shape):  # (a slice may be empty)
             return None
         return code, tuple(shape)
 
@@ -232,7 +233,30 @@ class _Gen:
             return {"shape": tuple(target)}
         if op == "astype":
             return {"dtype": DTYPE_NAMES[self.lanes[int(rng.integers(len(self.lanes)))]]}
+        if op in ("argmax", "argmin"):
+            return {"axis": int(rng.integers(-rank, rank)) if rank else 0,
+                    "keepdims": bool(rng.random() < 0.4),
+                    "select_last_index": bool(rng.random() < 0.4)}
+        if op == "strided_slice":
+            return self.slice_attrs(shape)
         return {}  # unary elementwise
+
+    def slice_attrs(self, shape: Shape) -> dict[str, Any]:
+        """Random non-empty NumPy slices: negative and out-of-range bounds, negative strides."""
+        rng = self.rng
+        begin, end, strides = [], [], []
+        for d in shape:
+            step = int(rng.choice([1, 1, 2, 3, -1, -2]))
+            first = int(rng.integers(0, d))  # an element the slice keeps
+            b = first - d if rng.random() < 0.3 else first
+            if step > 0:
+                e = int(rng.integers(first + 1, d + 3))
+            else:
+                e = int(rng.integers(-d - 3, first)) if rng.random() < 0.5 else first - 1 - d - 2
+            begin.append(b)
+            end.append(e)
+            strides.append(step)
+        return {"begin": tuple(begin), "end": tuple(end), "strides": tuple(strides)}
 
     def reshape_target(self, shape: Shape) -> tuple[int, ...]:
         size = int(np.prod(shape, dtype=np.int64))

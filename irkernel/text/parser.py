@@ -47,7 +47,8 @@ The format is line oriented: one statement per line.
   (``[]`` for zero elements). Literals: ints, floats, ``nan``, ``inf``,
   ``-inf``, ``nan:0x<raw bits>`` (a NaN other than the dtype's ``np.nan``),
   ``true``/``false`` for bool.
-- Node attributes are the op's keywords: ints, ``true``/``false``, ``none``,
+- Node attributes are the op's keywords: ints, floats (``repr`` spelling,
+  ``nan``, ``inf``, ``-inf``; read back exactly), ``true``/``false``, ``none``,
   int lists ``[0, 1]``, bare dtype names, ``"str"``. They go through
   ``GraphBuilder.call``, so defaults and checks are the op table's.
 - A type is ``dtype[d0, d1, ...]``; ``float32[]`` is a scalar. The declared

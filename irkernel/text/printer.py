@@ -97,7 +97,8 @@ def format_function_attrs(attrs: Mapping[str, Any]) -> str:
 
 
 def _format_node_attr(spec: ops.AttrSpec, value: Any) -> str:
-    """A normalized node attribute: dtype names bare, strings quoted, tuples as lists."""
+    """A normalized node attribute: dtype names bare, strings quoted, tuples as lists,
+    floats as ``repr``."""
     if value is None:
         return "none"
     if isinstance(value, bool):
@@ -106,6 +107,8 @@ def _format_node_attr(spec: ops.AttrSpec, value: Any) -> str:
         return "[" + ", ".join(str(int(v)) for v in value) + "]"
     if isinstance(value, str):
         return value if spec.kind == ops.A_DTYPE else json.dumps(value)
+    if isinstance(value, float):  # A_FLOAT: repr reads back exactly (nan, inf, -inf bare)
+        return format_float(value)
     return str(int(value))
 
 

@@ -50,8 +50,9 @@ MAX_DEPTH = 200
 MATH_OPS: dict[str, tuple[int, frozenset[str]]] = {
     **{name: (1, dt.FLOAT_ELEMENTS) for name in (
         "exp", "exp2", "log", "log2", "sqrt", "tanh", "sin", "cos", "fabs", "floor", "ceil",
-        "round")},
+        "round", "erf")},
     "pow": (2, dt.FLOAT_ELEMENTS),
+    "fmod": (2, dt.FLOAT_ELEMENTS),  # C fmod (sign of the dividend): LLVM's frem
     "fma": (3, dt.FLOAT_ELEMENTS),
     "abs": (1, dt.INT_ELEMENTS),
 }
@@ -466,7 +467,9 @@ class Cast(PrimExpr):
 
 @dataclass(frozen=True, slots=True)
 class Call(PrimExpr):
-    """A math intrinsic (``MATH_OPS``): lowered to the LLVM intrinsic of the same name."""
+    """A math intrinsic (``MATH_OPS``): lowered to the LLVM intrinsic of the same name
+    (``erf`` to libm's ``erf``/``erff``, which LLVM has no intrinsic for; ``fmod`` to
+    ``frem``)."""
 
     op: str
     args: tuple[PrimExpr, ...]

@@ -20,7 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from irkernel.ir import scalar_ops
 from irkernel.ir.interp import RUN_PRIM_FUNC
+from irkernel.ir.opcodes import OP_ERF
 from irkernel.tir import dtype as dt
 from irkernel.tir.buffer import Buffer, BufferLoad
 from irkernel.tir.expr import (
@@ -107,9 +109,17 @@ def _cast(value: np.ndarray, target: str) -> np.ndarray:
 _MATH: dict[str, Callable[..., np.ndarray]] = {
     "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
     "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "fabs": np.abs, "floor": np.floor,
-    "ceil": np.ceil, "round": np.rint, "pow": np.power, "abs": np.abs,
+    "ceil": np.ceil, "round": np.rint, "pow": np.power, "abs": np.abs, "fmod": np.fmod,
+    "erf": lambda a: _erf(a),
     "fma": lambda a, b, c: _fma(a, b, c),
 }
+
+
+def _erf(a: np.ndarray) -> np.ndarray:
+    """libm's erf (erff for float32) per lane: the graph interpreter's own scalar code."""
+    flat = np.array(a, np.float64).ravel()
+    out = scalar_ops.float_math_kernel(OP_ERF, flat, flat, a.dtype == np.float32)
+    return out.astype(a.dtype).reshape(a.shape)
 
 
 def _fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:

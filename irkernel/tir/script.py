@@ -498,7 +498,7 @@ exp, exp2, log, log2, sqrt, tanh = (_math(n) for n in ("exp", "exp2", "log", "lo
                                                         "tanh"))
 sin, cos, fabs, floor, ceil, round = (_math(n) for n in ("sin", "cos", "fabs", "floor", "ceil",
                                                           "round"))
-pow, fma = _math("pow"), _math("fma")
+pow, fma, erf, fmod = _math("pow"), _math("fma"), _math("erf"), _math("fmod")
 
 float32, float64, int32, int64 = (_DTypeSpec(n) for n in ("float32", "float64", "int32",
                                                           "int64"))
@@ -509,8 +509,8 @@ STORE.install(_store)
 
 __all__ = [
     "Buffer", "Else", "If", "abs", "alloc_buffer", "bool", "broadcast", "cast", "ceil", "cos",
-    "eq", "evaluate", "exp", "exp2", "fabs", "float32", "float64", "floor", "floordiv",
-    "floormod", "fma", "func_attr", "grid", "int32", "int64", "let", "let_expr", "log", "log2",
+    "eq", "erf", "evaluate", "exp", "exp2", "fabs", "float32", "float64", "floor", "floordiv",
+    "floormod", "fma", "fmod", "func_attr", "grid", "int32", "int64", "let", "let_expr", "log", "log2",
     "max", "min", "ne", "parallel", "pow", "prim_func", "ramp", "round", "select", "serial",
     "sin", "sqrt", "tanh", "truncdiv", "truncmod", "unroll", "var", "vectorized",
 ]

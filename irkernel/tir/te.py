@@ -12,8 +12,11 @@ agree on one shape of PrimFunc, the **canonical compute form**:
   output has no loops.
 * reduction: the nest over the output axes holds ``out[idx] = init``, then a
   nest of serial loops over the reduction axes (``k0, k1, ...``) with
-  ``out[idx] = combine(out[idx], source)``, then optionally a finishing store
-  ``out[idx] = finish(out[idx])`` (mean divides by the count).
+  ``out[idx] = combine(out[idx], source)`` (or any ``update(out[idx])`` that
+  reads ``out`` only at ``idx``: argmax compares a source element with the one
+  at the index stored so far), then optionally a finishing store
+  ``out[idx] = finish(out[idx])`` (mean divides by the count; average pooling
+  by a count that depends on ``idx``; LRN rescales an input element).
 
 :func:`create_prim_func` builds this form from :func:`placeholder` /
 :func:`compute` tensors; :func:`extract_compute` is its inverse (None for any
@@ -36,7 +39,7 @@ from typing import Any
 from irkernel.tir import dtype as dt
 from irkernel.tir.buffer import Buffer, BufferLoad
 from irkernel.tir.construct import as_expr, const
-from irkernel.tir.expr import GT, NE, Add, FloatImm, IntImm, Or, PrimExpr, Select, Var
+from irkernel.tir.expr import GT, LT, NE, Add, FloatImm, IntImm, Mul, Or, PrimExpr, Select, Var
 from irkernel.tir.function import PrimFunc
 from irkernel.tir.functor import post_order, substitute
 from irkernel.tir.stmt import BufferStore, For, SeqStmt, Stmt, seq
@@ -55,13 +58,18 @@ class ReduceAxis:
 
 @dataclass(frozen=True)
 class Reduce:
-    """A reduction, returned by :func:`sum`/:func:`max`/:func:`mean` inside an fcompute."""
+    """A reduction, returned by :func:`sum`/:func:`max`/:func:`min`/:func:`prod`/
+    :func:`mean`/:func:`reduce` inside an fcompute."""
 
-    combiner: str  # "sum" or "max"
+    combiner: str  # "sum", "max", "min", "prod" or "custom" (``update`` gives the step)
     source: PrimExpr
     axes: tuple[ReduceAxis, ...]
     init: PrimExpr
     divisor: int | None = None  # mean: divide the finished sum by this count
+    #: custom step: the accumulator's next value from its current one (a load of the output)
+    update: Callable[[PrimExpr], PrimExpr] | None = None
+    #: finishing expression of the accumulator (after the reduction nest), or None
+    finish: Callable[[PrimExpr], PrimExpr] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -155,6 +163,13 @@ def min_value(dtype: str) -> PrimExpr:
     return IntImm(dt.int_range(dtype)[0], dtype)
 
 
+def max_value(dtype: str) -> PrimExpr:
+    """The identity of ``min``: +inf for floats, the largest int otherwise."""
+    if dt.is_float(dtype):
+        return FloatImm(float("inf"), dtype)
+    return IntImm(dt.int_range(dtype)[1], dtype)
+
+
 def sum(source: PrimExpr, axis: ReduceAxis | Sequence[ReduceAxis]) -> Reduce:
     """Sum of ``source`` over the reduction axes, accumulated in its dtype (ints wrap)."""
     return Reduce("sum", source, _axes(axis), const(0, source.dtype))
@@ -163,6 +178,43 @@ def sum(source: PrimExpr, axis: ReduceAxis | Sequence[ReduceAxis]) -> Reduce:
 def max(source: PrimExpr, axis: ReduceAxis | Sequence[ReduceAxis]) -> Reduce:
     """NaN-propagating max of ``source`` over the reduction axes."""
     return Reduce("max", source, _axes(axis), min_value(source.dtype))
+
+
+def min(source: PrimExpr, axis: ReduceAxis | Sequence[ReduceAxis]) -> Reduce:
+    """NaN-propagating min of ``source`` over the reduction axes."""
+    return Reduce("min", source, _axes(axis), max_value(source.dtype))
+
+
+def prod(source: PrimExpr, axis: ReduceAxis | Sequence[ReduceAxis]) -> Reduce:
+    """Product of ``source`` over the reduction axes, in its dtype (ints wrap)."""
+    return Reduce("prod", source, _axes(axis), const(1, source.dtype))
+
+
+def reduce(update: Callable[[PrimExpr], PrimExpr], init: PrimExpr,
+           axis: ReduceAxis | Sequence[ReduceAxis],
+           finish: Callable[[PrimExpr], PrimExpr] | None = None) -> Reduce:
+    """A general reduction: ``acc = init``, then ``acc = update(acc)`` at every point of the
+    reduction axes (in row-major order), then ``acc = finish(acc)``.
+
+    ``update`` and ``finish`` receive the accumulator as an expression (a load of the
+    output at the output axes); they may read inputs anywhere, the output only there.
+    """
+    init = as_expr(init)
+    return Reduce("custom", init, _axes(axis), init, update=update, finish=finish)
+
+
+def with_finish(red: Reduce, finish: Callable[[PrimExpr], PrimExpr]) -> Reduce:
+    """``red`` with a finishing expression of its accumulator (after any mean divisor)."""
+    if red.divisor is not None:
+        count = red.divisor
+        return Reduce(red.combiner, red.source, red.axes, red.init, update=red.update,
+                      finish=lambda acc: finish(acc / const(count, acc.dtype)))
+    if red.finish is not None:
+        inner = red.finish
+        return Reduce(red.combiner, red.source, red.axes, red.init, update=red.update,
+                      finish=lambda acc: finish(inner(acc)))
+    return Reduce(red.combiner, red.source, red.axes, red.init, update=red.update,
+                  finish=finish)
 
 
 def mean(source: PrimExpr, axis: ReduceAxis | Sequence[ReduceAxis]) -> Reduce:
@@ -177,11 +229,14 @@ def mean(source: PrimExpr, axis: ReduceAxis | Sequence[ReduceAxis]) -> Reduce:
 
 
 def combine(combiner: str, acc: PrimExpr, value: PrimExpr) -> PrimExpr:
-    """One reduction step. max: ``value`` when it is greater or NaN (so NaN sticks)."""
+    """One reduction step. max/min: ``value`` when it is greater/smaller or NaN (so NaN
+    sticks)."""
     if combiner == "sum":
         return Add(acc, value)
-    if combiner == "max":
-        cond = GT(value, acc)
+    if combiner == "prod":
+        return Mul(acc, value)
+    if combiner in ("max", "min"):
+        cond = GT(value, acc) if combiner == "max" else LT(value, acc)
         if dt.is_float(value.dtype):
             cond = Or(cond, NE(value, value))
         return Select(cond, value, acc)
@@ -197,6 +252,33 @@ def _nest(vars_: Sequence[Var], extents: Sequence[int], body: Stmt) -> Stmt:
     for v, n in zip(reversed(vars_), reversed(extents), strict=True):
         body = For(v, IntImm(0, dt.INDEX), IntImm(n, dt.INDEX), "serial", body)
     return body
+
+
+def _reduction_stores(red: Reduce, acc: BufferLoad
+                      ) -> tuple[PrimExpr, PrimExpr, PrimExpr | None]:
+    """The values a reduction stores: init, the step (reads ``acc``), the finish or None."""
+    step = red.update(acc) if red.update is not None else combine(red.combiner, acc, red.source)
+    finish = None
+    if red.divisor is not None:
+        finish = acc / const(red.divisor, acc.dtype)
+    elif red.finish is not None:
+        finish = as_expr(red.finish(acc))
+    return red.init, step, finish
+
+
+def _check_stored(e: PrimExpr, out: Buffer, acc: BufferLoad, names: set[str],
+                  reads_acc: bool) -> None:
+    """A stored value has the output's dtype and reads inputs (and, in a reduction's step
+    or finish, the accumulator ``acc``) only."""
+    if e.dtype != out.dtype:
+        raise TypeError(f"create_prim_func: a stored expression is {e.dtype}, "
+                        f"the output {out.dtype}")
+    for node in post_order(e):
+        if not isinstance(node, BufferLoad) or node.buffer.name in names:
+            continue
+        if not reads_acc or node != acc:
+            raise ValueError(f"create_prim_func: the output reads {node.buffer.name}, "
+                             "which is not among the inputs")
 
 
 def create_prim_func(inputs: Sequence[Tensor], output: Tensor,
@@ -216,22 +298,22 @@ def create_prim_func(inputs: Sequence[Tensor], output: Tensor,
     if out.name in names:
         raise ValueError(f"create_prim_func: output name {out.name!r} repeats an input's")
     body_expr = output.body
-    exprs = ([body_expr.source, body_expr.init] if isinstance(body_expr, Reduce)
-             else [body_expr])
-    for e in exprs:
-        for node in post_order(e):
-            if isinstance(node, BufferLoad) and node.buffer.name not in names:
-                raise ValueError(f"create_prim_func: the output reads {node.buffer.name}, "
-                                 "which is not among the inputs")
     idx = output.axes
+    acc = BufferLoad(out, idx)
+    if isinstance(body_expr, Reduce):
+        init, step, finish = _reduction_stores(body_expr, acc)
+        _check_stored(init, out, acc, names, reads_acc=False)
+        for e in (step, finish) if finish is not None else (step,):
+            _check_stored(e, out, acc, names, reads_acc=True)
+    else:
+        _check_stored(body_expr, out, acc, names, reads_acc=False)
     if isinstance(body_expr, Reduce):
         red = body_expr
-        acc = BufferLoad(out, idx)
-        update = BufferStore(out, combine(red.combiner, acc, red.source), idx)
-        inner = [BufferStore(out, red.init, idx),
-                 _nest([a.var for a in red.axes], [a.extent for a in red.axes], update)]
-        if red.divisor is not None:
-            inner.append(BufferStore(out, acc / const(red.divisor, out.dtype), idx))
+        inner = [BufferStore(out, init, idx),
+                 _nest([a.var for a in red.axes], [a.extent for a in red.axes],
+                       BufferStore(out, step, idx))]
+        if finish is not None:
+            inner.append(BufferStore(out, finish, idx))
         stmt: Stmt = SeqStmt(tuple(inner))
     else:
         stmt = BufferStore(out, body_expr, idx)
@@ -252,7 +334,8 @@ class ComputeDesc:
     ``value`` is the stored expression and the reduction fields are empty.
     Reduction: ``init`` is stored first, ``update`` (which reads ``output`` at
     ``axes``) for every point of ``reduce_axes``, then ``finish`` (or None);
-    ``combiner``/``source`` are set when ``update`` is a te ``sum``/``max`` step.
+    ``combiner``/``source`` are set when ``update`` is a te ``sum``/``max``/``min``/``prod``
+    step.
     """
 
     inputs: tuple[Buffer, ...]
@@ -298,13 +381,16 @@ def _is_store_at(s: Stmt, out: Buffer, idx: tuple[Var, ...]) -> bool:
 
 
 def _match_combine(update: PrimExpr, acc: BufferLoad) -> tuple[str, PrimExpr] | None:
-    if isinstance(update, Add) and update.a == acc and not _reads(update.b, acc.buffer):
-        return "sum", update.b
+    for cls, name in ((Add, "sum"), (Mul, "prod")):
+        if isinstance(update, cls) and update.a == acc and not _reads(update.b, acc.buffer):
+            return name, update.b
     if isinstance(update, Select) and update.false_value == acc:
         src = update.true_value
-        if _reads(src, acc.buffer) or combine("max", acc, src) != update:
+        if _reads(src, acc.buffer):
             return None
-        return "max", src
+        for name in ("max", "min"):
+            if combine(name, acc, src) == update:
+                return name, src
     return None
 
 
@@ -391,5 +477,6 @@ def prim_func_from_desc(desc: ComputeDesc, attrs: Mapping[str, Any] | None = Non
 
 
 __all__ = ["ComputeDesc", "Reduce", "ReduceAxis", "Tensor", "combine", "compute",
-           "create_prim_func", "extract_compute", "max", "mean", "min_value", "placeholder",
-           "prim_func_from_desc", "reduce_axes", "reduce_axis", "sum"]
+           "create_prim_func", "extract_compute", "max", "max_value", "mean", "min",
+           "min_value", "placeholder", "prim_func_from_desc", "prod", "reduce", "reduce_axes",
+           "reduce_axis", "sum", "with_finish"]

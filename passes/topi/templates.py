@@ -18,7 +18,7 @@ saturates, NaN -> 0: LLVM's ``fptosi.sat``, like ``ops.astype_reference``);
 ``less``/``greater`` on bools compare them as int32. ``concat`` selects
 between clamped loads so no operand is ever read out of bounds.
 
-Where the results are only close: exp/log/tanh/sigmoid/power are TIR math
+Where the results are only close: exp/log/tanh/sigmoid/power/erf are TIR math
 calls (LLVM intrinsics; libm on scalars, a vector math library on vectors;
 NumPy in ``tir.interpret``), while the reference uses Numba's libm calls, so
 they agree to a few ulps. Float ``sum``/``mean``/``matmul`` accumulate
@@ -46,12 +46,13 @@ from irkernel.ir.ops import (
     permutation,
 )
 from irkernel.tir import te
-from irkernel.tir.construct import call, cast, const, eq, ne, select
-from irkernel.tir.expr import FloorDiv, FloorMod, IntImm, Max, Min, PrimExpr, Var
 from irkernel.tir import dtype as dt
 from irkernel.tir.buffer import Buffer, BufferLoad
+from irkernel.tir.construct import call, cast, const, eq, ne, select, truncmod
+from irkernel.tir.expr import FloorDiv, FloorMod, IntImm, Max, Min, Not, PrimExpr, Var
 from irkernel.tir.function import Attrs, PrimFunc
 from irkernel.tir.stmt import BufferStore, For, Stmt, seq
+from passes.topi import movement, nn
 
 Shape = tuple[int, ...]
 Template = Callable[[Sequence[TensorType], Mapping[str, Any], TensorType], PrimFunc]
@@ -108,6 +109,13 @@ _BINARY: dict[str, Callable[[PrimExpr, PrimExpr], PrimExpr]] = {
     "equal": eq,
     "less": lambda x, y: _as_int(x) < _as_int(y),
     "greater": lambda x, y: _as_int(x) > _as_int(y),
+    "logical_and": lambda x, y: x & y,
+    "logical_or": lambda x, y: x | y,
+    "logical_xor": ne,
+    # np.mod: TIR floor remainder (codegen follows NumPy's npy_divmod for floats; ints % 0 = 0)
+    "floor_mod": FloorMod,
+    # C fmod: frem for floats, truncated remainder for ints (x % 0 == 0, INT_MIN % -1 == 0)
+    "fmod": lambda x, y: call("fmod", x, y) if _is_float(x) else truncmod(x, y),
 }
 
 
@@ -129,6 +137,11 @@ _UNARY: dict[str, Callable[[PrimExpr], PrimExpr]] = {
     "sigmoid": _sigmoid,
     "relu": _relu,
     "abs": lambda x: call("fabs", x) if _is_float(x) else call("abs", x),
+    "erf": lambda x: call("erf", x),
+    "floor": lambda x: call("floor", x),
+    "ceil": lambda x: call("ceil", x),
+    "round": lambda x: call("round", x),  # llvm.roundeven: half to even, as np.round
+    "logical_not": Not,
 }
 
 
@@ -172,6 +185,42 @@ def _reduction(name: str) -> Template:
             for a in range(x.ndim):
                 index.append(next(red).var if a in axes else next(kept))
             return getattr(te, name)(x[tuple(index)], rk)
+
+        return _finish(name, REDUCE, [x], te.compute(result[1], fcompute, "out"))
+    return template
+
+
+def _arg_reduction(name: str) -> Template:
+    """argmax/argmin: a te.reduce over the axis whose accumulator is the best index so far;
+    each step compares the element at ``k`` with the one at the stored index."""
+    is_max = name == "argmax"
+
+    def template(types: Sequence[TensorType], attrs: Mapping[str, Any],
+                 result: TensorType) -> PrimFunc:
+        (x,) = _inputs(types)
+        (axis,) = normalize_axes((attrs["axis"],), x.ndim)
+        keep, last = attrs["keepdims"], attrs["select_last_index"]
+        (rk,) = te.reduce_axes([x.shape[axis]])
+
+        def fcompute(*i: PrimExpr) -> te.Reduce:
+            outer = [v for a, v in enumerate(i) if not (keep and a == axis)]
+
+            def at(k: PrimExpr) -> PrimExpr:
+                return x[(*outer[:axis], k, *outer[axis:])]
+
+            def update(acc: PrimExpr) -> PrimExpr:
+                v, best = at(rk.var), at(acc)
+                if last:  # ties (and NaNs) move the index on: the last one wins
+                    wins = (v >= best) if is_max else (v <= best)
+                else:
+                    wins = (v > best) if is_max else (v < best)
+                if _is_float(v):  # NaN is the max (argmax) / min (argmin), as in NumPy
+                    v_nan, best_nan = ne(v, v), ne(best, best)
+                    wins = (v_nan | (~best_nan & wins)) if last else (
+                        (v_nan & ~best_nan) | wins)
+                return select(wins, rk.var, acc)
+
+            return te.reduce(update, const(0, "int64"), rk)
 
         return _finish(name, REDUCE, [x], te.compute(result[1], fcompute, "out"))
     return template
@@ -344,6 +393,12 @@ TEMPLATES: dict[str, Template] = {
     "sum": _reduction("sum"),
     "max": _reduction("max"),
     "mean": _reduction("mean"),
+    "min": _reduction("min"),
+    "prod": _reduction("prod"),
+    "argmax": _arg_reduction("argmax"),
+    "argmin": _arg_reduction("argmin"),
+    **movement.TEMPLATES,
+    **nn.TEMPLATES,
     "reshape": _reshape,
     "permute_dims": _permute,
     "broadcast_to": _broadcast_to,

@@ -23,9 +23,10 @@ from irkernel import ops
 
 #: Ops whose float results may differ from the interpreter by rounding.
 INEXACT_OPS = frozenset({"exp", "log", "tanh", "sigmoid", "power", "sum", "mean", "matmul",
+                         "erf", "prod", "conv", "conv_transpose", "lrn",
                          # np.max over {0.0, -0.0} may return either zero; the kernel is
                          # deterministic, so only the sign of a zero may differ
-                         "max"})
+                         "max", "min"})
 #: Relative/absolute tolerance by float dtype for values downstream of an inexact op.
 TOLERANCE = {np.dtype(np.float32): 2e-4, np.dtype(np.float64): 1e-9}
 

@@ -12,6 +12,9 @@ import math
 import numpy as np
 import pytest
 from interp_helpers import ALL, FLOATS, INTS, NUMERIC, check, run, sample
+from test_interp_elementwise_ops import COVERED as COVERED_ELEMENTWISE
+from test_interp_movement import COVERED as COVERED_MOVEMENT
+from test_interp_nn import COVERED as COVERED_NN
 
 import irkernel as ik
 from irkernel import ops
@@ -437,7 +440,7 @@ def test_concat_same_operand_twice():
 
 COVERED = set(ARITH) | {"divide", "power"} | set(COMPARE) | set(UNARY_EXACT) | set(UNARY_MATH) | {
     "where", "matmul", "sum", "max", "mean", "reshape", "permute_dims", "broadcast_to", "astype",
-    "concat"}
+    "concat"} | COVERED_ELEMENTWISE | COVERED_MOVEMENT | COVERED_NN
 
 
 def test_every_op_in_the_table_has_an_interpreter_test():

@@ -121,6 +121,49 @@ def _where(op: str, dtype: str) -> ik.Function:
     return bb.finish([bb.where(c, x, bb.param("y", (), dtype))])
 
 
+def _arg_reduce(op: str, dtype: str) -> ik.Function:
+    bb = ik.GraphBuilder("main")
+    x = bb.param("x", (2, 3, 4), dtype)
+    return bb.finish([bb.call(op, x), bb.call(op, x, axis=-1, keepdims=True),
+                      bb.call(op, x, axis=1, select_last_index=True)])
+
+
+def _movement(op: str, dtype: str) -> ik.Function:
+    bb = ik.GraphBuilder("main")
+    x = bb.param("x", (4, 3), dtype)
+    i = bb.param("i", (2, 1), "int64")
+    if op == "strided_slice":
+        out = bb.strided_slice(x, begin=(-1, 0), end=(-9, 9), strides=(-2, 2))
+    elif op == "take":
+        out = bb.take(x, i, axis=-1)
+    elif op == "pad":
+        out = bb.pad(x, bb.param("v", (), dtype), pad_width=(1, 2, 0, 3), mode="reflect")
+    else:
+        out = bb.scatter_nd(x, i, bb.param("u", (2, 3), dtype))
+    return bb.finish([out])
+
+
+def _nn(op: str, dtype: str) -> ik.Function:
+    bb = ik.GraphBuilder("main")
+    x = bb.param("x", (1, 4, 6, 5), dtype)
+    if op == "conv":
+        outs = [bb.conv(x, bb.param("w", (2, 2, 3, 2), dtype), strides=(2, 1),
+                        padding=(1, 0, 1, 1), dilation=(1, 2), groups=2),
+                bb.conv(x, bb.param("v", (3, 4, 1, 1), dtype))]
+    elif op == "conv_transpose":
+        outs = [bb.conv_transpose(x, bb.param("w", (4, 1, 2, 2), dtype), strides=(2, 2),
+                                  output_padding=(1, 0), groups=2)]
+    elif op == "max_pool":
+        outs = [bb.max_pool(x, kernel=(3, 2), strides=(2, 2), padding=(1, 1, 1, 1),
+                            ceil_mode=True)]
+    elif op == "avg_pool":
+        outs = [bb.avg_pool(x, kernel=(2, 2), padding=(1, 0, 0, 1), count_include_pad=True)]
+    else:
+        outs = [bb.lrn(x, size=3), bb.lrn(x, size=2, alpha=0.1, beta=-0.0, bias=float("inf")),
+                bb.lrn(x, size=5, alpha=float("nan"), beta=1e-300, bias=-2)]
+    return bb.finish(outs)
+
+
 def _compare(op: str, dtype: str) -> ik.Function:
     return _binary(op, dtype)
 
@@ -142,6 +185,16 @@ OP_CASES = {
     "astype": (_astype, DTYPES),
     "concat": (_concat, DTYPES),
     "where": (_where, DTYPES),
+    **{op: (_unary, FLOATS) for op in ("erf", "floor", "ceil", "round")},
+    "logical_not": (_unary, ["bool"]),
+    **{op: (_binary, ["bool"]) for op in ("logical_and", "logical_or", "logical_xor")},
+    **{op: (_binary, NUMERIC) for op in ("floor_mod", "fmod")},
+    "min": (_reduce, NUMERIC),
+    "prod": (_reduce, NUMERIC),
+    "argmax": (_arg_reduce, NUMERIC),
+    "argmin": (_arg_reduce, NUMERIC),
+    **{op: (_movement, DTYPES) for op in ("strided_slice", "take", "pad", "scatter_nd")},
+    **{op: (_nn, FLOATS) for op in ("conv", "conv_transpose", "max_pool", "avg_pool", "lrn")},
 }
 
 

@@ -80,6 +80,18 @@ def _every_op_function():
             bb.broadcast_to(b, shape=(4, 2, 3)), bb.astype(i, dtype="float64"),
             bb.concat(f, f, f, f, f, axis=-1), bb.const(np.array([[True, False]])),
             bb.call_tir(f, callee="kernel", dtype="float32", shape=(2, 3))]
+    outs += [bb.erf(f), bb.floor(f), bb.ceil(f), bb.round(f), bb.logical_not(b),
+             bb.logical_and(b, b), bb.logical_or(b, b), bb.logical_xor(b, b),
+             bb.floor_mod(i, i), bb.fmod(f, f), bb.min(f, axis=0), bb.prod(i),
+             bb.argmax(f, axis=1), bb.argmin(i, keepdims=True),
+             bb.strided_slice(f, begin=(0, -1), end=(2, -4), strides=(1, -1)),
+             bb.take(f, i, axis=1), bb.pad(f, bb.const(np.float32(0)), pad_width=(0, 1, 2, 0)),
+             bb.scatter_nd(f, bb.const(np.array([[1]])), bb.param("u", (1, 3), "float32"))]
+    img = bb.param("img", (1, 2, 5, 5), "float32")
+    outs += [bb.conv(img, bb.param("w", (4, 1, 3, 3), "float32"), groups=2),
+             bb.conv_transpose(img, bb.param("wt", (2, 3, 2, 2), "float32"), strides=(2, 2)),
+             bb.max_pool(img, kernel=(2, 2)), bb.avg_pool(img, kernel=(3, 3), padding=(1,) * 4),
+             bb.lrn(img, size=3, alpha=1e-3, beta=-0.0, bias=float("nan"))]
     return bb.finish(outs)
 
 

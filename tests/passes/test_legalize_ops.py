@@ -17,12 +17,21 @@ import irkernel as ik
 import passes
 from irkernel import ops, transform
 from irkernel.ir.rebuild import rebuild
-from irkernel.testing import functions_with_inputs, random_function, random_inputs
+from irkernel.testing import (
+    GENERATED_OPS,
+    functions_with_inputs,
+    random_function,
+    random_inputs,
+)
 from irkernel.tir import PrimFunc, te
 
-INEXACT = {"exp", "log", "tanh", "sigmoid", "power", "sum", "mean", "matmul"}
-EXACT_OPS = tuple(op.name for op in ops.BUILTIN_OPS
-                  if op.name not in INEXACT | {"param", "const", "call_func", "call_tir", "max"})
+INEXACT = {"exp", "log", "tanh", "sigmoid", "power", "sum", "mean", "matmul", "prod", "conv",
+           "conv_transpose", "lrn"}
+#: Ops whose float result may be either signed zero in NumPy (np.max/np.min over {0.0, -0.0}).
+EITHER_ZERO = {"max", "min"}
+EXACT_OPS = tuple(op for op in GENERATED_OPS if op not in INEXACT | EITHER_ZERO)
+#: Operand k of these ops is an index tensor (int64), whatever the case's dtype.
+INDEX_OPERAND = {("take", 1), ("scatter_nd", 1)}
 
 
 def legalize(mod: ik.IRModule | ik.Function) -> ik.IRModule:
@@ -34,10 +43,10 @@ def legalize(mod: ik.IRModule | ik.Function) -> ik.IRModule:
             left = set(np.unique(f.kind).tolist()) - {ops.OP_PARAM, ops.OP_CONST,
                                                        ops.OP_CALL_FUNC, ops.OP_CALL_TIR}
             assert not left, f"{name}: ops left after LegalizeOps: {left}"
-        elif isinstance(f, PrimFunc):  # canonical form, except the scheduled matmul and
-            desc = te.extract_compute(f)  # concats of many parts (a copy loop per part)
-            if desc is None:
-                assert f.attrs["op_name"] in ("matmul", "concat"), f.script(name)
+        elif isinstance(f, PrimFunc):  # canonical form, except the scheduled matmul, concats
+            desc = te.extract_compute(f)  # of many parts (a copy loop per part) and the
+            if desc is None:              # copy-then-scatter of scatter_nd
+                assert f.attrs["op_name"] in ("matmul", "concat", "scatter_nd"), f.script(name)
             else:
                 assert te.prim_func_from_desc(desc, f.attrs) == f
     return out
@@ -57,13 +66,22 @@ def close(expected: list[np.ndarray], got: list[np.ndarray], exact: bool, what: 
             np.testing.assert_array_equal(g, e, err_msg=what)
 
 
+def _operand_dtype(name: str, k: int, dtype: str) -> str:
+    if name == "where" and k == 0:
+        return "bool"
+    return "int64" if (name, k) in INDEX_OPERAND else dtype
+
+
 def single_op(name: str, dtype: str, shapes: list[tuple[int, ...]], attrs: dict) -> ik.IRModule:
     bb = ik.GraphBuilder("main")
     xs = []
     for k, shape in enumerate(shapes):
-        dt = "bool" if (name == "where" and k == 0) else dtype
+        dt = _operand_dtype(name, k, dtype)
         xs.append(bb.param(f"p{k}", shape, dt))
     return ik.IRModule({"main": bb.finish([bb.call(name, *xs, **attrs)])})
+
+
+_SCALAR_SLICE = {"begin": (), "end": (), "strides": ()}
 
 
 def _case_shapes(op: ops.OpDef) -> list[tuple[list[tuple[int, ...]], dict]]:
@@ -76,7 +94,39 @@ def _case_shapes(op: ops.OpDef) -> list[tuple[list[tuple[int, ...]], dict]]:
     if name == "matmul":
         return [([(2, 3), (3, 4)], {}), ([(3,), (3, 2)], {}), ([(2, 3), (3,)], {}),
                 ([(3,), (3,)], {}), ([(2, 1, 2, 3), (3, 3, 2)], {})]
-    if name in ("sum", "max", "mean"):
+    if name in ("argmax", "argmin"):
+        return [([(2, 3, 4)], {"axis": a, "keepdims": kd, "select_last_index": last})
+                for a, kd, last in ((0, False, False), (-1, True, True), (1, False, True))]
+    if name == "strided_slice":
+        return [([(5, 4)], {"begin": (1, -1), "end": (9, -9), "strides": (2, -1)}),
+                ([(3,)], {"begin": (0,), "end": (0,), "strides": (1,)}), ([()], _SCALAR_SLICE)]
+    if name == "take":
+        return [([(4, 3), (2, 2)], {"axis": 0}), ([(4, 3), (5,)], {"axis": -1}),
+                ([(3,), ()], {})]
+    if name == "pad":
+        return [([(3, 2), ()], {"pad_width": (1, 0, 2, 3), "mode": m})
+                for m in ("constant", "reflect", "edge")] + [
+                    ([(3, 1), ()], {"pad_width": (4, 0, 0, 5), "mode": "reflect"})]
+    if name == "scatter_nd":
+        return [([(4, 3), (5, 1), (5, 3)], {}), ([(4, 3), (2, 2), (2,)], {}),
+                ([(2, 2), (3, 0), (3, 2, 2)], {})]
+    if name == "conv":
+        return [([(2, 4, 5, 6), (6, 2, 3, 3)], {"strides": (2, 1), "padding": (1, 1, 0, 2),
+                                                "dilation": (1, 2), "groups": 2}),
+                ([(1, 3, 7), (2, 3, 2)], {}), ([(1, 2, 3, 3, 3), (2, 2, 2, 1, 2)], {})]
+    if name == "conv_transpose":
+        return [([(2, 4, 3, 3), (4, 1, 3, 2)], {"strides": (2, 1), "padding": (1, 0, 0, 1),
+                                                "output_padding": (1, 0), "groups": 2}),
+                ([(1, 2, 4), (2, 3, 2)], {"dilation": (2,)})]
+    if name == "lrn":
+        return [([(2, 5, 3)], {"size": 3}), ([(1, 4, 2, 2)], {"size": 2, "alpha": 0.5,
+                                                            "beta": 1.5, "bias": 2.0})]
+    if name in ("max_pool", "avg_pool"):
+        extra = {"count_include_pad": True} if name == "avg_pool" else {}
+        return [([(2, 3, 5, 6)], {"kernel": (3, 2), "strides": (2, 2), "padding": (1, 0, 1, 1),
+                                  "ceil_mode": True, **extra}),
+                ([(1, 2, 7)], {"kernel": (2,), "dilation": (2,)})]
+    if name in ("sum", "max", "mean", "min", "prod"):
         return [([(2, 3, 4)], {"axis": None}), ([(2, 3, 4)], {"axis": -1, "keepdims": True}),
                 ([(2, 3, 4)], {"axis": (0, 2)}), ([(2, 3)], {"axis": ()}), ([()], {})]
     if name == "reshape":
@@ -100,8 +150,7 @@ for _op in ops.BUILTIN_OPS:
         continue
     for _dt in ik.ids.DTYPE_NAMES:
         for _shapes, _attrs in _case_shapes(_op):
-            dts = [("bool" if (_op.name == "where" and k == 0) else _dt)
-                   for k in range(len(_shapes))]
+            dts = [_operand_dtype(_op.name, k, _dt) for k in range(len(_shapes))]
             try:
                 _op.infer([(ik.ids.dtype_code(d), s) for d, s in zip(dts, _shapes, strict=False)],
                           dict(_op.normalize_attrs(_attrs)))
@@ -120,7 +169,7 @@ def test_every_op_and_dtype_matches_the_interpreter(name, dtype, shapes, attrs) 
         expected = ik.interpret(mod, *inputs)
         got = ik.interpret(out, *inputs)
         exact = name not in INEXACT or dtype not in ("float32", "float64")
-        if name == "max" and dtype.startswith("float"):  # np.max may pick either signed zero
+        if name in EITHER_ZERO and dtype.startswith("float"):  # np.max: either signed zero
             np.testing.assert_array_equal(got[0], expected[0])
             continue
         close(expected, got, exact, f"{name} {dtype} {shapes} {attrs}")
@@ -319,7 +368,7 @@ def test_every_compiled_template_matches_the_interpreter() -> None:
         (expected,) = ik.interpret(mod, *inputs)
         got = np.empty(shape, dtype)
         ex[key](*inputs, got)
-        if expected.dtype.kind == "f" and name == "max":  # either signed zero
+        if expected.dtype.kind == "f" and name in EITHER_ZERO:  # either signed zero
             np.testing.assert_array_equal(got, expected)
         elif expected.dtype.kind == "f" and name in INEXACT:
             close([expected], [got], exact=False, what=f"{name} {key}")

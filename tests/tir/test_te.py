@@ -117,11 +117,15 @@ def test_non_canonical_prim_funcs_give_none() -> None:
     assert te.extract_compute(scheduled) is None
 
 
+#: Templates that are not canonical compute form: scatter_nd copies, then scatters.
+NOT_CANONICAL = {"scatter_nd"}
+
+
 def _template_cases() -> st.SearchStrategy:
     """(op name, operand types, attrs) for random shapes the op accepts."""
     @st.composite
     def draw(d):
-        name = d(st.sampled_from(sorted(TEMPLATES)))
+        name = d(st.sampled_from(sorted(set(TEMPLATES) - NOT_CANONICAL)))
         op = ops.get_op(name)
         dtype = d(st.sampled_from(DTYPE_NAMES))
         shape = d(shapes)

@@ -1,0 +1,182 @@
+"""Reductions: ReduceSum/Mean/Max/Min/Prod (+ L1, L2, SumSquare, LogSum, LogSumExp), ArgMax/Min.
+
+ONNX moved ``axes`` from an attribute to an input (ReduceSum at opset 13, the
+others at 18); both forms are converted, and an empty or absent ``axes``
+reduces every axis unless ``noop_with_empty_axes`` is set.
+Imports the converter machinery only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from irkernel.frontend.onnx.common import (
+    Context,
+    OnnxOpConverter,
+    Value,
+    ints_attr,
+    norm_axes,
+    norm_axis,
+    register,
+)
+
+Args = list["Value | None"]
+
+
+class _Reduce(OnnxOpConverter):
+    op = ""
+    axes_input_since = 18
+
+    @classmethod
+    def _axes(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> tuple[int, ...] | None:
+        x = args[0]
+        assert x is not None
+        if ctx.opset >= cls.axes_input_since:
+            v = args[1] if len(args) > 1 else None
+            axes = None if v is None else [int(a) for a in
+                                           np.ravel(ctx.const_value(v, "input 'axes'"))]
+        else:
+            axes = ints_attr(attrs, "axes")
+        if not axes:
+            return () if int(attrs.get("noop_with_empty_axes", 0)) else None
+        return norm_axes(ctx, axes, x.rank)
+
+    @classmethod
+    def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        x = args[0]
+        assert x is not None
+        axes = cls._axes(ctx, args, attrs)
+        if axes == ():
+            return cls._noop(ctx, x)
+        keep = bool(int(attrs.get("keepdims", 1)))
+        return cls._reduce(ctx, x, tuple(range(x.rank)) if axes is None else axes, keep)
+
+    @classmethod
+    def _noop(cls, ctx: Context, x: Value) -> Value:
+        return x
+
+    @classmethod
+    def _reduce(cls, ctx: Context, x: Value, axes: tuple[int, ...], keep: bool) -> Value:
+        if x.dtype_name == "bool":  # ReduceMax/Min of bools (opset 20): any/all through int32
+            out = ctx.emit(cls.op, ctx.astype(x, "int32"), axis=axes, keepdims=keep)
+            return ctx.astype(out, "bool")
+        return ctx.emit(cls.op, x, axis=axes, keepdims=keep)
+
+
+@register("ReduceSum")
+class ReduceSum(_Reduce):
+    op = "sum"
+    axes_input_since = 13
+
+
+@register("ReduceMean")
+class ReduceMean(_Reduce):
+    op = "mean"
+
+
+@register("ReduceMax")
+class ReduceMax(_Reduce):
+    op = "max"
+
+
+@register("ReduceMin")
+class ReduceMin(_Reduce):
+    op = "min"
+    graph_ops = ("min",)
+
+
+@register("ReduceProd")
+class ReduceProd(_Reduce):
+    op = "prod"
+    graph_ops = ("prod",)
+
+
+@register("ReduceSumSquare")
+class ReduceSumSquare(_Reduce):
+    @classmethod
+    def _reduce(cls, ctx: Context, x: Value, axes: tuple[int, ...], keep: bool) -> Value:
+        return ctx.emit("sum", ctx.emit("multiply", x, x), axis=axes, keepdims=keep)
+
+    @classmethod
+    def _noop(cls, ctx: Context, x: Value) -> Value:
+        return ctx.emit("multiply", x, x)
+
+
+@register("ReduceL1")
+class ReduceL1(_Reduce):
+    @classmethod
+    def _reduce(cls, ctx: Context, x: Value, axes: tuple[int, ...], keep: bool) -> Value:
+        return ctx.emit("sum", ctx.emit("abs", x), axis=axes, keepdims=keep)
+
+    @classmethod
+    def _noop(cls, ctx: Context, x: Value) -> Value:
+        return ctx.emit("abs", x)
+
+
+@register("ReduceL2")
+class ReduceL2(_Reduce):
+    @classmethod
+    def _reduce(cls, ctx: Context, x: Value, axes: tuple[int, ...], keep: bool) -> Value:
+        s = ctx.emit("sum", ctx.emit("multiply", x, x), axis=axes, keepdims=keep)
+        if x.dtype_name in ("float32", "float64"):
+            return ctx.emit("sqrt", s)
+        return ctx.astype(ctx.emit("sqrt", ctx.astype(s, "float64")), x.dtype_name)
+
+    @classmethod
+    def _noop(cls, ctx: Context, x: Value) -> Value:
+        return ctx.emit("abs", x)
+
+
+@register("ReduceLogSum")
+class ReduceLogSum(_Reduce):
+    @classmethod
+    def _reduce(cls, ctx: Context, x: Value, axes: tuple[int, ...], keep: bool) -> Value:
+        return ctx.emit("log", ctx.emit("sum", x, axis=axes, keepdims=keep))
+
+    @classmethod
+    def _noop(cls, ctx: Context, x: Value) -> Value:
+        return ctx.emit("log", x)
+
+
+@register("ReduceLogSumExp")
+class ReduceLogSumExp(_Reduce):
+    @classmethod
+    def _reduce(cls, ctx: Context, x: Value, axes: tuple[int, ...], keep: bool) -> Value:
+        # m + log(sum(exp(x - m))): no overflow for large x
+        m = ctx.emit("max", x, axis=axes, keepdims=True)
+        s = ctx.emit("sum", ctx.emit("exp", ctx.emit("subtract", x, m)), axis=axes,
+                     keepdims=True)
+        out = ctx.emit("add", ctx.emit("log", s), m)
+        if not keep:
+            out = ctx.reshape(out, tuple(d for k, d in enumerate(x.shape) if k not in axes))
+        return out
+
+    @classmethod
+    def _noop(cls, ctx: Context, x: Value) -> Value:
+        return x
+
+
+class _Arg(OnnxOpConverter):
+    op = ""
+
+    @classmethod
+    def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        x = args[0]
+        assert x is not None
+        axis = norm_axis(ctx, int(attrs.get("axis", 0)), x.rank)
+        return ctx.emit(cls.op, x, axis=axis, keepdims=bool(int(attrs.get("keepdims", 1))),
+                        select_last_index=bool(int(attrs.get("select_last_index", 0))))
+
+
+@register("ArgMax")
+class ArgMax(_Arg):
+    op = "argmax"
+    graph_ops = ("argmax",)
+
+
+@register("ArgMin")
+class ArgMin(_Arg):
+    op = "argmin"
+    graph_ops = ("argmin",)

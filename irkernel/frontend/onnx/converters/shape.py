@@ -1,0 +1,501 @@
+"""Shape, movement and constant ONNX ops.
+
+Reshape, Flatten, Squeeze and Unsqueeze are ``reshape``; Transpose is
+``permute_dims``; Expand is ``broadcast_to``; Tile is reshape + broadcast_to +
+reshape; Slice and Split are ``strided_slice``; Gather is ``take``; Pad is
+``pad`` (negative pads become a ``strided_slice``). Shape, Size,
+ConstantOfShape, Range and Constant produce constants at import, and so does
+every op above when its inputs are constants (shape arithmetic is evaluated
+with NumPy, also for the graph ops ``take`` and ``strided_slice``).
+Imports the converter machinery only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from irkernel.frontend.onnx.common import (
+    Context,
+    OnnxOpConverter,
+    Value,
+    ints_attr,
+    norm_axes,
+    norm_axis,
+    register,
+)
+
+Args = list["Value | None"]
+ONNX_TO_NUMPY = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64",
+                  9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64"}
+_SUPPORTED = ("float32", "float64", "int32", "int64", "bool")
+_INT64_MAX = 2**63 - 1
+
+
+def _first(args: Args) -> Value:
+    x = args[0]
+    assert x is not None
+    return x
+
+
+def _opt(args: Args, k: int) -> Value | None:
+    return args[k] if len(args) > k else None
+
+
+# ---------------------------------------------------------------------------
+# reshape family
+# ---------------------------------------------------------------------------
+
+def reshape_target(ctx: Context, x: Value, shape: list[int], allowzero: bool) -> tuple[int, ...]:
+    """ONNX Reshape's target: 0 copies the input dim (unless allowzero), -1 is inferred."""
+    out = [x.shape[k] if d == 0 and not allowzero and k < x.rank else d
+           for k, d in enumerate(shape)]
+    if out.count(-1) > 1 or any(d < -1 for d in out):
+        raise ctx.error(f"bad reshape target {shape}")
+    if -1 in out:
+        known = int(np.prod([d for d in out if d != -1], dtype=np.int64))
+        size = int(np.prod(x.shape, dtype=np.int64))
+        if known == 0 or size % known:
+            raise ctx.error(f"cannot reshape {list(x.shape)} to {shape}")
+        out[out.index(-1)] = size // known
+    if int(np.prod(out, dtype=np.int64)) != int(np.prod(x.shape, dtype=np.int64)):
+        raise ctx.error(f"cannot reshape {list(x.shape)} to {shape}")
+    return tuple(out)
+
+
+@register("Reshape")
+class Reshape(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        x = _first(args)
+        return ctx.reshape(x, reshape_target(ctx, x, list(attrs.get("shape", [])), False))
+
+    @classmethod
+    def _impl_v5(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        x = _first(args)
+        shape = ctx.const_value(_opt(args, 1), "input 'shape'").astype(np.int64).tolist()
+        return ctx.reshape(x, reshape_target(ctx, x, shape, bool(attrs.get("allowzero", 0))))
+
+
+@register("Flatten")
+class Flatten(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        x = _first(args)
+        axis = int(attrs.get("axis", 1))
+        if not -x.rank <= axis <= x.rank:
+            raise ctx.error(f"axis {axis} is out of range for rank {x.rank}")
+        axis = axis + x.rank if axis < 0 else axis
+        rows = int(np.prod(x.shape[:axis], dtype=np.int64))
+        return ctx.reshape(x, (rows, int(np.prod(x.shape[axis:], dtype=np.int64))))
+
+
+@register("Squeeze")
+class Squeeze(OnnxOpConverter):
+    @classmethod
+    def _squeeze(cls, ctx: Context, x: Value, axes: list[int] | None) -> Value:
+        if axes is None:
+            drop = {k for k, d in enumerate(x.shape) if d == 1}
+        else:
+            drop = set(norm_axes(ctx, axes, x.rank))
+            bad = [a for a in drop if x.shape[a] != 1]
+            if bad:
+                raise ctx.error(f"cannot squeeze axes {sorted(bad)} of shape {list(x.shape)}")
+        return ctx.reshape(x, tuple(d for k, d in enumerate(x.shape) if k not in drop))
+
+    @classmethod
+    def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        return cls._squeeze(ctx, _first(args), ints_attr(attrs, "axes"))
+
+    @classmethod
+    def _impl_v13(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        axes = _opt(args, 1)
+        return cls._squeeze(ctx, _first(args), None if axes is None else
+                            ctx.const_value(axes, "input 'axes'").tolist())
+
+
+@register("Unsqueeze")
+class Unsqueeze(OnnxOpConverter):
+    @classmethod
+    def _unsqueeze(cls, ctx: Context, x: Value, axes: list[int]) -> Value:
+        rank = x.rank + len(axes)
+        where = set(norm_axes(ctx, axes, rank))
+        dims = iter(x.shape)
+        return ctx.reshape(x, tuple(1 if k in where else next(dims) for k in range(rank)))
+
+    @classmethod
+    def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        axes = ints_attr(attrs, "axes")
+        if axes is None:
+            raise ctx.error("axes is required")
+        return cls._unsqueeze(ctx, _first(args), axes)
+
+    @classmethod
+    def _impl_v13(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        axes = ctx.const_value(_opt(args, 1), "input 'axes'").tolist()
+        return cls._unsqueeze(ctx, _first(args), [int(a) for a in np.ravel(axes)])
+
+
+@register("Transpose")
+class Transpose(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        x = _first(args)
+        perm = ints_attr(attrs, "perm", list(range(x.rank - 1, -1, -1)))
+        assert perm is not None
+        if perm == list(range(x.rank)):
+            return x
+        return ctx.emit("permute_dims", x, axes=tuple(perm))
+
+
+@register("Expand")
+class Expand(OnnxOpConverter):
+    @classmethod
+    def _impl_v8(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        x = _first(args)
+        shape = tuple(int(d) for d in ctx.const_value(_opt(args, 1), "input 'shape'").tolist())
+        try:
+            target = np.broadcast_shapes(x.shape, shape)  # ONNX Expand broadcasts both ways
+        except ValueError:
+            raise ctx.error(f"cannot expand {list(x.shape)} to {list(shape)}") from None
+        return x if target == x.shape else ctx.emit("broadcast_to", x, shape=target)
+
+
+@register("Tile")
+class Tile(OnnxOpConverter):
+    @classmethod
+    def _impl_v6(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        x = _first(args)
+        reps = [int(r) for r in ctx.const_value(_opt(args, 1), "input 'repeats'").tolist()]
+        if len(reps) != x.rank or any(r < 0 for r in reps):
+            raise ctx.error(f"repeats {reps} must be {x.rank} non-negative ints")
+        if all(r == 1 for r in reps):
+            return x
+        # x[d0, d1] -> [1, d0, 1, d1] -> broadcast [r0, d0, r1, d1] -> [r0*d0, r1*d1]
+        inter = tuple(v for d in x.shape for v in (1, d))
+        wide = tuple(v for r, d in zip(reps, x.shape, strict=True) for v in (r, d))
+        out = ctx.emit("broadcast_to", ctx.reshape(x, inter), shape=wide)
+        return ctx.reshape(out, tuple(r * d for r, d in zip(reps, x.shape, strict=True)))
+
+
+@register("Concat")
+class Concat(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        values = [v for v in args if v is not None]
+        if not values:
+            raise ctx.error("Concat needs at least one input")
+        axis = norm_axis(ctx, int(attrs.get("axis", 1)), max(values[0].rank, 1))
+        values = [v for v in values if v.shape[axis] != 0] or values[:1]
+        if len(values) == 1:
+            return values[0]
+        return ctx.emit("concat", *values, axis=axis)
+
+
+# ---------------------------------------------------------------------------
+# slicing: Slice, Split, Gather
+# ---------------------------------------------------------------------------
+
+def strided_slice(ctx: Context, x: Value, begin: list[int], end: list[int],
+                  strides: list[int]) -> Value:
+    """``x[b0:e0:s0, ...]`` with NumPy semantics; bounds are normalized here (clamped into
+    range, a stop before index 0 of a negative stride written as ``-dim - 1``)."""
+    b2, e2 = [], []
+    for d, b, e, s in zip(x.shape, begin, end, strides, strict=True):
+        if s == 0:
+            raise ctx.error("slice steps must not be 0")
+        start, stop, _ = slice(b, e, s).indices(d)
+        b2.append(start)
+        e2.append(-d - 1 if stop < 0 else stop)
+    if all(b == 0 and e == d and s == 1 for b, e, s, d in zip(b2, e2, strides, x.shape,
+                                                             strict=True)):
+        return x
+    if x.is_const:
+        index = tuple(slice(b, None if e == -d - 1 else e, s)
+                      for b, e, s, d in zip(b2, e2, strides, x.shape, strict=True))
+        return ctx.const(np.ascontiguousarray(x.const[index]))  # type: ignore[index]
+    return ctx.emit("strided_slice", x, begin=b2, end=e2, strides=list(strides))
+
+
+def _onnx_bounds(d: int, start: int, end: int, step: int) -> tuple[int, int]:
+    """ONNX Slice's clamping (the operator text, as onnxruntime implements it), as NumPy
+    bounds: a negative step clamps start into [0, d-1] (NumPy would make an out-of-range
+    start empty) and end into [-1, d-1], -1 meaning "through index 0" (written -d-1 for
+    NumPy); an end of INT64_MAX with a negative step also runs through index 0
+    (onnxruntime; PyTorch exports flips this way)."""
+    if d == 0:
+        return 0, 0
+    if start < 0:
+        start += d
+    if step < 0 and end >= _INT64_MAX:
+        end = -1
+    elif end < 0:
+        end += d
+    if step > 0:
+        return min(max(start, 0), d), min(max(end, 0), d)
+    start, end = min(max(start, 0), d - 1), min(max(end, -1), d - 1)
+    return start, (-d - 1 if end < 0 else end)
+
+
+@register("Slice")
+class Slice(OnnxOpConverter):
+    graph_ops = ("strided_slice",)
+
+    @classmethod
+    def _slice(cls, ctx: Context, x: Value, starts: list[int], ends: list[int],
+               axes: list[int] | None, steps: list[int] | None) -> Value:
+        axes = list(range(len(starts))) if axes is None else axes
+        steps = [1] * len(starts) if steps is None else steps
+        if not len(starts) == len(ends) == len(axes) == len(steps):
+            raise ctx.error(f"starts {starts}, ends {ends}, axes {axes} and steps {steps} "
+                            "differ in length")
+        begin, end, stride = [0] * x.rank, list(x.shape), [1] * x.rank
+        for a, b, e, s in zip(norm_axes(ctx, axes, x.rank), starts, ends, steps, strict=True):
+            if s == 0:
+                raise ctx.error("slice steps must not be 0")
+            begin[a], end[a] = _onnx_bounds(x.shape[a], b, e, s)
+            stride[a] = s
+        return strided_slice(ctx, x, begin, end, stride)
+
+    @classmethod
+    def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        starts, ends = ints_attr(attrs, "starts"), ints_attr(attrs, "ends")
+        if starts is None or ends is None:
+            raise ctx.error("starts and ends are required")
+        return cls._slice(ctx, _first(args), starts, ends, ints_attr(attrs, "axes"), None)
+
+    @classmethod
+    def _impl_v10(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        def ints(k: int, what: str) -> list[int] | None:
+            v = _opt(args, k)
+            return None if v is None else [int(i) for i in ctx.const_value(v, what).tolist()]
+
+        starts, ends = ints(1, "input 'starts'"), ints(2, "input 'ends'")
+        assert starts is not None and ends is not None
+        return cls._slice(ctx, _first(args), starts, ends, ints(3, "input 'axes'"),
+                          ints(4, "input 'steps'"))
+
+
+@register("Split")
+class Split(OnnxOpConverter):
+    graph_ops = ("strided_slice",)
+
+    @classmethod
+    def _split(cls, ctx: Context, x: Value, axis: int, split: list[int] | None,
+               n_out: int) -> list[Value]:
+        axis = norm_axis(ctx, axis, x.rank)
+        dim = x.shape[axis]
+        if split is None:
+            if n_out < 1:
+                raise ctx.error("Split needs 'split' or at least one output")
+            chunk = -(-dim // n_out)  # opset 18: the last chunk may be smaller
+            split = [min(chunk, dim - k * chunk) for k in range(n_out)]
+        if sum(split) != dim or any(s < 0 for s in split):
+            raise ctx.error(f"split {split} does not add up to dim {dim} of axis {axis}")
+        out, start = [], 0
+        for size in split:
+            begin, end = [0] * x.rank, list(x.shape)
+            begin[axis], end[axis] = start, start + size
+            out.append(strided_slice(ctx, x, begin, end, [1] * x.rank))
+            start += size
+        return out
+
+    @classmethod
+    def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> list[Value]:
+        split = ints_attr(attrs, "split")
+        if split is None and _opt(args, 1) is not None:
+            split = ctx.const_value(args[1], "input 'split'").tolist()
+        return cls._split(ctx, _first(args), int(attrs.get("axis", 0)), split,
+                          ctx.n_outputs)
+
+    @classmethod
+    def _impl_v13(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> list[Value]:
+        s = _opt(args, 1)
+        split = None if s is None else [int(v) for v in ctx.const_value(s, "input 'split'")]
+        n_out = int(attrs.get("num_outputs", ctx.n_outputs))
+        return cls._split(ctx, _first(args), int(attrs.get("axis", 0)), split, n_out)
+
+
+@register("Gather")
+class Gather(OnnxOpConverter):
+    graph_ops = ("take",)
+
+    @classmethod
+    def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        x, idx = _first(args), args[1]
+        assert idx is not None
+        axis = norm_axis(ctx, int(attrs.get("axis", 0)), x.rank)
+        if idx.dtype_name not in ("int32", "int64"):
+            raise ctx.error(f"indices must be int32 or int64, got {idx.dtype_name}")
+        if x.is_const and idx.is_const:  # shape arithmetic: evaluated with NumPy
+            d = x.shape[axis]
+            i = np.clip(np.where(idx.const < 0, idx.const + d, idx.const), 0, max(d - 1, 0))
+            return ctx.const(np.take(x.const, i, axis=axis))
+        return ctx.emit("take", x, idx, axis=axis)
+
+
+# ---------------------------------------------------------------------------
+# Pad
+# ---------------------------------------------------------------------------
+
+@register("Pad")
+class Pad(OnnxOpConverter):
+    graph_ops = ("pad",)
+
+    @classmethod
+    def _pad(cls, ctx: Context, x: Value, pads: list[int], value: Value | None,
+             mode: str) -> Value:
+        r = x.rank
+        if len(pads) != 2 * r:
+            raise ctx.error(f"pads {pads} must have {2 * r} values (begins then ends)")
+        if mode not in ("constant", "reflect", "edge"):
+            raise ctx.error(f"mode {mode!r} is not supported (constant, reflect, edge)")
+        if any(p < 0 for p in pads):  # negative pads crop: a slice after padding
+            pos = [max(p, 0) for p in pads]
+            x = cls._pad(ctx, x, pos, value, mode)
+            begin = [max(-p, 0) for p in pads[:r]]
+            end = [d - max(-p, 0) for d, p in zip(x.shape, pads[r:], strict=True)]
+            return strided_slice(ctx, x, begin, end, [1] * r)
+        if not any(pads):
+            return x
+        fill = ctx.scalar(0, x) if value is None else ctx.reshape(
+            ctx.astype(value, x.dtype_name), ())
+        return ctx.emit("pad", x, fill, pad_width=pads, mode=mode)
+
+    @classmethod
+    def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        x = _first(args)
+        pads = ints_attr(attrs, "pads", ints_attr(attrs, "paddings"))
+        if pads is None:
+            raise ctx.error("pads is required")
+        return cls._pad(ctx, x, pads, ctx.scalar(attrs.get("value", 0.0), x),
+                        attrs.get("mode", "constant"))
+
+    @classmethod
+    def _impl_v11(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        x = _first(args)
+        pads = [int(p) for p in ctx.const_value(_opt(args, 1), "input 'pads'").tolist()]
+        value = _opt(args, 2)
+        axes_v = _opt(args, 3)
+        if axes_v is not None:  # opset 18: pads name only these axes
+            axes = norm_axes(ctx, ctx.const_value(axes_v, "input 'axes'").tolist(), x.rank)
+            full = [0] * (2 * x.rank)
+            for k, a in enumerate(axes):
+                full[a], full[x.rank + a] = pads[k], pads[len(axes) + k]
+            pads = full
+        return cls._pad(ctx, x, pads, value, attrs.get("mode", "constant"))
+
+
+# ---------------------------------------------------------------------------
+# constants: Shape, Size, ConstantOfShape, Range, Constant; Identity, Dropout, Cast
+# ---------------------------------------------------------------------------
+
+@register("Shape")
+class Shape(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        x = _first(args)
+        start, end = int(attrs.get("start", 0)), attrs.get("end")
+        dims = x.shape[slice(start, None if end is None else int(end))]
+        return ctx.const(np.array(dims, np.int64))
+
+
+@register("Size")
+class Size(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        return ctx.const(np.array(np.prod(_first(args).shape, dtype=np.int64), np.int64))
+
+
+@register("ConstantOfShape")
+class ConstantOfShape(OnnxOpConverter):
+    @classmethod
+    def _impl_v9(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        shape = tuple(int(d) for d in ctx.const_value(_opt(args, 0), "input 'shape'").tolist())
+        fill = np.asarray(attrs.get("value", np.zeros(1, np.float32))).reshape(-1)
+        if fill.dtype.name not in _SUPPORTED and fill.dtype != np.float16:
+            raise ctx.error(f"value of dtype {fill.dtype} is not supported")
+        return ctx.const(ctx.full(shape, fill[0]))
+
+
+@register("Range")
+class Range(OnnxOpConverter):
+    @classmethod
+    def _impl_v11(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        start, limit, delta = (ctx.const_value(_opt(args, k), f"input {name!r}")
+                               for k, name in enumerate(("start", "limit", "delta")))
+        if not delta:
+            raise ctx.error("delta must not be 0")
+        # ONNX: n = max(ceil((limit - start) / delta), 0), computed in the input dtype
+        start, limit, delta = (np.asarray(v).reshape(()) for v in (start, limit, delta))
+        n = max(int(np.ceil((limit - start) / delta)), 0)
+        return ctx.const((start + np.arange(n, dtype=start.dtype) * delta).astype(start.dtype))
+
+
+@register("Constant")
+class Constant(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        for key, dtype in (("value", None), ("value_float", np.float32),
+                           ("value_floats", np.float32), ("value_int", np.int64),
+                           ("value_ints", np.int64)):
+            if key in attrs:
+                return ctx.const(np.asarray(attrs[key], dtype=dtype))
+        raise ctx.error(f"attributes {sorted(attrs)} are not supported (value, value_float(s), "
+                        "value_int(s))")
+
+
+@register("Identity")
+class Identity(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        return _first(args)
+
+
+@register("Dropout")
+class Dropout(OnnxOpConverter):
+    """Inference: the input unchanged, and an all-true mask when the mask is asked for."""
+
+    @classmethod
+    def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> list[Value]:
+        x = _first(args)
+        if len(args) > 2 and args[2] is not None and bool(
+                np.any(ctx.const_value(args[2], "input 'training_mode'"))):
+            raise ctx.error("training_mode=true is not supported (inference only)")
+        return [x, ctx.const(ctx.full(x.shape, np.bool_(True)))]
+
+
+@register("Cast")
+class Cast(OnnxOpConverter):
+    @classmethod
+    def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        x = _first(args)
+        to = attrs.get("to")
+        name = ONNX_TO_NUMPY.get(int(to)) if isinstance(to, int) else str(to).lower()
+        if name not in _SUPPORTED:
+            raise ctx.error(f"Cast to {to!r} is not supported ({', '.join(_SUPPORTED)})")
+        return ctx.astype(x, name)
+
+
+@register("CastLike")
+class CastLike(OnnxOpConverter):
+    @classmethod
+    def _impl_v15(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        like = args[1]
+        assert like is not None
+        return ctx.astype(_first(args), like.dtype_name)
+
+
+@register("ScatterND")
+class ScatterND(OnnxOpConverter):
+    graph_ops = ("scatter_nd",)
+
+    @classmethod
+    def _impl_v11(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        data, idx, upd = _first(args), args[1], args[2]
+        assert idx is not None and upd is not None
+        if attrs.get("reduction", "none") != "none":
+            raise ctx.error(f"reduction={attrs['reduction']!r} is not supported (none only)")
+        ctx.const_value(idx, "input 'indices'")
+        return ctx.emit("scatter_nd", data, ctx.astype(idx, "int64"), upd)

@@ -1,0 +1,278 @@
+"""``from_onnx``: an ONNX ModelProto -> an IRModule whose ``main`` runs the graph.
+
+Steps: (1) every node's op type is checked against the converter table at the
+model's opset and *all* unsupported ones are reported at once, with counts,
+before any conversion (:class:`OpNotImplemented`); (2) initializers become
+constants (NumPy arrays, held by reference by the constant pool), the other
+graph inputs become parameters in graph order, with shapes and dtypes from the
+model or from ``shape_dict``/``dtype_dict``; (3) one Python loop over the ONNX
+nodes calls each node's converter (per node, never per element); (4) the graph
+outputs, in order, are ``main``'s outputs.
+
+Names are sanitized for the text format: a parameter is named after its ONNX
+input with every character outside ``[A-Za-z0-9_]`` replaced by ``_``, a
+leading digit prefixed by ``v``, and a numeric suffix against collisions
+(``"gpu_0/data_0" -> gpu_0_data_0``, ``"0" -> v0``).
+
+Decisions where ONNX leaves room: tensors of dtypes other than float32,
+float64, int32, int64 and bool are rejected with an error naming the input
+(float16 constants are widened to float32); dimensions that are symbolic in the
+model need a value in ``shape_dict`` (the error names the input and the dim);
+a graph output that is a constant of the model is returned as such.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from irkernel.frontend.onnx import converters  # noqa: F401  (fills the converter table)
+from irkernel.frontend.onnx.common import (
+    Context,
+    ONNXImportError,
+    OpNotImplemented,
+    Value,
+    lookup,
+)
+from irkernel.ir.builder import GraphBuilder
+from irkernel.ir.ids import DTYPE_NAMES, dtype_code
+from irkernel.ir.module import IRModule
+
+#: ONNX TensorProto element types with an irkernel dtype.
+ONNX_DTYPES: dict[int, str] = {
+    onnx.TensorProto.FLOAT: "float32", onnx.TensorProto.DOUBLE: "float64",
+    onnx.TensorProto.INT32: "int32", onnx.TensorProto.INT64: "int64",
+    onnx.TensorProto.BOOL: "bool",
+}
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def model_opset(model: onnx.ModelProto) -> int:
+    """The model's opset of the default domain (1 when it names none)."""
+    versions = [imp.version for imp in model.opset_import if imp.domain in _DEFAULT_DOMAINS]
+    return int(max(versions)) if versions else 1
+
+
+def unsupported_ops(graph: onnx.GraphProto, opset: int) -> dict[str, int]:
+    """``{op_type: count}`` of the nodes no converter handles at ``opset``."""
+    counts = Counter(node.op_type if node.domain in _DEFAULT_DOMAINS
+                     else f"{node.domain}.{node.op_type}" for node in graph.node)
+    return {name: n for name, n in counts.items()
+            if "." in name or lookup(name, opset) is None}
+
+
+def sanitize_names(names: Sequence[str]) -> list[str]:
+    """Identifiers for the text format, one per name, all distinct (see module doc)."""
+    out: list[str] = []
+    taken: set[str] = set()
+    for name in names:
+        base = re.sub(r"\W", "_", name, flags=re.ASCII) or "input"
+        if base[0].isdigit():
+            base = "v" + base
+        cand, k = base, 1
+        while cand in taken:
+            cand, k = f"{base}_{k}", k + 1
+        taken.add(cand)
+        out.append(cand)
+    return out
+
+
+def _load(model: Any) -> onnx.ModelProto:
+    if isinstance(model, onnx.ModelProto):
+        return model
+    if isinstance(model, (str, os.PathLike)):
+        try:
+            return onnx.load(os.fspath(model))
+        except Exception as exc:  # onnx raises DecodeError and others for a bad file
+            raise ONNXImportError(f"{os.fspath(model)}: not a readable ONNX model ({exc})") \
+                from exc
+    if isinstance(model, (bytes, bytearray)):
+        return onnx.load_from_string(bytes(model))
+    raise TypeError(f"from_onnx: model must be an onnx.ModelProto or a path, got "
+                    f"{type(model).__name__}")
+
+
+def _input_type(info: onnx.ValueInfoProto, shape_dict: Mapping[str, Sequence[int]],
+                dtype_dict: Mapping[str, Any]) -> tuple[str, tuple[int, ...]]:
+    name = info.name
+    ttype = info.type.tensor_type if info.type.HasField("tensor_type") else None
+    if name in dtype_dict:
+        dtype = DTYPE_NAMES[dtype_code(dtype_dict[name])]
+    elif ttype is None:
+        raise ONNXImportError(f"graph input {name!r} is not a tensor")
+    elif ttype.elem_type not in ONNX_DTYPES:
+        elem = onnx.TensorProto.DataType.Name(ttype.elem_type)
+        raise ONNXImportError(f"graph input {name!r} has element type {elem}, which is not "
+                              f"supported ({', '.join(DTYPE_NAMES)}); override it with dtype_dict")
+    else:
+        dtype = ONNX_DTYPES[ttype.elem_type]
+    if name in shape_dict:
+        shape = tuple(int(d) for d in shape_dict[name])
+        if any(d < 0 for d in shape):
+            raise ValueError(f"shape_dict[{name!r}] = {shape} has a negative dimension")
+        return dtype, shape
+    if ttype is None or not ttype.HasField("shape"):
+        raise ONNXImportError(f"graph input {name!r} has no shape; give it in shape_dict")
+    dims = []
+    for k, dim in enumerate(ttype.shape.dim):
+        if dim.HasField("dim_value") and dim.dim_value >= 0:
+            dims.append(int(dim.dim_value))
+        else:
+            label = dim.dim_param or "?"
+            raise ONNXImportError(f"graph input {name!r}: dimension {k} is symbolic ({label!r}); "
+                                  f"give the input's shape in shape_dict")
+    return dtype, tuple(dims)
+
+
+def _attributes(node: onnx.NodeProto) -> dict[str, Any]:
+    attrs: dict[str, Any] = {}
+    for attr in node.attribute:
+        value = onnx.helper.get_attribute_value(attr)
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        elif isinstance(value, onnx.TensorProto):
+            value = numpy_helper.to_array(value)
+        elif isinstance(value, list) and value and isinstance(value[0], bytes):
+            value = [v.decode("utf-8", "replace") for v in value]
+        attrs[attr.name] = value
+    return attrs
+
+
+def _where(index: int, node: onnx.NodeProto) -> str:
+    label = f" {node.name!r}" if node.name else ""
+    return f"node {index}{label} ({node.op_type})"
+
+
+def from_onnx(model: Any, shape_dict: Mapping[str, Sequence[int]] | None = None,
+              dtype_dict: Mapping[str, Any] | None = None, opset: int | None = None,
+              const_inputs: Mapping[str, Any] | None = None) -> IRModule:
+    """Import an ONNX model.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto or path
+        The model (a path is read with ``onnx.load``, external data included).
+    shape_dict : mapping, optional
+        ``{input name: shape}`` fixing or overriding input shapes (symbolic dims need it).
+    dtype_dict : mapping, optional
+        ``{input name: dtype}`` overriding input dtypes.
+    opset : int, optional
+        The default-domain opset to convert at; defaults to the model's.
+    const_inputs : mapping, optional
+        ``{input name: array}`` binding graph inputs to constant values: they are not
+        parameters of ``main``, and shapes, axes or pads computed from them fold at import.
+
+    Returns
+    -------
+    IRModule
+        ``main`` takes the graph's non-initializer inputs in graph order and returns the
+        graph's outputs (a list, in graph order); initializers are constants.
+
+    Raises
+    ------
+    OpNotImplemented
+        Listing every unsupported op type with its count, before any conversion.
+    ONNXImportError
+        Naming the node, input or attribute that cannot be imported.
+    """
+    model = _load(model)
+    if len(model.functions):  # model-local functions (newer exporters): inlined first
+        from onnx import inliner
+
+        model = inliner.inline_local_functions(model)
+    graph = model.graph
+    opset = model_opset(model) if opset is None else int(opset)
+    missing = unsupported_ops(graph, opset)
+    if missing:
+        raise OpNotImplemented(missing, opset)
+    shape_dict, dtype_dict = dict(shape_dict or {}), dict(dtype_dict or {})
+    const_inputs = dict(const_inputs or {})
+    known_inputs = {i.name for i in graph.input}
+    for name in [*shape_dict, *dtype_dict, *const_inputs]:
+        if name not in known_inputs:
+            raise ValueError(f"from_onnx: {name!r} is not an input of the graph "
+                             f"(inputs: {', '.join(sorted(known_inputs)) or 'none'})")
+    bb = GraphBuilder("main")
+    ctx = Context(bb, opset)
+    env = _bind_inputs(ctx, graph, shape_dict, dtype_dict, const_inputs)
+    # Each tensor is dropped from env after its last reader, so that a constant replaced by
+    # a folded one (a transposed weight) is freed during the import, not held to the end.
+    last_use = {name: k for k, node in enumerate(graph.node) for name in node.input}
+    keep = {o.name for o in graph.output}
+    for index, node in enumerate(graph.node):
+        _convert_node(ctx, env, index, node)
+        for name in node.input:
+            if last_use.get(name) == index and name not in keep:
+                env.pop(name, None)
+    ctx.where = ""
+    outputs = []
+    for out in graph.output:
+        if out.name not in env:
+            raise ONNXImportError(f"graph output {out.name!r} is not computed by any node")
+        outputs.append(ctx.node(env[out.name]))
+    if not outputs:
+        raise ONNXImportError("the graph has no outputs")
+    return IRModule({"main": bb.finish(outputs)})
+
+
+def _bind_inputs(ctx: Context, graph: onnx.GraphProto, shape_dict: dict[str, Sequence[int]],
+                 dtype_dict: dict[str, Any], const_inputs: dict[str, Any]) -> dict[str, Value]:
+    """Initializers and ``const_inputs`` as constants, the other inputs as parameters."""
+    env: dict[str, Value] = {}
+    for init in graph.initializer:
+        ctx.where = f"initializer {init.name!r}"
+        env[init.name] = ctx.const(numpy_helper.to_array(init))
+    if len(graph.sparse_initializer):
+        raise ONNXImportError("sparse initializers are not supported")
+    for name, value in const_inputs.items():
+        ctx.where = f"const_inputs[{name!r}]"
+        env[name] = ctx.const(np.asarray(value))
+    inputs = [i for i in graph.input if i.name not in env]
+    for info, pname in zip(inputs, sanitize_names([i.name for i in inputs]), strict=True):
+        dtype, shape = _input_type(info, shape_dict, dtype_dict)
+        node = ctx.bb.param(pname, shape, dtype)
+        env[info.name] = Value(dtype_code(dtype), shape, node=node)
+    return env
+
+
+def _convert_node(ctx: Context, env: dict[str, Value], index: int, node: onnx.NodeProto) -> None:
+    ctx.where = _where(index, node)
+    ctx.n_outputs = len(node.output)
+    convert = lookup(node.op_type, ctx.opset)
+    assert convert is not None  # checked up front
+    args: list[Value | None] = []
+    for name in node.input:
+        if not name:
+            args.append(None)
+        elif name in env:
+            args.append(env[name])
+        else:
+            raise ctx.error(f"input {name!r} is not produced by an earlier node, an "
+                            "initializer or a graph input (nodes must be in topological order)")
+    attrs = _attributes(node)
+    try:
+        result = convert(ctx, args, attrs)
+    except ONNXImportError:
+        raise
+    except (TypeError, ValueError, IndexError, KeyError) as exc:
+        raise ctx.error(f"{type(exc).__name__}: {exc}") from exc
+    results = result if isinstance(result, list) else [result]
+    wanted = [name for name in node.output]
+    if sum(1 for name in wanted if name) and len(wanted) > len(results):
+        extra = [n for n in wanted[len(results):] if n]
+        if extra:
+            raise ctx.error(f"output(s) {', '.join(map(repr, extra))} are not supported "
+                            f"(the converter produces {len(results)})")
+    for name, value in zip(wanted, results, strict=False):
+        if name:
+            env[name] = value
+
+
+__all__ = ["ONNX_DTYPES", "from_onnx", "model_opset", "sanitize_names", "unsupported_ops"]

@@ -1,0 +1,209 @@
+"""NumPy reference implementations of the built-in ops (the semantics; the interpreter and
+FoldConstant call them), except the NN ops (:mod:`irkernel.ir.nn_references`).
+
+A reference maps ``(operand arrays, normalized attrs)`` to the result array.
+Operands have already been checked by the op's type rule, so references do no
+validation of their own. Transcendental float math (exp, log, tanh, sigmoid,
+power, erf) goes through the compiled scalar code of
+:mod:`irkernel.ir.scalar_ops`, so folded constants equal interpreted values bit
+for bit. Imports numpy and lower ``irkernel.ir`` modules only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from irkernel.ir import scalar_ops
+from irkernel.ir.ids import dtype_code, numpy_dtype
+from irkernel.ir.type_rules import normalize_axes, permutation
+
+Reference = Callable[[Sequence[np.ndarray], Mapping[str, Any]], np.ndarray]
+
+
+def ufunc(fn: Callable[..., Any]) -> Reference:
+    def ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return np.asarray(fn(*xs))
+    return ref
+
+
+def divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return np.true_divide(x, y) if x.dtype.kind == "f" else np.floor_divide(x, y)
+
+
+def fmod(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """C fmod (sign of x); ints: truncated remainder with ``x % 0 == 0`` (np.fmod)."""
+    if x.dtype.kind == "f":
+        return np.fmod(x, y)
+    # np.fmod gives 0 for a zero divisor; spell it out (and INT_MIN % -1) so no platform
+    # trap or warning decides the result
+    safe = np.where((y == 0) | (y == -1), np.ones((), y.dtype), y)
+    return np.where((y == 0) | (y == -1), np.zeros((), x.dtype), np.fmod(x, safe))
+
+
+def floor_mod(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """np.mod (sign of y); ints: ``x % 0 == 0``."""
+    if x.dtype.kind == "f":
+        return np.mod(x, y)
+    safe = np.where((y == 0) | (y == -1), np.ones((), y.dtype), y)
+    return np.where((y == 0) | (y == -1), np.zeros((), x.dtype), np.mod(x, safe))
+
+
+def float_math(opcode: int) -> Reference:
+    """exp/log/tanh/sigmoid/power/erf through the compiled scalar semantics (see scalar_ops)."""
+    def ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+        arrays = np.broadcast_arrays(*xs)
+        dt = arrays[0].dtype
+        # np.array copies: a broadcast view handed to Numba as is warns (FutureWarning)
+        flat = [np.array(a, np.float64, order="C").ravel() for a in arrays]
+        out = scalar_ops.float_math_kernel(opcode, flat[0], flat[-1], dt == np.float32)
+        return out.astype(dt).reshape(arrays[0].shape)
+    return ref
+
+
+def nan_max(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """NaN if either is NaN, else ``x if x > y else y`` (pins the signed-zero result)."""
+    out = np.where(x > y, x, y)
+    return np.where(np.isnan(x), x, out) if x.dtype.kind == "f" else out
+
+
+def nan_min(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    out = np.where(x < y, x, y)
+    return np.where(np.isnan(x), x, out) if x.dtype.kind == "f" else out
+
+
+def relu(x: np.ndarray) -> np.ndarray:
+    return nan_max(x, np.zeros((), x.dtype))
+
+
+def astype_reference(x: np.ndarray, code: int) -> np.ndarray:
+    """Conversion with NaN -> 0 and saturation for float -> int (see ``irkernel.ir.ops``)."""
+    dt = numpy_dtype(code)
+    if x.dtype.kind == "f" and dt.kind == "i":
+        info = np.iinfo(dt)
+        hi = float(2 ** (info.bits - 1))
+        with np.errstate(invalid="ignore"):
+            inside = (x >= -hi) & (x < hi)
+            out = np.trunc(np.where(inside, x, 0)).astype(dt)
+            out = np.where(x >= hi, info.max, out)
+            out = np.where(x < -hi, info.min, out).astype(dt)
+        return np.asarray(out)
+    with np.errstate(all="ignore"):
+        return np.asarray(x.astype(dt))
+
+
+# ---------------------------------------------------------------------------
+# reductions
+# ---------------------------------------------------------------------------
+
+def reduce_ref(fn: Callable[..., Any], pass_dtype: bool) -> Reference:
+    def ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+        x = xs[0]
+        axes = normalize_axes(attrs["axis"], x.ndim)
+        kw = {"dtype": x.dtype} if pass_dtype else {}
+        with np.errstate(all="ignore"):
+            return np.asarray(fn(x, axis=axes, keepdims=attrs["keepdims"], **kw), dtype=x.dtype)
+    return ref
+
+
+def mean(x: np.ndarray, axis: tuple[int, ...], keepdims: bool, dtype: np.dtype) -> np.ndarray:
+    """np.mean's arithmetic (sum in ``dtype``, then divide) without its empty-slice warning."""
+    count = int(np.prod([x.shape[a] for a in axis], dtype=np.int64))
+    return np.true_divide(np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype), count)
+
+
+def arg_reduce_ref(is_max: bool) -> Reference:
+    """argmax/argmin over one axis: NaN is the maximum (argmax) / minimum (argmin), as NumPy;
+    ties go to the first index, or the last with ``select_last_index``."""
+    def ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+        x = xs[0]
+        (axis,) = normalize_axes((attrs["axis"],), x.ndim)
+        fn = np.argmax if is_max else np.argmin
+        if attrs["select_last_index"]:
+            n = x.shape[axis]
+            out = n - 1 - fn(np.flip(x, axis), axis=axis, keepdims=attrs["keepdims"])
+        else:
+            out = fn(x, axis=axis, keepdims=attrs["keepdims"])
+        return np.asarray(out, np.int64)
+    return ref
+
+
+# ---------------------------------------------------------------------------
+# layout and movement
+# ---------------------------------------------------------------------------
+
+def reshape_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    return np.reshape(xs[0], attrs["shape"])
+
+
+def permute_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    return np.transpose(xs[0], permutation(attrs["axes"], xs[0].ndim))
+
+
+def broadcast_to_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    return np.broadcast_to(xs[0], attrs["shape"]).copy()
+
+
+def astype_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    return astype_reference(xs[0], dtype_code(attrs["dtype"]))
+
+
+def concat_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    return np.concatenate(list(xs), axis=attrs["axis"])
+
+
+def strided_slice_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    """NumPy's ``x[b0:e0:s0, ...]``, materialized."""
+    key = tuple(slice(b, e, s) for b, e, s in
+                zip(attrs["begin"], attrs["end"], attrs["strides"], strict=True))
+    return np.array(xs[0][key], copy=True)
+
+
+def clamp_indices(indices: np.ndarray, dim: int) -> np.ndarray:
+    """``i mod dim`` for i in [-dim, dim), else clamped into [0, dim - 1] (int64)."""
+    i = indices.astype(np.int64)
+    i = np.where(i < 0, i + dim, i)
+    return np.clip(i, 0, max(dim - 1, 0))
+
+
+def take_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    data, indices = xs
+    (axis,) = normalize_axes((attrs["axis"],), data.ndim)
+    return np.take(data, clamp_indices(indices, data.shape[axis]), axis=axis)
+
+
+def pad_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    x, value = xs
+    widths, mode = attrs["pad_width"], attrs["mode"]
+    rank = x.ndim
+    pairs = [(widths[k], widths[rank + k]) for k in range(rank)]
+    if mode == "constant":
+        return np.pad(x, pairs, mode="constant", constant_values=value.reshape(()))
+    return np.pad(x, pairs, mode=mode)
+
+
+def scatter_nd_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    """ONNX ScatterND (reduction none): the last update in row-major order wins; index
+    components are wrapped and clamped like ``take``'s."""
+    data, indices, updates = xs
+    out = np.array(data, copy=True)
+    k = indices.shape[-1]
+    rows = indices.reshape(int(np.prod(indices.shape[:-1], dtype=np.int64)), k)
+    ups = updates.reshape((rows.shape[0], *data.shape[k:]))
+    if rows.shape[0] == 0:
+        return out
+    flat = np.zeros(rows.shape[0], np.int64)
+    for j in range(k):
+        flat = flat * data.shape[j] + clamp_indices(rows[:, j], data.shape[j])
+    # NumPy does not promise which of repeated fancy-assignment targets wins: keep only the
+    # last update of each target (its first occurrence in reversed order)
+    _, last = np.unique(flat[::-1], return_index=True)
+    keep = rows.shape[0] - 1 - last
+    if k == 0:  # every row replaces the whole tensor: the last one wins
+        out[...] = ups[-1]
+        return out
+    out[np.unravel_index(flat[keep], data.shape[:k])] = ups[keep]
+    return out

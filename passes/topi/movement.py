@@ -1,0 +1,160 @@
+"""TIR templates of the movement ops: strided_slice, take, pad (canonical injective form)
+and scatter_nd (a copy nest, then a serial scatter loop).
+
+Every template reads inside its buffers whatever the data: index operands
+(``take``'s and ``scatter_nd``'s) are wrapped (``i in [-d, d)`` selects ``i mod d``)
+and clamped into ``[0, d - 1]``, as the references in ``irkernel.ir.references``
+do; ``pad`` reads clamped indices under a select (both sides of a select are
+evaluated). Index arithmetic is int64 (TIR's index dtype); int32 indices are
+widened first. Imports ``irkernel.ir`` and ``irkernel.tir`` only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from irkernel.ir.ids import DTYPE_NAMES
+from irkernel.ir.opdef import INJECTIVE, OPAQUE, TensorType
+from irkernel.ir.type_rules import normalize_axes, slice_range
+from irkernel.tir import dtype as dt
+from irkernel.tir import te
+from irkernel.tir.buffer import Buffer
+from irkernel.tir.construct import cast, const, select
+from irkernel.tir.expr import FloorMod, IntImm, Max, Min, PrimExpr, Var
+from irkernel.tir.function import PrimFunc
+from irkernel.tir.stmt import BufferStore, For, Stmt, seq
+
+
+def _idx(v: int) -> PrimExpr:
+    return IntImm(v, dt.INDEX)
+
+
+def _inputs(types: Sequence[TensorType]) -> list[te.Tensor]:
+    return [te.placeholder(s, DTYPE_NAMES[c], f"x{k}") for k, (c, s) in enumerate(types)]
+
+
+def _finish(name: str, pattern: int, inputs: Sequence[te.Tensor], out: te.Tensor) -> PrimFunc:
+    return te.create_prim_func(inputs, out, {"op_name": name, "op_pattern": pattern})
+
+
+def clamp(e: PrimExpr, lo: int, hi: int) -> PrimExpr:
+    """``e`` clamped into ``[lo, hi]`` (int64)."""
+    return Max(Min(e, _idx(hi)), _idx(lo))
+
+
+def wrap_index(e: PrimExpr, dim: int) -> PrimExpr:
+    """An index operand as a safe int64 index: ``i mod dim`` for ``i`` in ``[-dim, dim)``,
+    else clamped into ``[0, dim - 1]`` (``dim >= 1``)."""
+    i = cast(dt.INDEX, e)
+    return clamp(select(i < _idx(0), i + _idx(dim), i), 0, dim - 1)
+
+
+# ---------------------------------------------------------------------------
+# strided_slice, take, pad
+# ---------------------------------------------------------------------------
+
+
+def strided_slice(types: Sequence[TensorType], attrs: Mapping[str, Any],
+                  result: TensorType) -> PrimFunc:
+    (x,) = _inputs(types)
+    starts = [slice_range(b, e, s, d)[0] for b, e, s, d in
+              zip(attrs["begin"], attrs["end"], attrs["strides"], x.shape, strict=True)]
+
+    def fcompute(*i: PrimExpr) -> PrimExpr:
+        index = []
+        for v, start, step in zip(i, starts, attrs["strides"], strict=True):
+            e = v * _idx(step) if step != 1 else v
+            index.append(e + _idx(start) if start else e)
+        return x[tuple(index)]
+
+    return _finish("strided_slice", INJECTIVE, [x], te.compute(result[1], fcompute, "out"))
+
+
+def take(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorType) -> PrimFunc:
+    data, indices = _inputs(types)
+    (axis,) = normalize_axes((attrs["axis"],), data.ndim)
+    dim, q = data.shape[axis], indices.ndim
+
+    def fcompute(*i: PrimExpr) -> PrimExpr:
+        at = wrap_index(indices[tuple(i[axis:axis + q])], dim)
+        return data[(*i[:axis], at, *i[axis + q:])]
+
+    if dim == 0:  # then the indices are empty too (type rule): so is the result
+        out = te.compute(result[1], lambda *i: const(0, data.dtype), "out")
+    else:
+        out = te.compute(result[1], fcompute, "out")
+    return _finish("take", INJECTIVE, [data, indices], out)
+
+
+def _reflect(s: PrimExpr, dim: int) -> PrimExpr:
+    """NumPy's ``reflect`` source index of a position ``s`` (any int) on an axis of ``dim``:
+    the axis mirrored about its end elements, repeated with period ``2 * (dim - 1)``."""
+    if dim == 1:
+        return _idx(0)
+    period = 2 * (dim - 1)
+    m = FloorMod(s, _idx(period))
+    return select(m < _idx(dim), m, _idx(period) - m)
+
+
+def pad(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorType) -> PrimFunc:
+    x, value = _inputs(types)
+    widths, mode = attrs["pad_width"], attrs["mode"]
+    rank = x.ndim
+
+    def fcompute(*i: PrimExpr) -> PrimExpr:
+        index, inside = [], None
+        for k, (v, d) in enumerate(zip(i, x.shape, strict=True)):
+            b, e = widths[k], widths[rank + k]
+            s = v - _idx(b) if b else v
+            if not b and not e:
+                index.append(v)
+            elif mode == "reflect":
+                index.append(_reflect(s, d))
+            elif mode == "edge":
+                index.append(clamp(s, 0, d - 1))
+            else:
+                index.append(clamp(s, 0, max(d - 1, 0)))
+                cond = (s >= _idx(0)) & (s < _idx(d))
+                inside = cond if inside is None else inside & cond
+        if mode == "constant" and 0 in x.shape:  # nothing to read: all padding
+            return value[()]
+        return x[tuple(index)] if inside is None else select(inside, x[tuple(index)], value[()])
+
+    return _finish("pad", INJECTIVE, [x, value], te.compute(result[1], fcompute, "out"))
+
+
+# ---------------------------------------------------------------------------
+# scatter_nd
+# ---------------------------------------------------------------------------
+
+
+def scatter_nd(types: Sequence[TensorType], attrs: Mapping[str, Any],
+               result: TensorType) -> PrimFunc:
+    """``out = data``, then for every index row in row-major order (serially, so the last
+    update of a repeated target wins) ``out[clamped row, ...] = updates[row, ...]``."""
+    (dcode, dshape), (icode, ishape), _ = types
+    data = Buffer("x0", dshape, DTYPE_NAMES[dcode])
+    indices = Buffer("x1", ishape, DTYPE_NAMES[icode])
+    updates = Buffer("x2", types[2][1], DTYPE_NAMES[types[2][0]])
+    out = Buffer("out", dshape, DTYPE_NAMES[dcode])
+    k, batch = ishape[-1], ishape[:-1]
+    copy_vars = [Var(f"i{a}", dt.INDEX) for a in range(len(dshape))]
+    copy: Stmt = BufferStore(out, data[tuple(copy_vars)], tuple(copy_vars))
+    for v, n in zip(reversed(copy_vars), reversed(dshape), strict=True):
+        copy = For(v, _idx(0), _idx(n), "serial", copy)
+    rows = [Var(f"r{a}", dt.INDEX) for a in range(len(batch))]
+    cols = [Var(f"j{a}", dt.INDEX) for a in range(len(dshape) - k)]
+    target = [wrap_index(indices[(*rows, _idx(m))], dshape[m]) for m in range(k)]
+    scatter: Stmt = BufferStore(out, updates[(*rows, *cols)], (*target, *cols))
+    for v, n in zip(reversed([*rows, *cols]), reversed([*batch, *dshape[k:]]), strict=True):
+        scatter = For(v, _idx(0), _idx(n), "serial", scatter)
+    empty = any(n == 0 for n in batch) or any(n == 0 for n in dshape[k:])
+    body = copy if empty else seq(copy, scatter)
+    return PrimFunc((data, indices, updates, out), body,
+                    {"op_name": "scatter_nd", "op_pattern": OPAQUE})
+
+
+TEMPLATES = {"strided_slice": strided_slice, "take": take, "pad": pad, "scatter_nd": scatter_nd}
+
+__all__ = ["TEMPLATES", "clamp", "pad", "scatter_nd", "strided_slice", "take", "wrap_index"]

@@ -1,0 +1,94 @@
+"""The command line with ONNX models: import, run --random/--repeat, print and opt of .onnx."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+import irkernel as ik  # noqa: E402
+from irkernel.cli.main import main  # noqa: E402
+from irkernel.cli.onnx_cmd import parse_shapes  # noqa: E402
+
+
+@pytest.fixture
+def model_path(tmp_path):
+    x = helper.make_tensor_value_info("input:0", TensorProto.FLOAT, ["N", 8])
+    w = numpy_helper.from_array(np.arange(32, dtype=np.float32).reshape(8, 4) / 32, "w")
+    g = helper.make_graph([helper.make_node("MatMul", ["input:0", "w"], ["a"]),
+                           helper.make_node("Relu", ["a"], ["y"])], "g", [x],
+                          [helper.make_empty_tensor_value_info("y")], [w])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def _cli(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    return main(list(argv), out), out.getvalue()
+
+
+def test_import_writes_parseable_ir(model_path, tmp_path):
+    target = tmp_path / "m.ir"
+    rc, text = _cli("import", str(model_path), "--shape", "input:0=2,8", "-o", str(target))
+    assert rc == 0 and "1 inputs, 1 outputs" in text
+    mod = ik.parse(target.read_text())
+    assert mod["main"].param_names == ("input_0",)
+    x = np.ones((2, 8), np.float32)
+    np.testing.assert_allclose(ik.interpret(mod, x)[0], x @ (np.arange(32).reshape(8, 4) / 32),
+                               rtol=1e-6)
+
+
+def test_symbolic_dims_without_shape_is_one_line_error(model_path, capsys):
+    rc, _ = _cli("import", str(model_path))
+    err = capsys.readouterr().err
+    assert rc == 1 and "dimension 0 is symbolic ('N')" in err and "--shape" in err
+    assert "Traceback" not in err
+
+
+def test_run_random_prints_shapes_and_time_per_run(model_path):
+    rc, text = _cli("run", str(model_path), "--shape", "input:0=3,8", "--random", "--repeat", "3")
+    assert rc == 0
+    assert "ms per run (median of 3 runs)" in text and "output 0: float32[3, 4]" in text
+
+
+def test_run_with_npy_inputs(model_path, tmp_path):
+    x = np.ones((2, 8), np.float32)
+    np.save(tmp_path / "x.npy", x)
+    rc, text = _cli("run", str(model_path), "--shape", "input:0=2,8", "--inputs",
+                    str(tmp_path / "x.npy"))
+    assert rc == 0 and "output 0: float32[2, 4]" in text
+
+
+def test_print_and_opt_accept_onnx(model_path):
+    rc, text = _cli("print", str(model_path), "--shape", "input:0=1,8")
+    assert rc == 0 and "param input_0 : float32[1, 8]" in text
+    rc, text = _cli("opt", str(model_path), "--shape", "input:0=1,8", "-p", "FoldConstant")
+    assert rc == 0 and "matmul" in text
+
+
+def test_unsupported_ops_and_bad_files(tmp_path, capsys):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    g = helper.make_graph([helper.make_node("Sin", ["x"], ["a"]),
+                           helper.make_node("Cos", ["a"], ["b"]),
+                           helper.make_node("Cos", ["b"], ["c"])], "g", [x],
+                          [helper.make_empty_tensor_value_info("c")])
+    bad = tmp_path / "bad.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(bad))
+    assert _cli("import", str(bad))[0] == 1
+    assert "Cos (x2), Sin (x1)" in capsys.readouterr().err
+    junk = tmp_path / "junk.onnx"
+    junk.write_text("not a model")
+    assert _cli("print", str(junk))[0] == 1
+    assert "not a readable ONNX model" in capsys.readouterr().err
+
+
+def test_parse_shapes():
+    assert parse_shapes(["a=1,2", "b:0=3", "s="]) == {"a": (1, 2), "b:0": (3,), "s": ()}
+    with pytest.raises(ValueError, match="expected NAME=D0,D1"):
+        parse_shapes(["a=1,x"])
