@@ -19,7 +19,10 @@ from irkernel.ir.module import IRModule
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     from irkernel.cli.demo import run_demo
 
-    return run_demo(args.nodes, args.seed, args.pipeline, args.chain_elements, args.hidden, out)
+    if args.repeat < 1 or args.pause < 0:
+        raise ValueError("demo: --repeat must be >= 1 and --pause >= 0")
+    return run_demo(args.nodes, args.seed, args.pipeline, args.chain_elements, args.hidden, out,
+                    args.repeat, args.pause)
 
 
 def cmd_opt(args: argparse.Namespace, out: TextIO) -> int:
@@ -90,6 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="length of the fused elementwise chain (default 1e7)")
     demo.add_argument("--hidden", type=int, default=1024,
                       help="MLP width (batch 64, 3 layers; default 1024)")
+    demo.add_argument("--repeat", type=int, default=9,
+                      help="timed calls per block in the comparisons with NumPy (default 9)")
+    demo.add_argument("--pause", type=float, default=0.3,
+                      help="seconds of pause before each timed block (default 0.3)")
     demo.set_defaults(run=cmd_demo)
     opt = sub.add_parser("opt", help="run a pass pipeline over an .ir file (like LLVM's opt)")
     opt.add_argument("file")
