@@ -1,4 +1,4 @@
-"""The ``irkernel`` command: demo, opt, run, print, verify.
+"""The ``irkernel`` command: demo, opt, run, viz, print, verify.
 
 Heavy modules (passes, runtime, the generator) are imported lazily inside the
 subcommands so that ``irkernel --help`` stays instant.
@@ -55,6 +55,13 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     from irkernel.cli.run import run_file
 
     return run_file(args, out, _read_module)
+
+
+def cmd_viz(args: argparse.Namespace, out: TextIO) -> int:
+    """Draw a graph function (graphviz DOT, SVG, PNG or HTML; --diff before/after -p)."""
+    from irkernel.cli.viz import run_viz
+
+    return run_viz(args, out, _read_module)
 
 
 def _read_module(path: str) -> IRModule:
@@ -120,6 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--time-passes", action="store_true",
                      help="print the timing tree of every pass of the build (stderr)")
     run.set_defaults(run=cmd_run)
+    viz = sub.add_parser("viz", help="draw a graph function (DOT, SVG, PNG, HTML; --diff: "
+                         "before and after a pipeline)")
+    from irkernel.cli.viz import add_arguments
+
+    add_arguments(viz)
+    viz.set_defaults(run=cmd_viz)
     show = sub.add_parser("print", help="parse an .ir file and print it normalized")
     show.add_argument("file")
     show.set_defaults(run=cmd_print)
