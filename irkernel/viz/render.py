@@ -16,6 +16,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from irkernel.ir import ops
 from irkernel.ir.function import Function
 from irkernel.ir.module import IRModule
 from irkernel.viz.dot import (
@@ -91,8 +92,6 @@ p { margin: 0.2em 0; }
 
 
 def _legend() -> str:
-    from irkernel.ir import ops
-
     keys = [("changed", HIGHLIGHT_FILL), ("parameter", PARAM_FILL)]
     keys += [(f"{ops.PATTERN_NAMES[p]} (fusion pattern)", color)
              for p, color in PATTERN_COLORS.items()]
