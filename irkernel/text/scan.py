@@ -20,14 +20,20 @@ tokens, the literal forms the printer writes. Anything else is classified
 ``DEF`` (a definition the careful path parses) or ``OTHER``; the tokenizer then
 reports any error with its exact line and column. Every line whose first
 non-blank character is ``%`` defines the next node or is an error, so node ids
-can be numbered here for all lines at once. Imports ``irkernel.ir`` only.
+can be numbered here for all lines at once.
+
+Compile time: the grammar's pieces are ``helper`` functions (plain calls that
+LLVM inlines), not Numba's IR-level ``inline``, which re-types the caller per
+inlined call site: with it the scanner took 80-90 s to compile cold (loaded
+2-core VM), with helpers about 25 s there; once, then Numba's on-disk cache
+loads it in milliseconds. Imports ``irkernel.ir`` only.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from irkernel.ir.jit import inline, kernel
+from irkernel.ir.jit import helper, kernel
 
 # line classes
 BLANK, NODE, CONST, RETURN, DEF, OTHER = 0, 1, 2, 3, 4, 5
@@ -43,40 +49,41 @@ KW_RETURN, KW_CONST = 5, 6
 MAX_LINE = 2**31 - 1
 
 _TAB, _SPACE, _HASH, _PERCENT, _COMMA, _COLON, _EQ = 9, 32, 35, 37, 44, 58, 61
-_LBRACK, _RBRACK, _LBRACE, _RBRACE, _QUOTE, _BACKSLASH, _MINUS, _DOT = 91, 93, 123, 125, 34, 92, 45, 46
+_LBRACK, _RBRACK, _LBRACE, _RBRACE, _QUOTE, _BACKSLASH = 91, 93, 123, 125, 34, 92
+_MINUS, _DOT = 45, 46
 
 
-@inline
-def _is_blank(c):
-    """Space, tab, CR, FF or VT: the tokenizer's whitespace."""
-    return c == 32 or c == 9 or c == 13 or c == 12 or c == 11
-
-
-@inline
-def _is_digit(c):
-    return 48 <= c <= 57
-
-
-@inline
-def _is_word(c):
-    return 48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c == 95
-
-
-@inline
+@helper
 def _skip_ws(buf, p, e):
     while p < e and (buf[p] == _SPACE or buf[p] == _TAB):
         p += 1
     return p
 
 
-@inline
-def _word_end(buf, p, e):
-    while p < e and _is_word(buf[p]):
+@helper
+def _skip_blank(buf, p, e):
+    """Past the tokenizer's whitespace: space, tab, CR, FF, VT."""
+    while p < e:
+        c = buf[p]
+        if not (c == 32 or c == 9 or c == 13 or c == 12 or c == 11):
+            break
         p += 1
     return p
 
 
-@inline
+@helper
+def _word_end(buf, p, e, also_non_ascii):
+    """End of the run of ``[A-Za-z0-9_]`` (and bytes >= 128 if asked) starting at ``p``."""
+    while p < e:
+        c = buf[p]
+        if not (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c == 95
+                or (also_non_ascii and c >= 128)):
+            break
+        p += 1
+    return p
+
+
+@helper
 def _matches(buf, p, e, words, w):
     """Whether ``buf[p:e]`` starts with keyword ``w`` (row ``w`` of ``words``, 0-padded)."""
     size = 0
@@ -90,7 +97,7 @@ def _matches(buf, p, e, words, w):
     return size
 
 
-@inline
+@helper
 def _at_line_end(buf, p, e):
     """Only ``[ \\t\\r]`` and an optional comment remain after ``p``."""
     while p < e and (buf[p] == _SPACE or buf[p] == _TAB or buf[p] == 13):
@@ -98,18 +105,18 @@ def _at_line_end(buf, p, e):
     return p == e or buf[p] == _HASH
 
 
-@inline
+@helper
 def _var_end(buf, p, e):
     """End of ``%name`` (ASCII name) starting at ``p``, or -1."""
     if p >= e or buf[p] != _PERCENT:
         return -1
-    q = _word_end(buf, p + 1, e)
+    q = _word_end(buf, p + 1, e, False)
     if q == p + 1 or (q < e and buf[q] >= 128):
         return -1
     return q
 
 
-@inline
+@helper
 def _attrs_end(buf, p, e):
     """End of ``{...}`` at ``p`` (no nested braces, no '#'; strings may escape), or -1."""
     p += 1
@@ -129,52 +136,52 @@ def _attrs_end(buf, p, e):
     return -1
 
 
-@inline
+@helper
 def _type_end(buf, p, e):
     """End of ``[a-z0-9]+\\[[0-9, ]*\\]`` at ``p``, or -1."""
     q = p
-    while q < e and (97 <= buf[q] <= 122 or _is_digit(buf[q])):
+    while q < e and (97 <= buf[q] <= 122 or (48 <= buf[q] <= 57)):
         q += 1
     if q == p or q >= e or buf[q] != _LBRACK:
         return -1
     q += 1
-    while q < e and (_is_digit(buf[q]) or buf[q] == _COMMA or buf[q] == _SPACE):
+    while q < e and ((48 <= buf[q] <= 57) or buf[q] == _COMMA or buf[q] == _SPACE):
         q += 1
     if q >= e or buf[q] != _RBRACK:
         return -1
     return q + 1
 
 
-@inline
+@helper
 def _number_end(buf, p, e):
     """End of ``-?(digits.?digits*|.digits)([eE][-+]?digits)?`` at ``p``, or -1."""
     q = p + 1 if p < e and buf[p] == _MINUS else p
     d0 = q
-    while q < e and _is_digit(buf[q]):
+    while q < e and (48 <= buf[q] <= 57):
         q += 1
     if q > d0:
         if q < e and buf[q] == _DOT:
             q += 1
-            while q < e and _is_digit(buf[q]):
+            while q < e and (48 <= buf[q] <= 57):
                 q += 1
     else:
-        if q >= e or buf[q] != _DOT or q + 1 >= e or not _is_digit(buf[q + 1]):
+        if q >= e or buf[q] != _DOT or q + 1 >= e or not (48 <= buf[q + 1] <= 57):
             return -1
         q += 1
-        while q < e and _is_digit(buf[q]):
+        while q < e and (48 <= buf[q] <= 57):
             q += 1
     if q < e and (buf[q] == 101 or buf[q] == 69):  # e, E
         r = q + 1
         if r < e and (buf[r] == 43 or buf[r] == _MINUS):
             r += 1
-        if r < e and _is_digit(buf[r]):
-            while r < e and _is_digit(buf[r]):
+        if r < e and (48 <= buf[r] <= 57):
+            while r < e and (48 <= buf[r] <= 57):
                 r += 1
             q = r
     return q
 
 
-@inline
+@helper
 def _literal_end(buf, p, e, words):
     """End of a one-literal constant value at ``p`` (a number, -inf, inf, nan, true,
     false), or -1; what follows must be a blank or ':'."""
@@ -190,7 +197,7 @@ def _literal_end(buf, p, e, words):
     return q
 
 
-@inline
+@helper
 def _operands(buf, s, p, e, opnd, k):
     """``%a, %b, ...`` at ``p`` on the line starting at ``s``: spans (relative to ``s``)
     appended to ``opnd`` from row ``k``. Returns (position after them, new k), position
@@ -232,15 +239,14 @@ def line_bounds_kernel(buf):
     return start, end
 
 
-@inline
+@helper
 def _classify(buf, s, e, row, opnd, k, words):
     """Class of the line ``buf[s:e]``; fills its span row and operand rows from ``k``
     (positions relative to ``s``). Returns (class, new k)."""
     p = _skip_ws(buf, s, e)
-    plain = True  # only spaces and tabs before the first token (the fast forms)
-    while p < e and _is_blank(buf[p]):
-        p += 1
-        plain = False
+    q = _skip_blank(buf, p, e)
+    plain = q == p  # only spaces and tabs before the first token (the fast forms)
+    p = q
     if p == e or buf[p] == _HASH:
         return BLANK, k
     if buf[p] != _PERCENT:
@@ -254,11 +260,8 @@ def _classify(buf, s, e, row, opnd, k, words):
         return OTHER, k
     if e - s >= MAX_LINE:
         return DEF, k  # spans are int32 offsets in the line; the careful path reads it
-    q = p + 1
-    ascii_name = True
-    while q < e and (_is_word(buf[q]) or buf[q] >= 128):
-        ascii_name = ascii_name and buf[q] < 128
-        q += 1
+    q = _word_end(buf, p + 1, e, True)  # what the tokenizer may read as the name
+    ascii_name = _word_end(buf, p + 1, e, False) == q
     row[NAME] = p + 1 - s
     row[NAME + 1] = q - p - 1
     if not plain or not ascii_name or q == p + 1:
@@ -267,9 +270,9 @@ def _classify(buf, s, e, row, opnd, k, words):
     if q >= e or buf[q] != _EQ:
         return DEF, k
     q = _skip_ws(buf, q + 1, e)
-    if q >= e or _is_digit(buf[q]) or not _is_word(buf[q]):
-        return DEF, k
-    op_end = _word_end(buf, q, e)
+    if q >= e or not (65 <= buf[q] <= 90 or 97 <= buf[q] <= 122 or buf[q] == 95):
+        return DEF, k  # an op name starts with a letter or '_'
+    op_end = _word_end(buf, q, e, False)
     row[OP] = q - s
     row[OP + 1] = op_end - q
     r = _skip_ws(buf, op_end, e)
@@ -324,8 +327,7 @@ def scan_body_kernel(buf, start, end, first, words):
     while stop < n_lines:
         p = start[stop]
         e = end[stop]
-        while p < e and _is_blank(buf[p]):
-            p += 1
+        p = _skip_blank(buf, p, e)
         if p < e and buf[p] == _RBRACE:
             break
         for j in range(p, e):
@@ -349,7 +351,7 @@ def scan_body_kernel(buf, start, end, first, words):
 # names and distinct texts
 # ---------------------------------------------------------------------------
 
-@inline
+@helper
 def _hash_bytes(data, s, n):
     """FNV-1a of ``data[s:s + n]``."""
     h = np.uint64(0xCBF29CE484222325)
@@ -358,7 +360,7 @@ def _hash_bytes(data, s, n):
     return h
 
 
-@inline
+@helper
 def _same_bytes(a, sa, b, sb, n):
     for j in range(n):
         if a[sa + j] != b[sb + j]:
@@ -366,7 +368,7 @@ def _same_bytes(a, sa, b, sb, n):
     return True
 
 
-@inline
+@helper
 def _find(buf, slots, ent_start, ent_len, data, s, n):
     """(slot, entry) of ``data[s:s + n]`` in a name table; entry -1 when absent (the slot is
     then where it would go)."""
@@ -437,7 +439,7 @@ def resolve_names_kernel(buf, start, first, cls, span, opnd_ptr, opnd):
         ent_node[:n_ent].copy()
 
 
-@inline
+@helper
 def _decimal(buf, s, n):
     """The value of ``buf[s:s + n]`` when it is a canonical decimal (digits, no leading
     zero, at most 10 of them), else -1."""
@@ -446,7 +448,7 @@ def _decimal(buf, s, n):
     value = 0
     for j in range(n):
         c = buf[s + j]
-        if not _is_digit(c):
+        if not (48 <= c <= 57):
             return -1
         value = value * 10 + (c - 48)
     return value
