@@ -156,4 +156,5 @@ def test_text_kernels_compile_one_specialization() -> None:
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, timeout=300, check=True).stdout
     counts = json.loads(out.strip().splitlines()[-1])
-    assert counts and set(counts.values()) == {1}, counts
+    assert counts
+    assert set(counts.values()) == {1}, counts
