@@ -10,7 +10,7 @@ The graph is a chain of 1000 ``add`` ops on 4-element float32 arrays
 (``disabled_pass=["FuseOps", "FuseTIR"]``), so each op is one kernel launch
 of a few nanoseconds of work: the time per op is the executor's per-kernel
 overhead. It is reported as (chain call - empty graph call) / 1000, both
-medians of paired rounds in the same run (noisy 2-core VM), next to the
+medians of blocks of their own in the same run (noisy 2-core VM), next to the
 checked ``runtime.Kernel`` call of the same kernel for comparison. Target:
 <= 2 us per kernel. Also: the memory plan of the chain (naive vs planned).
 """
@@ -18,8 +18,6 @@ checked ``runtime.Kernel`` call of the same kernel for comparison. Target:
 from __future__ import annotations
 
 import os
-import statistics
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -28,6 +26,7 @@ import pytest
 import irkernel as ik
 import runtime
 from irkernel import transform
+from irkernel.testing.timing import compare
 
 N_OPS = 1000
 TARGET_US = 2.0
@@ -76,17 +75,19 @@ def mlp_plans() -> dict[str, float]:
     return out
 
 
-def _paired(a: Callable[[], object], b: Callable[[], object], rounds: int,
+def _blocks(a: Callable[[], object], b: Callable[[], object], rounds: int,
             inner: int) -> tuple[float, float]:
-    """Median seconds per call of ``a`` and ``b``, alternating rounds (same load for both)."""
-    ta, tb = [], []
-    for _ in range(rounds):
-        for fn, acc in ((a, ta), (b, tb)):
-            start = time.perf_counter()
+    """Median seconds per call of ``a`` and ``b``, each timed in blocks of its own after
+    warm-ups (``irkernel.testing.timing.compare``), ``inner`` calls per timed sample."""
+
+    def many(fn: Callable[[], object]) -> Callable[[], None]:
+        def run() -> None:
             for _ in range(inner):
                 fn()
-            acc.append((time.perf_counter() - start) / inner)
-    return statistics.median(ta), statistics.median(tb)
+        return run
+
+    cmp = compare(many(a), many(b), repeat=rounds, pause=0.1)
+    return cmp.ours.median / inner, cmp.ref.median / inner
 
 
 def measure(rounds: int = 31) -> dict[str, float]:
@@ -99,10 +100,10 @@ def measure(rounds: int = 31) -> dict[str, float]:
     np.testing.assert_array_equal(got, expected)
     graph = chain["main"]
     assert graph.num_kernels == N_OPS, graph.num_kernels
-    t_chain, t_empty = _paired(lambda: chain["main"](x), lambda: empty["main"](x), rounds, 5)
+    t_chain, t_empty = _blocks(lambda: chain["main"](x), lambda: empty["main"](x), rounds, 5)
     kernel = next(chain[name] for name in chain if name != "main")
     out = np.empty(4, np.float32)
-    t_checked, _ = _paired(lambda: kernel(x, x, out), lambda: None, rounds, 200)
+    t_checked, _ = _blocks(lambda: kernel(x, x, out), lambda: None, rounds, 200)
     plan = chain.memory_plan("main")
     return {
         "kernels": float(graph.num_kernels),

@@ -19,9 +19,12 @@ The kernels are the scheduled TIR of ``bench/kernels.py`` (written with
   process) <= 30 ms and from the on-disk cache in another new process
   <= 3 ms (``runtime_compile_time.py``).
 
-This is a noisy 2-core VM shared with other jobs, so every ratio comes from
-*paired* rounds: ours and NumPy's call alternate, and the ratio is the median
-of the per-pair ratios (both sides of a pair see the same load). Inputs are
+Timing is fair (``benchutil.fair``, the code ``irkernel demo`` uses): ours and
+NumPy's each in blocks of their own (2 per side, order ours, NumPy, NumPy,
+ours), 2 warm-up calls per block, a 0.3 s pause before every block (OpenBLAS's
+threads spin ~0.1 s after a call), medians of the timed calls. Thread counts:
+2 pool threads; NumPy's BLAS (matmul) limited to the same count through
+threadpoolctl and recorded; elementwise NumPy runs on one thread. Inputs are
 allocated, 64-byte aligned and touched before timing (first touch of fresh
 memory is slow here). Figures go to ``extra_info``. A figure that misses its
 target fails its test, unless ``IRKERNEL_BENCH_REPORT_ONLY=1``.
@@ -48,7 +51,9 @@ import runtime
 BENCH_DIR = Path(__file__).parent
 sys.path.insert(0, str(BENCH_DIR))
 import kernels  # noqa: E402
-from benchutil import check, paired, pool_threads  # noqa: E402
+from benchutil import blas_threads, check, fair, limit_blas, pool_threads  # noqa: E402
+
+from irkernel.testing.timing import compare  # noqa: E402
 
 N_ELEMENTWISE = 10**7
 N_MATMUL = 1024
@@ -59,8 +64,8 @@ MATMUL_TARGET = 0.3
 MATMUL_STRETCH = 0.5
 SPEEDUP_TARGET = 1.7
 #: How long OpenBLAS's idle worker threads spin after a call (its THREAD_TIMEOUT default,
-#: 2**28 cycles, ~0.1 s here), with margin.
-OPENBLAS_SPIN_S = 0.2
+#: 2**28 cycles, ~0.1 s here), with margin: the pause before every timed block.
+OPENBLAS_SPIN_S = 0.3
 COLD_TARGET_S = 0.030
 CACHED_TARGET_S = 0.003
 
@@ -94,9 +99,9 @@ def _built(what: str):
     return runtime.build(kernels.elementwise(what))[f"ew_{what}"]
 
 
-def _paired(ours: Callable[[], object], ref: Callable[[], object], rounds: int,
-            settle: float = 0.0) -> tuple[float, float, float]:
-    p = paired(ours, ref, rounds, settle)
+def _fair(ours: Callable[[], object], ref: Callable[[], object],
+          repeat: int) -> tuple[float, float, float]:
+    p = fair(ours, ref, repeat, pause=OPENBLAS_SPIN_S)
     return p.ours_s, p.ref_s, p.ratio
 
 
@@ -124,8 +129,8 @@ def test_elementwise_1e7(benchmark, op: str) -> None:
     kernel(*args, out)
     _NUMPY[op](a, b, c, ref_out)
     np.testing.assert_allclose(out, ref_out, rtol=2e-6)
-    ours, numpy_s, ratio = _paired(lambda: kernel(*args, out),
-                                   lambda: _NUMPY[op](a, b, c, ref_out), 21)
+    ours, numpy_s, ratio = _fair(lambda: kernel(*args, out),
+                                 lambda: _NUMPY[op](a, b, c, ref_out), 11)
     nbytes = (len(args) + 1) * a.nbytes  # what the loop must read and write
     benchmark.extra_info.update({
         "n": N_ELEMENTWISE, "threads": THREADS, "ours_s": ours, "numpy_s": numpy_s,
@@ -144,7 +149,7 @@ def test_sum_1e7(benchmark) -> None:
     kernel(a, out)
     exact = float(a.sum(dtype=np.float64))
     assert abs(float(out[0]) - exact) <= 1e-5 * exact
-    ours, numpy_s, ratio = _paired(lambda: kernel(a, out), a.sum, 31)
+    ours, numpy_s, ratio = _fair(lambda: kernel(a, out), a.sum, 15)
     benchmark.extra_info.update({
         "n": N_ELEMENTWISE, "threads": THREADS, "ours_s": ours, "numpy_s": numpy_s,
         "ours_GB_per_s": a.nbytes / ours / 1e9, "numpy_GB_per_s": a.nbytes / numpy_s / 1e9,
@@ -173,10 +178,12 @@ def test_matmul_1024(benchmark) -> None:
     np.matmul(A, B, out=C_ref)
     np.testing.assert_allclose(C, C_ref, rtol=1e-4)
     flops = 2 * N_MATMUL**3
-    ours, blas_s, ratio = _paired(lambda: kernel(A, B, C),
-                                  lambda: np.matmul(A, B, out=C_ref), 15, settle=OPENBLAS_SPIN_S)
+    with limit_blas(THREADS):
+        blas = blas_threads()
+        ours, blas_s, ratio = _fair(lambda: kernel(A, B, C), lambda: np.matmul(A, B, out=C_ref), 9)
     benchmark.extra_info.update({
-        "n": N_MATMUL, "threads": THREADS, "ours_s": ours, "openblas_s": blas_s,
+        "n": N_MATMUL, "threads": THREADS, "openblas_threads": blas, "ours_s": ours,
+        "openblas_s": blas_s,
         "ours_GFLOPs": flops / ours / 1e9, "openblas_GFLOPs": flops / blas_s / 1e9,
         "ratio": ratio, "target_ratio": MATMUL_TARGET, "stretch_ratio": MATMUL_STRETCH})
     _record(benchmark, lambda: kernel(A, B, C), 11)
@@ -186,7 +193,7 @@ def test_matmul_1024(benchmark) -> None:
 
 
 def test_matmul_parallel_speedup(benchmark) -> None:
-    """Our matmul with 1 thread against 2 threads, in alternating rounds.
+    """Our matmul with 1 thread against 2 threads, each in blocks of its own.
 
     Also recorded: how many CPUs the 2-thread rounds actually got (process CPU
     time / wall time; 2.0 when both threads ran all the time), the best-case
@@ -214,27 +221,17 @@ def test_matmul_parallel_speedup(benchmark) -> None:
         kernel(A, B, C)
         two_cpus.append((time.process_time() - cpu) / (time.perf_counter() - wall))
 
-    rounds = 15
-    ones, twos = [], []
-    time.sleep(OPENBLAS_SPIN_S)  # the previous test's OpenBLAS threads go to sleep
-    for r in range(rounds + 1):  # the first pair is a warm-up
-        pair = []
-        for fn in ((one, two) if r % 2 else (two, one)):
-            start = time.perf_counter()
-            fn()
-            pair.append(time.perf_counter() - start)
-        if r:
-            t_one, t_two = pair if r % 2 else pair[::-1]
-            ones.append(t_one)
-            twos.append(t_two)
-    speedup = statistics.median(o / t for o, t in zip(ones, twos, strict=True))
+    # 2 threads as "ours", 1 thread as the reference: the ratio is the speedup
+    cmp = compare(two, one, repeat=9, pause=OPENBLAS_SPIN_S)
+    ones, twos = cmp.ref.seconds, cmp.ours.seconds
+    speedup = cmp.ratio
     benchmark.extra_info.update({
         "n": N_MATMUL, "one_thread_s": statistics.median(ones),
         "two_threads_s": statistics.median(twos),
         "one_thread_GFLOPs": flops / statistics.median(ones) / 1e9,
         "two_threads_GFLOPs": flops / statistics.median(twos) / 1e9,
         "one_thread_cpu_GFLOPs": flops / statistics.median(one_cpu[1:]) / 1e9,
-        "speedup": speedup, "best_speedup": min(ones) / min(twos),
+        "speedup": speedup, "best_speedup": cmp.best_ratio,
         "two_threads_cpus_received": statistics.median(two_cpus[1:]),
         "loadavg_1min": os.getloadavg()[0], "target_speedup": SPEEDUP_TARGET})
     runtime.set_num_threads(THREADS)

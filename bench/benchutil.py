@@ -1,23 +1,28 @@
-"""What every benchmark suite shares: target checks, paired timing, the pool's thread count.
+"""What every benchmark suite shares: target checks, fair timing, the pool's thread count.
 
-Ratios on this noisy 2-core VM are only meaningful when both sides see the same
-load, so :func:`paired` alternates the two callables round by round (who goes
-first alternates too) and reports medians and the median of per-pair ratios.
-Targets fail their test through :func:`check` unless ``IRKERNEL_BENCH_REPORT_ONLY=1``.
+Comparisons time each side in blocks of its own, after warm-ups, with a pause
+before every block (:func:`fair`, which is ``irkernel.testing.timing.compare``,
+the same code ``irkernel demo`` uses). Alternating the two sides call by call,
+as this module did before, measures their interference on this 2-core VM
+(OpenBLAS's spinning threads after a matmul, our pool's after a kernel), not
+either side. Targets fail their test through :func:`check` unless
+``IRKERNEL_BENCH_REPORT_ONLY=1``.
 """
 
 from __future__ import annotations
 
 import os
-import statistics
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
 
+from irkernel.testing.timing import DEFAULT_PAUSE_S, blas_threads, compare, limit_blas
+
 REPORT_ONLY = os.environ.get("IRKERNEL_BENCH_REPORT_ONLY", "") not in ("", "0")
+
+__all__ = ["REPORT_ONLY", "Fair", "blas_threads", "check", "fair", "limit_blas", "pool_threads"]
 
 
 def check(ok: bool, message: str) -> None:
@@ -27,8 +32,8 @@ def check(ok: bool, message: str) -> None:
 
 
 @dataclass(frozen=True)
-class Paired:
-    """Medians of alternating rounds; ``ratio`` = ref / ours (> 1: we are faster)."""
+class Fair:
+    """Medians of each side's timed calls; ``ratio`` = ref / ours (> 1: we are faster)."""
 
     ours_s: float
     ref_s: float
@@ -36,32 +41,13 @@ class Paired:
     best_ratio: float
 
 
-def paired(ours: Callable[[], object], ref: Callable[[], object], rounds: int,
-           settle: float = 0.0) -> Paired:
-    """Time ``ours`` and ``ref`` in alternating rounds after one warm-up pair.
-
-    ``settle`` seconds of sleep before every timed call: OpenBLAS's worker threads
-    busy-wait for a while (~0.1 s) after each call, and a kernel timed right after
-    one shares its CPUs with them (measured: 183 GFLOP/s right after ``np.matmul``,
-    271 after a 0.3 s pause, same kernel, 2 threads).
-    """
-    ours()
-    ref()
-    mine, theirs, ratios = [], [], []
-    for r in range(rounds):
-        first, second = (ours, ref) if r % 2 == 0 else (ref, ours)
-        times = []
-        for fn in (first, second):
-            time.sleep(settle)
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
-        t_ours, t_ref = times if r % 2 == 0 else times[::-1]
-        mine.append(t_ours)
-        theirs.append(t_ref)
-        ratios.append(t_ref / t_ours)
-    return Paired(statistics.median(mine), statistics.median(theirs),
-                  statistics.median(ratios), min(theirs) / min(mine))
+def fair(ours: Callable[[], object], ref: Callable[[], object], repeat: int,
+         pause: float = DEFAULT_PAUSE_S, warmups: int = 2, rounds: int = 2) -> Fair:
+    """Time ``ours`` and ``ref`` in blocks of their own: ``rounds`` blocks per side (order
+    ours, ref, ref, ours, ...), each ``warmups`` untimed then ``repeat`` timed calls after
+    ``pause`` seconds of sleep."""
+    cmp = compare(ours, ref, repeat=repeat, warmups=warmups, pause=pause, rounds=rounds)
+    return Fair(cmp.ours.median, cmp.ref.median, cmp.ratio, cmp.best_ratio)
 
 
 @contextmanager

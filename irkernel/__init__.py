@@ -3,13 +3,13 @@
 Graph Functions are struct-of-arrays dataflow graphs; passes are Numba sweeps
 over their columns; loop kernels (TIR PrimFuncs) lower to LLVM. This is the
 public facade over the layers (``ir``, ``text``, ``tir``, ``testing``,
-``transform``, ``instrument``; see docs/design.md). Importing it loads every
-layer but ``testing`` and ``cli``, and never ``passes`` or ``runtime``.
+``transform``, ``viz``, ``instrument``; see docs/design.md). Importing it loads
+every layer but ``testing`` and ``cli``, and never ``passes`` or ``runtime``.
 """
 
 from __future__ import annotations
 
-from irkernel import instrument, tir, transform
+from irkernel import instrument, tir, transform, viz
 from irkernel.ir import ids, ops
 from irkernel.ir.builder import GraphBuilder
 from irkernel.ir.errors import IRError, ParseError, TypeInferenceError
@@ -43,4 +43,5 @@ __all__ = [
     "tir",
     "transform",
     "verify",
+    "viz",
 ]

@@ -10,8 +10,8 @@ from irkernel.cli import main
 
 def test_demo_optimizes_compiles_verifies_and_points_to_the_docs() -> None:
     out = io.StringIO()
-    code = main(["demo", "--nodes", "20000", "--chain-elements", "4096", "--hidden", "64"],
-                out=out)
+    code = main(["demo", "--nodes", "20000", "--chain-elements", "4096", "--hidden", "64",
+                 "--repeat", "2", "--pause", "0"], out=out)
     text = out.getvalue()
     assert code == 0
     assert "1. Optimize a generated 20,000-node graph" in text
@@ -23,5 +23,43 @@ def test_demo_optimizes_compiles_verifies_and_points_to_the_docs() -> None:
     assert re.search(r"Chain of 8 elementwise ops.*?kernels launched per call \(after fusion\) +1",
                      text, re.S)
     assert "speed vs NumPy" in text
+    # each workload: one row per thread count (1, 2 and the pool's default), both medians
+    rows = re.findall(r"^  (\d+) / (\d+|\?) +([0-9.]+) +([0-9.]+) +([0-9.]+)x$", text, re.M)
+    assert rows, text
+    assert len(rows) % 2 == 0
+    assert rows[0][0] == "1"
+    assert "blocks of their own" in text
     assert "3. Read more" in text
     assert "docs/lowering.md" in text
+
+
+def test_demo_times_each_side_in_blocks_with_the_shared_helper(monkeypatch) -> None:
+    """The demo's figures come from irkernel.cli.workloads.speed_rows (what bench_e2e
+    records), with BLAS limited to the row's thread count for the MLP."""
+    from irkernel.cli import demo, workloads
+    from irkernel.testing import timing
+
+    calls: list[tuple[str, int, bool]] = []
+    real = workloads.speed_rows
+
+    def spy(run, inputs, reference, threads, uses_blas, **kw):
+        calls.append((reference.__name__, tuple(threads), uses_blas))
+        return real(run, inputs, reference, threads, uses_blas, **kw)
+
+    blocks: list[str] = []
+    real_block = timing.time_block
+
+    def block_spy(fn, repeat, warmups=2):
+        blocks.append(fn.__code__.co_name)
+        return real_block(fn, repeat, warmups)
+
+    monkeypatch.setattr(demo, "speed_rows", spy)
+    monkeypatch.setattr(timing, "time_block", block_spy)
+    out = io.StringIO()
+    assert main(["demo", "--nodes", "2000", "--chain-elements", "1024", "--hidden", "32",
+                 "--repeat", "1", "--pause", "0"], out=out) == 0
+    assert [c[0] for c in calls] == ["mlp_numpy", "chain_numpy"]
+    assert all(c[1][0] == 1 for c in calls)
+    assert [c[2] for c in calls] == [True, False]
+    # per thread count: ours, ref, ref, ours (each a block of its own)
+    assert len(blocks) == 4 * sum(len(c[1]) for c in calls)

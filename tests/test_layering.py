@@ -67,7 +67,7 @@ def test_import_passes_does_not_import_runtime():
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("irkernel.ir",),
     ("irkernel.text", "irkernel.tir", "irkernel.testing"),
-    ("irkernel.transform", "irkernel.frontend"),
+    ("irkernel.transform", "irkernel.frontend", "irkernel.viz"),
     ("irkernel.instrument",),
     ("irkernel",),  # the public facade (irkernel/__init__.py)
     ("passes",),

@@ -1,4 +1,5 @@
-"""The ``irkernel`` command line: ``main`` (demo, opt, run, print, verify) and the demo.
+"""The ``irkernel`` command line: ``main`` (demo, opt, run, viz, print, verify), the demo and
+its ``workloads`` (the compiled comparisons with NumPy that bench/bench_e2e.py shares).
 
 The top layer: it may import every other layer, ``passes`` and ``runtime``
 included (lazily, inside the subcommands, so ``irkernel --help`` stays

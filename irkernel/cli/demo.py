@@ -4,7 +4,10 @@
    the timing instrument, and print per pass the time, nodes/s and node counts.
 2. Build two graph modules to native code (an MLP and a fused chain of
    elementwise ops), run them, check them against the reference interpreter
-   and time them against the same NumPy code.
+   and time them against the same NumPy code, fairly: each side in blocks of
+   its own after warm-ups with pauses between, at 1 thread and at the pool's
+   default, thread counts stated (``irkernel.cli.workloads``, shared with
+   ``bench/bench_e2e.py`` so the figures are the benchmark's).
 3. Say where to read more.
 
 Imports of ``passes`` and ``runtime`` are lazy (``irkernel`` never imports them
@@ -13,6 +16,8 @@ at module level); so is the generator.
 
 from __future__ import annotations
 
+import os
+import textwrap
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -20,11 +25,24 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from irkernel.cli.workloads import (
+    REPEAT,
+    ROUNDS,
+    WARMUPS,
+    SpeedRow,
+    chain_inputs,
+    chain_module,
+    chain_numpy,
+    mlp_inputs,
+    mlp_module,
+    mlp_numpy,
+    speed_rows,
+)
 from irkernel.ir import ops
-from irkernel.ir.builder import GraphBuilder
 from irkernel.ir.function import Function
 from irkernel.ir.ids import DTYPE_NAMES
 from irkernel.ir.module import IRModule
+from irkernel.testing.timing import DEFAULT_PAUSE_S, blas_threads
 
 
 @contextmanager
@@ -129,65 +147,16 @@ def optimize_generated(n_nodes: int, seed: int, pipeline_text: str, out: TextIO)
 # Part 2: compile graph modules to native code
 # ---------------------------------------------------------------------------
 
-def mlp_module(batch: int, hidden: int, layers: int) -> IRModule:
-    """``relu(x @ W + b)`` ``layers`` times; weights and biases are parameters."""
-    bb = GraphBuilder("main")
-    h = bb.param("x", (batch, hidden), "float32")
-    for k in range(layers):
-        w = bb.param(f"w{k}", (hidden, hidden), "float32")
-        b = bb.param(f"b{k}", (hidden,), "float32")
-        h = bb.call("relu", bb.call("add", bb.call("matmul", h, w), b))
-    return IRModule({"main": bb.finish([h])})
-
-
-def mlp_numpy(x: np.ndarray, *weights: np.ndarray) -> np.ndarray:
-    h = x
-    for w, b in zip(weights[0::2], weights[1::2], strict=False):
-        h = np.maximum(h @ w + b, np.float32(0))
-    return h
-
-
-def chain_module(n: int) -> IRModule:
-    """Eight elementwise ops over ``n`` float32: what fusion turns into one loop."""
-    bb = GraphBuilder("main")
-    a = bb.param("a", (n,), "float32")
-    b = bb.param("b", (n,), "float32")
-    half = bb.const(np.float32(0.5))
-    t = bb.call("multiply", a, b)
-    t = bb.call("add", t, a)
-    t = bb.call("multiply", t, half)
-    t = bb.call("subtract", t, b)
-    t = bb.call("maximum", t, a)
-    t = bb.call("multiply", t, t)
-    t = bb.call("add", t, half)
-    t = bb.call("sqrt", t)
-    return IRModule({"main": bb.finish([t])})
-
-
-def chain_numpy(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    half = np.float32(0.5)
-    t = a * b
-    t = t + a
-    t = t * half
-    t = t - b
-    t = np.maximum(t, a)
-    t = t * t
-    t = t + half
-    return np.sqrt(t)
-
-
-def median_seconds(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
+def _thread_label(row: SpeedRow, uses_blas: bool) -> str:
+    if not uses_blas:
+        return f"{row.threads} / 1"
+    return f"{row.threads} / {row.numpy_threads if row.numpy_threads is not None else '?'}"
 
 
 def compile_and_compare(label: str, mod: IRModule, inputs: Sequence[np.ndarray],
-                        reference: Callable[..., np.ndarray], out: TextIO,
-                        repeat: int = 5) -> None:
+                        reference: Callable[..., np.ndarray], uses_blas: bool, out: TextIO,
+                        timing: dict[str, Any]) -> list[SpeedRow]:
+    """Build, check against the interpreter and NumPy, then time per thread count."""
     import runtime
     from irkernel.ir.interp import interpret
 
@@ -206,36 +175,49 @@ def compile_and_compare(label: str, mod: IRModule, inputs: Sequence[np.ndarray],
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-5)
     np.testing.assert_allclose(got, reference(*inputs), rtol=2e-5, atol=1e-5)
     print(f"  {'matches the interpreter and NumPy':<44} {'yes':>9}", file=out)
-    compiled = median_seconds(lambda: main(*inputs), repeat)
-    numpy_time = median_seconds(lambda: reference(*inputs), repeat)
-    print(f"  {f'irkernel (median of {repeat})':<44} {compiled * 1e3:9.2f} ms", file=out)
-    print(f"  {f'NumPy (median of {repeat})':<44} {numpy_time * 1e3:9.2f} ms", file=out)
-    print(f"  {'speed vs NumPy':<44} {numpy_time / compiled:9.2f}x", file=out)
+    rows = speed_rows(main, inputs, reference, uses_blas=uses_blas, **timing)
+    print(f"  {'threads: irkernel / NumPy':<28} {'irkernel ms':>12} {'NumPy ms':>10} "
+          f"{'speed vs NumPy':>15}", file=out)
+    for row in rows:
+        print(f"  {_thread_label(row, uses_blas):<28} {row.ours_s * 1e3:12.2f} "
+              f"{row.numpy_s * 1e3:10.2f} {row.ratio:14.2f}x", file=out)
+    return rows
 
 
-def run_compiled(out: TextIO, chain_elements: int, hidden: int) -> None:
+def run_compiled(out: TextIO, chain_elements: int, hidden: int, repeat: int = REPEAT,
+                 pause: float = DEFAULT_PAUSE_S) -> None:
+    import runtime
+
     print("\n2. Compile graph modules to native code (llvmlite) and run them", file=out)
-    rng = np.random.default_rng(0)
+    pool = runtime.get_num_threads()
+    threads = sorted({1, min(2, pool), pool})  # bench_e2e.py measures 1 and 2
+    blas = blas_threads()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    note = (f"Timing: irkernel and NumPy each in blocks of their own ({ROUNDS} per side, "
+            f"{WARMUPS} warm-ups + {repeat} timed calls each, a {pause:g} s pause before "
+            "each block), medians; 'speed vs NumPy' = NumPy's time / irkernel's (> 1: "
+            f"irkernel is faster). irkernel's pool: {pool} threads by default; NumPy's BLAS: "
+            f"{blas if blas is not None else 'unknown'} threads by default"
+            + ("" if blas is not None else " (pip install threadpoolctl to read and limit it)")
+            + f"; elementwise NumPy: 1 thread. Machine: {os.cpu_count()} CPUs, 1-min load "
+            f"{load:.1f} (other jobs slow both sides).")
+    print("\n" + textwrap.fill(note, width=92, initial_indent="  ", subsequent_indent="  "),
+          file=out)
+    timing = {"threads": threads, "repeat": repeat, "pause": pause}
     batch, layers = 64, 3
-    weights = []
-    for _ in range(layers):
-        weights.append((rng.standard_normal((hidden, hidden)) / np.sqrt(hidden))
-                       .astype(np.float32))
-        weights.append(rng.standard_normal(hidden).astype(np.float32) * np.float32(0.1))
-    x = rng.standard_normal((batch, hidden)).astype(np.float32)
     compile_and_compare(f"MLP: {layers} x relu(x @ W + b), batch {batch}, hidden {hidden}",
-                        mlp_module(batch, hidden, layers), [x, *weights], mlp_numpy, out)
-    a = rng.random(chain_elements, dtype=np.float32)
-    b = rng.random(chain_elements, dtype=np.float32)
+                        mlp_module(batch, hidden, layers), mlp_inputs(batch, hidden, layers),
+                        mlp_numpy, True, out, timing)
     compile_and_compare(f"Chain of 8 elementwise ops over {chain_elements:,} float32",
-                        chain_module(chain_elements), [a, b], chain_numpy, out)
+                        chain_module(chain_elements), chain_inputs(chain_elements), chain_numpy,
+                        False, out, timing)
 
 
 def run_demo(n_nodes: int, seed: int, pipeline_text: str, chain_elements: int, hidden: int,
-             out: TextIO) -> int:
+             out: TextIO, repeat: int = REPEAT, pause: float = DEFAULT_PAUSE_S) -> int:
     start = time.perf_counter()
     optimize_generated(n_nodes, seed, pipeline_text, out)
-    run_compiled(out, chain_elements, hidden)
+    run_compiled(out, chain_elements, hidden, repeat, pause)
     print("\n3. Read more: README.md (quick start), docs/pass_infra.md (passes and "
           "instruments), docs/tir.md (loop kernels and the runtime), docs/lowering.md "
           "(graph to native code), bench/README.md (measured figures).", file=out)

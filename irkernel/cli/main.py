@@ -1,4 +1,4 @@
-"""The ``irkernel`` command: demo, opt, run, print, verify, import (ONNX).
+"""The ``irkernel`` command: demo, opt, run, viz, print, verify, import (ONNX).
 
 Heavy modules (passes, runtime, the generator) are imported lazily inside the
 subcommands so that ``irkernel --help`` stays instant.
@@ -29,7 +29,10 @@ from irkernel.ir.module import IRModule
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     from irkernel.cli.demo import run_demo
 
-    return run_demo(args.nodes, args.seed, args.pipeline, args.chain_elements, args.hidden, out)
+    if args.repeat < 1 or args.pause < 0:
+        raise ValueError("demo: --repeat must be >= 1 and --pause >= 0")
+    return run_demo(args.nodes, args.seed, args.pipeline, args.chain_elements, args.hidden, out,
+                    args.repeat, args.pause)
 
 
 def cmd_opt(args: argparse.Namespace, out: TextIO) -> int:
@@ -66,6 +69,13 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     from irkernel.cli.run import run_file
 
     return run_file(args, out, lambda path: _read_module(path, args.shape))
+
+
+def cmd_viz(args: argparse.Namespace, out: TextIO) -> int:
+    """Draw a graph function (graphviz DOT, SVG, PNG or HTML; --diff before/after -p)."""
+    from irkernel.cli.viz import run_viz
+
+    return run_viz(args, out, _read_module)
 
 
 def read_text(path: str) -> str:
@@ -158,6 +168,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="length of the fused elementwise chain (default 1e7)")
     demo.add_argument("--hidden", type=int, default=1024,
                       help="MLP width (batch 64, 3 layers; default 1024)")
+    demo.add_argument("--repeat", type=int, default=9,
+                      help="timed calls per block in the comparisons with NumPy (default 9)")
+    demo.add_argument("--pause", type=float, default=0.3,
+                      help="seconds of pause before each timed block (default 0.3)")
     demo.set_defaults(run=cmd_demo)
     opt = sub.add_parser("opt", parents=[common],
                          help="run a pass pipeline over an .ir file (like LLVM's opt)")
@@ -189,6 +203,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--time-passes", action="store_true",
                      help="print the timing tree of every pass of the build (stderr)")
     run.set_defaults(run=cmd_run)
+    viz = sub.add_parser("viz", parents=[common], help="draw a graph function (DOT, SVG, PNG, HTML; --diff: "
+                         "before and after a pipeline)")
+    from irkernel.cli.viz import add_arguments
+
+    add_arguments(viz)
+    viz.set_defaults(run=cmd_viz)
     show = sub.add_parser("print", parents=[common],
                           help="parse an .ir (or import an .onnx) file and print it")
     show.add_argument("file")

@@ -32,8 +32,11 @@ STRUCTURE_RULES = (
     "dtype code out of range",
 )
 
-SIG_WIDTH = 9  # opcode, attr_id, n_operands, (dtype, shape_id) x 3
-SIG_MAX_OPERANDS = 3
+# A signature key: opcode, attr_id, n_operands, (dtype, shape_id) x SIG_MAX_OPERANDS.
+# Eight operands cover concat/where/call_tir of common graphs; a node with more is typed
+# by Python, one call per node.
+SIG_MAX_OPERANDS = 8
+SIG_WIDTH = 3 + 2 * SIG_MAX_OPERANDS
 # type_sweep_kernel statuses
 SWEEP_DONE, SWEEP_NEW_SIGNATURE, SWEEP_NEEDS_PYTHON, SWEEP_MISMATCH, SWEEP_TABLE_FULL = range(5)
 
@@ -131,17 +134,17 @@ def type_sweep_kernel(kind, a0, a1, extra, attr_id, dtype, shape_id, op_encoding
     Arrays: kind int16[n]; a0, a1, attr_id int32[n]; extra int32[m];
     dtype int8[n] and shape_id int32[n] (written in assign mode: the builder's
     scratch, never a finished Function's column); const_dtype int8[k],
-    const_shape_id int32[k]; sig_keys int32[cap, 9]; sig_slots int32[2^p]
+    const_shape_id int32[k]; sig_keys int32[cap, SIG_WIDTH]; sig_slots int32[2^p]
     (open addressing, -1 = empty); sig_dtype int8[cap], sig_shape_id int32[cap].
     Operands must already be valid (check_structure_kernel). Returns
     (node, status): SWEEP_NEW_SIGNATURE means the node's key was stored at
     ``sig_keys[n_sigs]`` and Python must fill its result; SWEEP_NEEDS_PYTHON is
-    a node with more than 3 operands; SWEEP_TABLE_FULL asks for a bigger table.
+    a node with more than SIG_MAX_OPERANDS operands; SWEEP_TABLE_FULL asks for a bigger table.
     PARAM and NULLARY nodes are skipped (their type is given, not derived).
     """
     n = kind.shape[0]
     mask = sig_slots.shape[0] - 1
-    key = np.empty(9, np.int32)
+    key = np.empty(SIG_WIDTH, np.int32)
     for i in range(start, n):
         k = kind[i]
         enc = op_encoding[k]
@@ -156,7 +159,7 @@ def type_sweep_kernel(kind, a0, a1, extra, attr_id, dtype, shape_id, op_encoding
             key[0] = k
             key[1] = attr_id[i]
             n_operands = operand_count(enc, a1[i])
-            if n_operands > 3:
+            if n_operands > SIG_MAX_OPERANDS:
                 return i, 2
             key[2] = n_operands
             for j in range(n_operands):
@@ -164,14 +167,14 @@ def type_sweep_kernel(kind, a0, a1, extra, attr_id, dtype, shape_id, op_encoding
                 key[3 + 2 * j] = dtype[v]
                 key[4 + 2 * j] = shape_id[v]
             h = np.uint64(14695981039346656037)
-            for j in range(9):
+            for j in range(SIG_WIDTH):
                 h = (h ^ np.uint64(key[j] & 0xFFFFFFFF)) * np.uint64(1099511628211)
             slot = np.int64(h >> np.uint64(17)) & mask
             found = -1
             while sig_slots[slot] != -1:
                 s = sig_slots[slot]
                 same = True
-                for j in range(9):
+                for j in range(SIG_WIDTH):
                     if sig_keys[s, j] != key[j]:
                         same = False
                         break

@@ -65,6 +65,17 @@ def _make_prefetch() -> Any:
 prefetch = _make_prefetch()
 
 
+def helper(fn: F) -> F:
+    """Compile a helper function that kernels call (LLVM inlines it where that pays).
+
+    For helpers with branches and loops (the text scanner's grammar): Numba's
+    IR-level ``inline="always"`` copies them into every call site before
+    typing, which made one scanner kernel take 90 s to compile cold; a plain
+    call costs nothing after LLVM's inliner and compiles once.
+    """
+    return numba.njit(cache=True, nogil=True, error_model="numpy")(fn)  # type: ignore[no-any-return]
+
+
 def inline(fn: F) -> F:
     """Compile a small helper that Numba inlines into the kernels calling it.
 

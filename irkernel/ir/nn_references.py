@@ -146,8 +146,10 @@ def lrn_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     acc = np.zeros_like(x)
     for k in range(size):  # channel offset k - lo, in the template's order
         shift = k - lo
-        src = slice(max(0, shift), min(c, c + shift))
-        dst = slice(max(0, -shift), min(c, c - shift))
+        # stops clamped at 0: a window wider than the channels gives an empty slice, not
+        # one counted from the end
+        src = slice(max(0, shift), max(0, min(c, c + shift)))
+        dst = slice(max(0, -shift), max(0, min(c, c - shift)))
         with np.errstate(all="ignore"):
             acc[:, dst] = acc[:, dst] + sq[:, src]
     with np.errstate(all="ignore"):

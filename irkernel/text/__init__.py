@@ -1,8 +1,11 @@
 """Text layer: the printer and the parser of the irkernel IR format (they round-trip).
 
 ``lexer`` (tokens, literals, types), ``printer`` (``mod.script()``; installs the
-``Function.script`` / ``IRModule.script`` hooks of the IR layer) and ``parser``
-(``parse(text) -> IRModule``, every error a ParseError with line:column).
+``Function.script`` / ``IRModule.script`` hooks of the IR layer) with ``emit``
+(its kernels: node lines written as bytes from the columns), and ``parser``
+(``parse(text) -> IRModule``, every error a ParseError with line:column) with
+``scan`` (its kernels: lines classified and names resolved as bytes) and
+``fastpath`` (runs of printer-form lines taken as whole columns).
 May import ``irkernel.ir`` only.
 """
 

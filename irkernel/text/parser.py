@@ -55,11 +55,14 @@ The format is line oriented: one statement per line.
   type of an op node must equal the inferred one.
 - ``return %a, %b`` is the last statement of a body.
 
-Speed: a node or scalar-constant line in the printer's form is matched by one
-compiled regex and appended to a batch of columns that goes to the builder in
-one ``GraphBuilder.add_nodes`` call (types inferred by its Numba sweep).
-Attribute and type texts are parsed once per distinct text. Any other line, and
-any batch the builder rejects, goes through a tokenizer that knows exact
+Speed: the text is scanned as UTF-8 bytes by Numba kernels
+(:mod:`irkernel.text.scan`), which classify every line of a body, number its
+nodes and resolve every name; node, scalar-constant and return lines in the
+printer's form become whole columns for one ``GraphBuilder.add_nodes`` call per
+run of such lines (types inferred by its Numba sweep). Op names, attribute
+texts, types and literals are parsed once per distinct text
+(:mod:`irkernel.text.fastpath`). Any other line, and any run the builder
+rejects, goes through a tokenizer that knows exact
 columns, so every error is a :class:`~irkernel.ir.errors.ParseError` with a
 1-based line and column. Declared types are checked against the inferred ones
 in one vectorized comparison when the function ends (and before any later
@@ -69,7 +72,6 @@ per node.
 
 from __future__ import annotations
 
-import re
 from array import array
 from typing import Any
 
@@ -79,8 +81,9 @@ from irkernel.ir import ops
 from irkernel.ir.builder import GraphBuilder
 from irkernel.ir.errors import ParseError
 from irkernel.ir.function import Function
-from irkernel.ir.ids import DTYPE_NAMES, ENC_BINARY, ENC_UNARY, NONE, numpy_dtype
+from irkernel.ir.ids import DTYPE_NAMES, ENC_BINARY, ENC_PARAM, ENC_UNARY
 from irkernel.ir.module import IRModule
+from irkernel.text.fastpath import BodyScan, Form, Lines, RunColumns
 from irkernel.text.lexer import (
     NOT_FAST,
     Cursor,
@@ -96,60 +99,29 @@ from irkernel.text.lexer import (
 )
 from irkernel.text.printer import format_type
 
-_NAME = r"(\w+)"
-_TYPE = r"([a-z0-9]+\[[0-9, ]*\])"
-_END = r"[ \t\r]*(?:\#.*)?\Z"
-# The printer's node form: %name = op %a, %b [{attrs without nested braces}] : type
-_FAST_NODE = re.compile(
-    r"[ \t]*%" + _NAME + r"[ \t]*=[ \t]*([^\W\d]\w*)[ \t]+(%\w+(?:[ \t]*,[ \t]*%\w+)*)"
-    r"[ \t]*(\{[^{}\"#]*(?:\"(?:[^\"\\]|\\.)*\"[^{}\"#]*)*\})?[ \t]*:[ \t]*" + _TYPE + _END)
-# A one-literal constant: %name = const literal : type
-_FAST_CONST = re.compile(
-    r"[ \t]*%" + _NAME + r"[ \t]*=[ \t]*const[ \t]+"
-    r"(-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|-inf|inf|nan|true|false)"
-    r"[ \t]*:[ \t]*" + _TYPE + _END)
-# Below this many pending nodes, GraphBuilder.call per node beats one add_nodes call.
+# Below this many nodes in a run of fast lines, GraphBuilder.call per node beats one
+# add_nodes call.
 _SMALL_BATCH = 32
 
 # ---------------------------------------------------------------------------
 # functions
 # ---------------------------------------------------------------------------
 
-class _Pending:
-    """Nodes parsed on the fast path and not yet in the builder (one batch, as columns).
-
-    Arrays are cleared in place so that the hot loop can keep their bound
-    ``append`` methods. Constant nodes get their const ids when the batch is
-    flushed; ``consts`` holds (position in batch, dtype code, Python value).
-    """
-
-    __slots__ = ("a0", "a1", "attr_id", "consts", "extra", "kind")
-
-    def __init__(self) -> None:
-        self.kind = array("h")
-        self.a0 = array("i")
-        self.a1 = array("i")
-        self.attr_id = array("i")
-        self.extra = array("i")
-        self.consts: list[tuple[int, int, Any]] = []
-
-    def clear(self) -> None:
-        for col in (self.kind, self.a0, self.a1, self.attr_id, self.extra):
-            del col[:]
-        self.consts.clear()
-
-
 class _FunctionParser:
     """State while one function body is parsed: the builder, names and declared types.
 
-    Design: lines in the printer's form are matched by one regex each and
-    appended to a :class:`_Pending` batch that goes to ``GraphBuilder.add_nodes``
-    (typed by the builder's Numba sweep) or, for a batch too small to pay for
-    that call, to ``GraphBuilder.call`` one node at a time. Any other line
-    first flushes the batch, then goes through the tokenizer. When a flush
-    fails, the batch's lines are replayed through the tokenizer path, which
-    raises the error with its exact position. Alternatives considered: calling
-    ``GraphBuilder.call`` per fast line (simpler, about 2x slower).
+    Design: :class:`~irkernel.text.fastpath.BodyScan` scans the whole body as
+    bytes first (kernels): it numbers the nodes, resolves every name and
+    marks the lines in the printer's forms whose op, attributes, type and
+    literal parse (each distinct text parsed once, by the resolvers below).
+    Runs of those lines go to ``GraphBuilder.add_nodes`` as whole columns
+    (typed by the builder's Numba sweep) or, for a run too short to pay for
+    that call, to ``GraphBuilder.call`` one node at a time. Every other line
+    goes through the tokenizer (the careful path), which looks names up in the
+    scan's table. When the builder rejects a run, its lines are replayed
+    through the careful path, which raises the error with its exact position.
+    Alternatives considered: one regex match per line feeding a pending batch
+    (the previous design; 50-150k nodes/s, bound by per-line Python).
     """
 
     def __init__(self, name: str, attrs: dict[str, Any], header_line: int,
@@ -158,18 +130,16 @@ class _FunctionParser:
         self.bb = GraphBuilder(name, private=True, attrs=attrs)
         self.header_line = header_line
         self.brace_col = brace_col
-        self.names: dict[str, int] = {}
+        self.scan: BodyScan | None = None
+        self.late_names: dict[str, int] = {}  # definitions the scan did not record
         self.node_line = array("i")  # line number of each node (errors only)
         self.declared = array("i")  # index into type_code/type_shape_id per node
         self.type_cache: dict[str, int] = {}  # type text -> index
         self.type_code: list[int] = []
         self.type_shape_id: list[int] = []
         self.type_shape: list[tuple[int, ...]] = []
-        # (op, attribute text or None) -> (opcode, encoding, arity, attr_id); seen ones only
-        self.node_forms: dict[tuple[str, str | None], tuple[int, int, int, int]] = {}
         self.attr_kwargs: dict[int, dict[str, Any]] = {}  # attr_id -> keywords
         self.outputs: list[int] | None = None
-        self.pending = _Pending()
 
     # -- shared by the fast and the careful path ---------------------------
     def type_index(self, key: str, code: int, shape: tuple[int, ...]) -> int:
@@ -181,28 +151,71 @@ class _FunctionParser:
             self.type_shape.append(shape)
         return idx
 
+    def _node_of(self, name: str) -> int:
+        """The node of the body's first definition of ``name``, or -1. A name is in scope
+        once its node is in the builder (``node < len(self.bb)``)."""
+        node = self.scan.lookup(name) if self.scan is not None else -1
+        return node if node >= 0 else self.late_names.get(name, -1)
+
     def define(self, name: str, node: int, type_idx: int, lineno: int) -> None:
-        self.names[name] = node
+        if self._node_of(name) != node:
+            self.late_names[name] = node
         self.declared.append(type_idx)
         self.node_line.append(lineno)
 
     def lookup(self, tok: Token, lineno: int) -> int:
-        node = self.names.get(tok[1][1:])
-        if node is None:
+        node = self._node_of(tok[1][1:])
+        if not 0 <= node < len(self.bb):
             raise ParseError(f"unknown value {tok[1]} (not defined on an earlier line)",
                              lineno, tok[2])
         return node
 
     def check_new(self, tok: Token, lineno: int) -> str:
         name = tok[1][1:]
-        if name in self.names:
-            first = self.node_line[self.names[name]]
-            raise ParseError(f"redefinition of {tok[1]} (first defined on line {first})",
-                             lineno, tok[2])
+        node = self._node_of(name)
+        if 0 <= node < len(self.bb):
+            raise ParseError(f"redefinition of {tok[1]} (first defined on line "
+                             f"{self.node_line[node]})", lineno, tok[2])
         return name
 
-    # -- the hot loop -------------------------------------------------------
-    def parse_body(self, lines: list[str], start: int) -> int:
+    # -- resolvers of the fast path (one call per distinct text) -------------
+    def _resolve_form(self, op_text: str, attr_text: str | None) -> Form | None:
+        """(opcode, encoding, arity, attr_id) of an op with attribute text, or None."""
+        try:
+            opdef = ops.get_op(op_text)
+            if opdef.encoding == ENC_PARAM or opdef.opcode == ops.OP_CONST:
+                return None
+            kw: dict[str, Any] = {}
+            if attr_text is not None:
+                cur = Cursor(attr_text, 0)
+                cur.expect("{")
+                kw = attr_dict(cur, node_attrs=True)
+                cur.expect_end()
+            attr_id = self.bb.intern_attrs(opdef.opcode, **kw)
+        except (ParseError, TypeError, ValueError):
+            return None  # the careful path reports it with its position
+        self.attr_kwargs[attr_id] = kw
+        return opdef.opcode, opdef.encoding, opdef.arity, attr_id
+
+    def _resolve_type(self, text: str) -> int:
+        """Type index of a type text, or -1."""
+        idx = self.type_cache.get(text)
+        if idx is None:
+            try:
+                cur = Cursor(text, 0)
+                code, shape, _ = parse_type(cur)
+                cur.expect_end()
+                idx = self.type_index(text, code, shape)
+            except (ParseError, TypeError, ValueError):
+                return -1
+        return idx
+
+    def _literal(self, text: str, code: int) -> Any:
+        value = fast_literal(text, code)
+        return None if value is NOT_FAST else value
+
+    # -- the body -------------------------------------------------------------
+    def parse_body(self, lines: Lines, start: int) -> int:
         """Parse lines from ``start`` up to the closing ``}``; returns the next line index."""
         try:
             return self._body_loop(lines, start)
@@ -212,133 +225,78 @@ class _FunctionParser:
         mismatch = self.type_mismatch(lines, None)
         raise mismatch or error
 
-    def _body_loop(self, lines: list[str], i: int) -> int:  # noqa: C901 (the hot loop)
-        fast_node, fast_const = _FAST_NODE.match, _FAST_CONST.match
-        names, forms, type_cache = self.names, self.node_forms, self.type_cache
-        type_code, type_shape = self.type_code, self.type_shape  # appended to in place
-        declared, node_line = self.declared.append, self.node_line.append
-        p = self.pending
-        p_kind, p_a0, p_a1, p_attr = p.kind.append, p.a0.append, p.a1.append, p.attr_id.append
-        p_extra, p_consts = p.extra.extend, p.consts.append
-        n_nodes, open_body, n_lines = len(self.bb), True, len(lines)
-        while i < n_lines:
-            line = lines[i]
-            i += 1
-            m = fast_node(line) if open_body else None
-            if m is not None:
-                name, op, args, attr_text, type_text = m.groups()
-                form = forms.get((op, attr_text))
-                tidx = type_cache.get(type_text)
-                if form is not None and tidx is not None and name not in names:
-                    try:
-                        if "," in args:
-                            ids = [names[a.strip()[1:]] for a in args.split(",")]
-                        else:
-                            ids = [names[args[1:]]]
-                    except KeyError:
-                        ids = None
-                    opcode, enc, arity, attr_id = form
-                    if ids is not None and (arity < 0 or len(ids) == arity):
-                        p_kind(opcode)
-                        p_attr(attr_id)
-                        if enc == ENC_BINARY:
-                            p_a0(ids[0])
-                            p_a1(ids[1])
-                        elif enc == ENC_UNARY:
-                            p_a0(ids[0])
-                            p_a1(NONE)
-                        else:
-                            p_a0(len(p.extra))
-                            p_a1(len(ids))
-                            p_extra(ids)
-                        names[name] = n_nodes
-                        n_nodes += 1
-                        declared(tidx)
-                        node_line(i)
-                        continue
-            m = fast_const(line) if open_body else None
-            if m is not None:
-                name, text, type_text = m.groups()
-                tidx = type_cache.get(type_text)
-                if tidx is not None and name not in names and not type_shape[tidx]:
-                    code = type_code[tidx]
-                    value = fast_literal(text, code)
-                    if value is not NOT_FAST:
-                        p_consts((len(p.kind), code, value))
-                        p_kind(ops.OP_CONST)
-                        p_a0(NONE)
-                        p_a1(NONE)
-                        p_attr(0)
-                        names[name] = n_nodes
-                        n_nodes += 1
-                        declared(tidx)
-                        node_line(i)
-                        continue
-            if not line or line.isspace():
-                continue
-            self.flush(lines, i - 1)
-            if self._statement(line, i):
-                return i
-            n_nodes, open_body = len(self.bb), self.outputs is None
-        self.flush(lines, n_lines)
+    def _body_loop(self, lines: Lines, first: int) -> int:
+        scan = self.scan = BodyScan(lines, first, (
+            self._resolve_form, self._resolve_type,
+            lambda t: (self.type_code[t], self.type_shape[t]), self._literal))
+        pos, m = 0, len(scan.cls)
+        for row in [*scan.careful_rows().tolist(), m]:  # one step per careful line
+            if self.outputs is None:
+                self._take_run(lines, scan, pos, row)
+            else:  # after a careful return every line is careful (and an error)
+                for r in range(pos, row):
+                    self._careful_line(lines, first + r)
+            if row < m:
+                self._careful_line(lines, first + row)
+            pos = row + 1
+        if scan.stop < len(lines) and self._statement(lines[scan.stop], scan.stop + 1):
+            return scan.stop + 1
         raise ParseError(f"function @{self.name}: '{{' is never closed (end of input reached "
                          "before '}')", self.header_line, self.brace_col)
 
-    # -- batches --------------------------------------------------------------
-    def flush(self, lines: list[str], stop: int) -> None:
-        """Move the pending batch into the builder; ``stop`` is the index of the next line."""
-        p = self.pending
-        if not len(p.kind):
-            return
-        try:
-            if len(p.kind) < _SMALL_BATCH:
-                self._flush_each(p)
-            else:
-                self._flush_bulk(p)
-        except (TypeError, ValueError, OverflowError) as exc:
-            error = exc
-        else:
-            p.clear()
-            return
-        p.clear()
-        self._replay(lines, len(self.bb), stop, error)
+    def _careful_line(self, lines: Lines, idx: int) -> None:
+        line = lines[idx]
+        if line and not line.isspace() and self._statement(line, idx + 1):
+            raise AssertionError("a line before the body's end closed it")  # scan_body_kernel
 
-    def _flush_each(self, p: _Pending) -> None:
+    # -- runs of fast lines ---------------------------------------------------
+    def _take_run(self, lines: Lines, scan: BodyScan, a: int, b: int) -> None:
+        """Add the nodes of fast rows ``a:b`` (and take their return line, if any)."""
+        if a >= b:
+            return
+        cols = scan.run_columns(a, b)
+        if len(cols.rows):
+            self.declared.frombytes(cols.type_idx.tobytes())
+            self.node_line.frombytes((cols.rows + scan.first + 1).astype(np.int32).tobytes())
+            try:
+                if len(cols.rows) < _SMALL_BATCH:
+                    self._add_each(cols)
+                else:
+                    self._add_bulk(cols)
+            except (TypeError, ValueError, OverflowError) as exc:
+                self._replay(lines, len(self.bb), scan.first + b, exc)
+        if cols.outputs is not None:
+            self.outputs = cols.outputs
+
+    def _add_each(self, cols: RunColumns) -> None:
         bb = self.bb
-        consts = {pos: (code, value) for pos, code, value in p.consts}
-        extra = p.extra.tolist()
-        for j, (k, x, y, aid) in enumerate(zip(p.kind.tolist(), p.a0.tolist(), p.a1.tolist(),
-                                               p.attr_id.tolist(), strict=True)):
+        values: dict[int, Any] = {}
+        for at, vals in cols.consts.values():
+            values.update(zip(at.tolist(), vals, strict=True))
+        extra = cols.extra.tolist()
+        for j, (k, x, y, aid) in enumerate(zip(cols.kind.tolist(), cols.a0.tolist(),
+                                               cols.a1.tolist(), cols.attr_id.tolist(),
+                                               strict=True)):
             if k == ops.OP_CONST:
-                code, value = consts[j]
-                bb.const(np.array(value, numpy_dtype(code)))
+                bb.const(values[j])
                 continue
             enc = ops.get_op(k).encoding
             args = (x, y) if enc == ENC_BINARY else (x,) if enc == ENC_UNARY else extra[x: x + y]
             bb.call(k, *args, **self.attr_kwargs[aid])
 
-    def _flush_bulk(self, p: _Pending) -> None:
-        a0 = np.frombuffer(p.a0, np.int32).copy()
-        by_code: dict[int, list[tuple[int, Any]]] = {}
-        for pos, code, value in p.consts:  # one per scalar constant
-            by_code.setdefault(code, []).append((pos, value))
-        for code, items in by_code.items():
-            values = np.array([v for _, v in items], numpy_dtype(code))
-            a0[[pos for pos, _ in items]] = self.bb.add_scalar_consts(values, code)
-        self.bb.add_nodes(np.frombuffer(p.kind, np.int16).copy(), a0,
-                          np.frombuffer(p.a1, np.int32).copy(),
-                          attr_id=np.frombuffer(p.attr_id, np.int32).copy(),
-                          extra=np.frombuffer(p.extra, np.int32).copy())
+    def _add_bulk(self, cols: RunColumns) -> None:
+        a0 = cols.a0.copy()
+        for code, (at, vals) in cols.consts.items():
+            a0[at] = self.bb.add_scalar_consts(vals, code)
+        self.bb.add_nodes(cols.kind, a0, cols.a1, attr_id=cols.attr_id, extra=cols.extra)
 
-    def _replay(self, lines: list[str], first: int, stop: int, error: Exception) -> None:
-        """Re-parse the lines of a failed batch from node ``first`` on; always raises."""
-        for name in [k for k, v in self.names.items() if v >= first]:
-            del self.names[name]
+    def _replay(self, lines: Lines, first: int, stop: int, error: Exception) -> None:
+        """Re-parse the lines of a failed run from node ``first`` on; always raises."""
         start_line = self.node_line[first]
         del self.declared[first:]
         del self.node_line[first:]
         for idx in range(start_line - 1, stop):
-            self._statement(lines[idx], idx + 1)  # raises at the failing line
+            self._careful_line(lines, idx)  # raises at the failing line
         raise self.type_mismatch(lines, None) or ParseError(str(error), start_line, 1)
 
     # -- the careful path ---------------------------------------------------
@@ -417,12 +375,9 @@ class _FunctionParser:
         except ValueError:
             raise cur.error(f"unknown op {op_tok[1]!r}", op_tok) from None
         ids = [self.lookup(a, lineno) for a in operand_tokens(cur)]
-        attr_key: str | None = None
         kw: dict[str, Any] = {}
-        open_tok = cur.accept("{")
-        if open_tok is not None:
+        if cur.accept("{") is not None:
             kw = attr_dict(cur, node_attrs=True)
-            attr_key = cur.slice_from(open_tok)
         _, _, tidx = self._typed_end(cur)
         try:
             node = self.bb.call(op_tok[1], *ids, **kw)
@@ -432,14 +387,9 @@ class _FunctionParser:
                 message = f"{opdef.name}: {message}"
             raise cur.error(message, op_tok) from None
         self.define(name, node, tidx, lineno)
-        if (opdef.name, attr_key) not in self.node_forms:  # teach the fast path this form
-            attr_id = self.bb.intern_attrs(opdef.opcode, **kw)
-            self.attr_kwargs[attr_id] = kw
-            self.node_forms[(opdef.name, attr_key)] = (opdef.opcode, opdef.encoding,
-                                                       opdef.arity, attr_id)
 
     # -- finishing ----------------------------------------------------------
-    def type_mismatch(self, lines: list[str], func: Function | None) -> ParseError | None:
+    def type_mismatch(self, lines: Lines, func: Function | None) -> ParseError | None:
         """The error for the first node whose declared type differs from the inferred one."""
         if func is None:
             if not len(self.bb):
@@ -462,7 +412,7 @@ class _FunctionParser:
         return ParseError(f"declared type {want} of {toks[0][1]} differs from the inferred "
                           f"type {got} ({func.op(node).name})", lineno, toks[colon + 1][2])
 
-    def finish(self, lines: list[str]) -> Function:
+    def finish(self, lines: Lines) -> Function:
         """The finished Function; ParseError when a declared type was wrong."""
         assert self.outputs is not None
         func = self.bb.finish(self.outputs)
@@ -522,7 +472,7 @@ def parse(text: str) -> IRModule:
     """
     if not isinstance(text, str):
         raise TypeError(f"parse: text must be a str, got {type(text).__name__}")
-    lines = text.split("\n")
+    lines = Lines(text)
     functions: dict[str, Function] = {}
     module_attrs: dict[str, Any] | None = None
     i = 0

@@ -2,10 +2,10 @@
 
 Owns the canonical spelling of every value (types, attributes, constants,
 floats) that :mod:`irkernel.text.parser` reads back; the format itself is
-documented there. Per-node work is one f-string per line: type strings,
-attribute strings and constant literals are computed once per distinct table
-entry (tables are small), and the columns are read with ``.tolist()`` once.
-Imports numpy and irkernel internals only.
+documented there. Type strings, attribute strings and constant literals are
+formatted once per distinct table entry (tables are small); the node lines are
+then written as bytes by the kernels of :mod:`irkernel.text.emit`, so no Python
+runs per node. Imports numpy and irkernel internals only.
 """
 
 from __future__ import annotations
@@ -19,18 +19,15 @@ import numpy as np
 
 from irkernel.ir import ops
 from irkernel.ir.function import PRINT_FUNCTION, Function
-from irkernel.ir.ids import (
-    BOOL,
-    DTYPE_NAMES,
-    ENC_BINARY,
-    ENC_CONST,
-    ENC_PARAM,
-    ENC_UNARY,
-    FLOAT32,
-    FLOAT64,
-)
+from irkernel.ir.ids import BOOL, DTYPE_NAMES, FLOAT32, FLOAT64
 from irkernel.ir.module import PRINT_MODULE, IRModule
 from irkernel.ir.validate import validate_function
+from irkernel.text.emit import (
+    byte_table,
+    distinct_rows_kernel,
+    line_sizes_kernel,
+    write_lines_kernel,
+)
 
 _BARE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
 _BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -198,55 +195,50 @@ def _const_literals(func: Function) -> list[str]:
 # functions and modules
 # ---------------------------------------------------------------------------
 
-def _tails(func: Function) -> list[str]:
-    """Per node: `` {attrs} : type``, computed once per distinct (op, attrs, type)."""
-    n_ops, n_shapes = ops.num_ops(), max(len(func.shapes), 1)
-    n_attrs = max(len(func.attr_table), 1)
-    if n_attrs * n_ops * n_shapes * len(DTYPE_NAMES) < 2**62:
-        key = ((func.attr_id.astype(np.int64) * n_ops + func.kind) * n_shapes
-               + func.shape_id) * len(DTYPE_NAMES) + func.dtype
-        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    else:  # astronomically large tables: unique rows instead of one packed key
-        cols = np.stack([func.attr_id, func.kind, func.shape_id, func.dtype]).T.astype(np.int64)
-        _, first, inverse = np.unique(cols, axis=0, return_index=True, return_inverse=True)
+def _tails(func: Function) -> tuple[np.ndarray, list[str]]:
+    """`` {attrs} : type`` of every distinct (op, attrs, type), and each node's index in it."""
+    tail_of, first = distinct_rows_kernel(func.kind, func.attr_id, func.shape_id, func.dtype)
     texts = []
     attr_cache: dict[tuple[int, int], str] = {}
-    for i in first.tolist():  # one per distinct tail
-        kind, attr_id = int(func.kind[i]), int(func.attr_id[i])
-        attrs = attr_cache.get((kind, attr_id))
+    for kind, attr_id, shape_id, code in zip(func.kind[first].tolist(),
+                                             func.attr_id[first].tolist(),
+                                             func.shape_id[first].tolist(),
+                                             func.dtype[first].tolist(), strict=True):
+        attrs = attr_cache.get((kind, attr_id))  # one per distinct tail
         if attrs is None:
             attrs = attr_cache[(kind, attr_id)] = format_node_attrs(
                 ops.get_op(kind), func.attr_table[attr_id])
-        texts.append(attrs + " : " + format_type(int(func.dtype[i]),
-                                                 func.shapes[int(func.shape_id[i])]))
-    return np.array(texts, dtype=object)[inverse.ravel()].tolist()
+        texts.append(attrs + " : " + format_type(code, func.shapes[shape_id]))
+    tail_of.flags.writeable = False
+    return tail_of, texts
 
 
-def _node_lines(func: Function) -> list[str]:
-    """One line per node, in node-id order."""
-    op_names = [op.name for op in ops.all_ops()]
-    encodings = [op.encoding for op in ops.all_ops()]
-    tails = _tails(func)
+def _function_text(func: Function, head: str, foot: str) -> str:
+    """``head``, the lines of all nodes in node-id order, then ``foot``, as one str.
+
+    Everything distinct is formatted once here; :mod:`irkernel.text.emit` writes
+    the lines from the columns and these byte tables into one buffer (no Python
+    per node, and no copy of the text but the final decode).
+    """
+    all_ops = ops.all_ops()
+    tail_of, tails = _tails(func)
     consts = _const_literals(func) if len(func.consts) else []
-    names = func.param_names
-    extra = func.extra.tolist()
-    lines = []
-    append = lines.append
-    for i, (k, x, y, tail) in enumerate(zip(func.kind.tolist(), func.a0.tolist(),
-                                            func.a1.tolist(), tails, strict=True)):
-        enc = encodings[k]
-        if enc == ENC_UNARY:
-            append(f"  %{i} = {op_names[k]} %{x}{tail}")
-        elif enc == ENC_BINARY:
-            append(f"  %{i} = {op_names[k]} %{x}, %{y}{tail}")
-        elif enc == ENC_CONST:
-            append(f"  %{i} = const {consts[x]}{tail}")
-        elif enc == ENC_PARAM:
-            append(f"  %{i} = param {names[x]}{tail}")
-        else:  # variadic
-            args = ", ".join(f"%{v}" for v in extra[x: x + y])
-            append(f"  %{i} = {op_names[k]}{' ' if args else ''}{args}{tail}")
-    return lines
+    op_bytes, op_ptr = byte_table([op.name for op in all_ops])
+    tail_bytes, tail_ptr = byte_table(tails)
+    lit_bytes, lit_ptr = byte_table(consts)
+    name_bytes, name_ptr = byte_table(list(func.param_names))
+    head_bytes, foot_bytes = byte_table([head])[0], byte_table([foot])[0]
+    encoding = ops.op_arrays().encoding
+    if len(encoding) != len(all_ops):  # an op registered in between: take a fresh table
+        encoding = np.array([op.encoding for op in all_ops], np.int8)
+        encoding.flags.writeable = False
+    offsets = line_sizes_kernel(func.kind, func.a0, func.a1, func.extra, tail_of, encoding,
+                                op_ptr, tail_ptr, lit_ptr, name_ptr, len(head_bytes))
+    offsets.flags.writeable = False
+    buf = write_lines_kernel(func.kind, func.a0, func.a1, func.extra, tail_of, encoding,
+                             offsets, op_bytes, op_ptr, tail_bytes, tail_ptr, lit_bytes, lit_ptr,
+                             name_bytes, name_ptr, head_bytes, foot_bytes)
+    return str(memoryview(buf), "utf-8")
 
 
 def print_function(func: Function, name: str) -> str:
@@ -274,12 +266,9 @@ def print_function(func: Function, name: str) -> str:
     """
     validate_function(func, "script", name)  # every id indexes its table below
     attrs = f"attrs {format_function_attrs(func.attrs)} " if func.attrs else ""
-    lines = [f"@{format_name(name)} = graph {attrs}{{"]
-    lines.extend(_node_lines(func))
-    lines.append("  return " + ", ".join(f"%{o}" for o in func.outputs.tolist()))
-    lines.append("}")
-    lines.append("")
-    return "\n".join(lines)
+    outputs = ", ".join(f"%{o}" for o in func.outputs.tolist())
+    return _function_text(func, f"@{format_name(name)} = graph {attrs}{{\n",
+                          f"  return {outputs}\n}}\n")
 
 
 def print_module(mod: IRModule) -> str:
@@ -294,7 +283,7 @@ def print_module(mod: IRModule) -> str:
         A value with no ``script`` method (naming the function), or an
         unprintable attribute value (naming the attribute).
     """
-    parts = []
+    parts: list[str] = []
     if mod.attrs:
         parts.append(f"module attrs {format_function_attrs(mod.attrs)}\n")
     for name, value in mod.functions.items():
@@ -305,7 +294,7 @@ def print_module(mod: IRModule) -> str:
         else:
             raise TypeError(f"cannot print function {name!r}: {type(value).__name__} "
                             f"has no script(name) method")
-    return "\n".join(parts)
+    return parts[0] if len(parts) == 1 else "\n".join(parts)  # no copy of a lone function
 
 
 PRINT_FUNCTION.install(print_function)

@@ -1,0 +1,84 @@
+"""``irkernel viz FILE [-p PIPELINE] [--diff] [--function NAME] [--max-nodes N] [-o OUT]``.
+
+Draws a graph function of an ``.ir`` file, after an optional pipeline, with
+:mod:`irkernel.viz`: ``-o`` picks the format by suffix (``.dot``/``.gv``,
+``.svg``, ``.png``, ``.html``); without ``-o`` the DOT text goes to stdout.
+``--diff`` writes one HTML page with the function before and after the
+pipeline side by side, changed nodes highlighted. Graphs above
+``--max-nodes`` are drawn with fusion groups collapsed or summarized (a note
+on stderr says so). Errors (no graphviz, bad suffix, unknown function) are
+one line on stderr, exit code 1, through ``irkernel.cli.main``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from irkernel.ir.module import IRModule
+from irkernel.viz import DEFAULT_MAX_NODES, Drawing, diff_html, draw, write
+from irkernel.viz.render import FORMATS
+
+
+def add_arguments(viz: argparse.ArgumentParser) -> None:
+    viz.add_argument("file")
+    viz.add_argument("-p", "--passes", metavar="PIPELINE",
+                     help="run this textual pipeline first (e.g. O2, or "
+                          '"LegalizeOps,FuseOps" to see the fusion groups)')
+    viz.add_argument("--diff", action="store_true",
+                     help="an HTML page with the function before and after -p, side by side")
+    viz.add_argument("--function", metavar="NAME",
+                     help="the graph function to draw (default main)")
+    viz.add_argument("--max-nodes", type=int, default=DEFAULT_MAX_NODES, metavar="N",
+                     help="above this many nodes, collapse fusion groups or summarize "
+                          f"(default {DEFAULT_MAX_NODES:,})")
+    viz.add_argument("-O", "--opt-level", type=int, default=2,
+                     help="opt_level of the pass context for -p (default 2)")
+    viz.add_argument("-o", "--output", metavar="OUT",
+                     help="OUT.dot, .gv, .svg, .png (graphviz) or .html; default: DOT to stdout")
+
+
+def _note(d: Drawing, max_nodes: int) -> None:
+    if d.mode == "collapsed":
+        print(f"irkernel viz: @{d.function}: more than {max_nodes:,} nodes with its fusion "
+              "groups expanded: each group drawn as one node", file=sys.stderr)
+    elif d.mode == "summary":
+        print(f"irkernel viz: @{d.function} has {d.num_nodes:,} nodes (more than "
+              f"--max-nodes {max_nodes:,}): drawing a summary (op histogram, first nodes, "
+              "output cone)", file=sys.stderr)
+
+
+def run_viz(args: argparse.Namespace, out: TextIO,
+            read_module: Callable[[str], IRModule]) -> int:
+    if args.max_nodes < 1:
+        raise ValueError(f"--max-nodes must be >= 1, got {args.max_nodes}")
+    suffix = Path(args.output).suffix.lower().lstrip(".") if args.output else "dot"
+    if suffix not in FORMATS:
+        raise ValueError(f"-o {args.output!r}: the suffix must be one of "
+                         f"{', '.join('.' + f for f in FORMATS)}")
+    if args.diff and not args.passes:
+        raise ValueError("--diff compares the function before and after -p PIPELINE: give -p")
+    if args.diff and suffix != "html":
+        raise ValueError(f"--diff writes an HTML page: use -o OUT.html, not {args.output!r}")
+    mod = read_module(args.file)
+    after = mod
+    if args.passes:
+        import passes  # noqa: F401  (registers the graph passes)
+        from irkernel import transform
+
+        with transform.PassContext(opt_level=args.opt_level):
+            after = transform.parse_pipeline(args.passes)(mod)
+    if args.diff:
+        page = diff_html(mod, after, args.function, what=args.passes, max_nodes=args.max_nodes)
+        Path(args.output).write_text(page, encoding="utf-8")
+        return 0
+    if args.output is None:
+        d = draw(after, args.function, max_nodes=args.max_nodes)
+        out.write(d.dot)
+    else:
+        d = write(after, args.output, args.function, max_nodes=args.max_nodes)
+    _note(d, args.max_nodes)
+    return 0

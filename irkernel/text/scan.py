@@ -1,0 +1,589 @@
+"""Kernels of the parser's fast path: lines of a function body classified and resolved as bytes.
+
+The text is encoded once (UTF-8, ``uint8``). For one function body these
+kernels find the lines in the printer's forms and everything the parser needs
+from them as byte spans (name, op or literal, attributes, type, operands), with
+no Python per line:
+
+- :func:`line_bounds_kernel` - where each line starts and ends;
+- :func:`scan_body_kernel` - the body's extent (up to the first line whose
+  first character is ``}``) and one class and one row of spans per line;
+- :func:`intern_spans_kernel` - distinct byte strings (op names, attribute
+  texts, types, literals), so Python parses each distinct text once;
+- :func:`resolve_names_kernel` - node numbering, the name table and every
+  operand's node id; :func:`lookup_name_kernel` answers the careful path's
+  single lookups from the same table;
+- :func:`distinct_keys_kernel` - distinct int64 keys (forms of nodes).
+
+A fast line is a *subset* of the grammar: only ASCII names, ``[ \\t]`` between
+tokens, the literal forms the printer writes. Anything else is classified
+``DEF`` (a definition the careful path parses) or ``OTHER``; the tokenizer then
+reports any error with its exact line and column. Every line whose first
+non-blank character is ``%`` defines the next node or is an error, so node ids
+can be numbered here for all lines at once.
+
+Compile time: the grammar's pieces are ``helper`` functions (plain calls that
+LLVM inlines), not Numba's IR-level ``inline``, which re-types the caller per
+inlined call site: with it the scanner took 80-90 s to compile cold (loaded
+2-core VM), with helpers about 25 s there; once, then Numba's on-disk cache
+loads it in milliseconds. Imports ``irkernel.ir`` only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from irkernel.ir.jit import helper, kernel
+
+# line classes
+BLANK, NODE, CONST, RETURN, DEF, OTHER = 0, 1, 2, 3, 4, 5
+# columns of a line's span row: (start, length) of the name, the op (a CONST
+# line's literal), the attributes with their braces, the type
+NAME, OP, ATTR, TYPE = 0, 2, 4, 6
+N_SPAN_COLUMNS = 8
+# line status from resolve_names_kernel
+OK, REDEFINED, UNKNOWN_OPERAND = 0, 1, 2
+# rows of the keyword table (``KEYWORDS``)
+KW_RETURN, KW_CONST = 5, 6
+#: Lines this long or longer are left to the careful path (spans are int32 offsets).
+MAX_LINE = 2**31 - 1
+
+_TAB, _SPACE, _HASH, _PERCENT, _COMMA, _COLON, _EQ = 9, 32, 35, 37, 44, 58, 61
+_LBRACK, _RBRACK, _LBRACE, _RBRACE, _QUOTE, _BACKSLASH = 91, 93, 123, 125, 34, 92
+_MINUS, _DOT = 45, 46
+
+
+@helper
+def _skip_ws(buf, p, e):
+    while p < e and (buf[p] == _SPACE or buf[p] == _TAB):
+        p += 1
+    return p
+
+
+@helper
+def _skip_blank(buf, p, e):
+    """Past the tokenizer's whitespace: space, tab, CR, FF, VT."""
+    while p < e:
+        c = buf[p]
+        if not (c == 32 or c == 9 or c == 13 or c == 12 or c == 11):
+            break
+        p += 1
+    return p
+
+
+@helper
+def _word_end(buf, p, e, also_non_ascii):
+    """End of the run of ``[A-Za-z0-9_]`` (and bytes >= 128 if asked) starting at ``p``."""
+    while p < e:
+        c = buf[p]
+        if not (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c == 95
+                or (also_non_ascii and c >= 128)):
+            break
+        p += 1
+    return p
+
+
+@helper
+def _matches(buf, p, e, words, w):
+    """Whether ``buf[p:e]`` starts with keyword ``w`` (row ``w`` of ``words``, 0-padded)."""
+    size = 0
+    while size < words.shape[1] and words[w, size] != 0:
+        size += 1
+    if p + size > e:
+        return 0
+    for j in range(size):
+        if buf[p + j] != words[w, j]:
+            return 0
+    return size
+
+
+@helper
+def _at_line_end(buf, p, e):
+    """Only ``[ \\t\\r]`` and an optional comment remain after ``p``."""
+    while p < e and (buf[p] == _SPACE or buf[p] == _TAB or buf[p] == 13):
+        p += 1
+    return p == e or buf[p] == _HASH
+
+
+@helper
+def _var_end(buf, p, e):
+    """End of ``%name`` (ASCII name) starting at ``p``, or -1."""
+    if p >= e or buf[p] != _PERCENT:
+        return -1
+    q = _word_end(buf, p + 1, e, False)
+    if q == p + 1 or (q < e and buf[q] >= 128):
+        return -1
+    return q
+
+
+@helper
+def _attrs_end(buf, p, e):
+    """End of ``{...}`` at ``p`` (no nested braces, no '#'; strings may escape), or -1."""
+    p += 1
+    while p < e:
+        c = buf[p]
+        if c == _RBRACE:
+            return p + 1
+        if c == _LBRACE or c == _HASH:
+            return -1
+        if c == _QUOTE:
+            p += 1
+            while p < e and buf[p] != _QUOTE:
+                p += 2 if buf[p] == _BACKSLASH else 1
+            if p >= e:
+                return -1
+        p += 1
+    return -1
+
+
+@helper
+def _type_end(buf, p, e):
+    """End of ``[a-z0-9]+\\[[0-9, ]*\\]`` at ``p``, or -1."""
+    q = p
+    while q < e and (97 <= buf[q] <= 122 or (48 <= buf[q] <= 57)):
+        q += 1
+    if q == p or q >= e or buf[q] != _LBRACK:
+        return -1
+    q += 1
+    while q < e and ((48 <= buf[q] <= 57) or buf[q] == _COMMA or buf[q] == _SPACE):
+        q += 1
+    if q >= e or buf[q] != _RBRACK:
+        return -1
+    return q + 1
+
+
+@helper
+def _number_end(buf, p, e):
+    """End of ``-?(digits.?digits*|.digits)([eE][-+]?digits)?`` at ``p``, or -1."""
+    q = p + 1 if p < e and buf[p] == _MINUS else p
+    d0 = q
+    while q < e and (48 <= buf[q] <= 57):
+        q += 1
+    if q > d0:
+        if q < e and buf[q] == _DOT:
+            q += 1
+            while q < e and (48 <= buf[q] <= 57):
+                q += 1
+    else:
+        if q >= e or buf[q] != _DOT or q + 1 >= e or not (48 <= buf[q + 1] <= 57):
+            return -1
+        q += 1
+        while q < e and (48 <= buf[q] <= 57):
+            q += 1
+    if q < e and (buf[q] == 101 or buf[q] == 69):  # e, E
+        r = q + 1
+        if r < e and (buf[r] == 43 or buf[r] == _MINUS):
+            r += 1
+        if r < e and (48 <= buf[r] <= 57):
+            while r < e and (48 <= buf[r] <= 57):
+                r += 1
+            q = r
+    return q
+
+
+@helper
+def _literal_end(buf, p, e, words):
+    """End of a one-literal constant value at ``p`` (a number, -inf, inf, nan, true,
+    false), or -1; what follows must be a blank or ':'."""
+    q = _number_end(buf, p, e)
+    if q < 0:
+        for w in range(KW_RETURN):
+            size = _matches(buf, p, e, words, w)
+            if size:
+                q = p + size
+                break
+    if q < 0 or (q < e and not (buf[q] == _SPACE or buf[q] == _TAB or buf[q] == _COLON)):
+        return -1
+    return q
+
+
+@helper
+def _operands(buf, s, p, e, opnd, k):
+    """``%a, %b, ...`` at ``p`` on the line starting at ``s``: spans (relative to ``s``)
+    appended to ``opnd`` from row ``k``. Returns (position after them, new k), position
+    -1 when malformed."""
+    while True:
+        q = _var_end(buf, p, e)
+        if q < 0:
+            return -1, k
+        opnd[k, 0] = p + 1 - s
+        opnd[k, 1] = q - p - 1
+        k += 1
+        p = _skip_ws(buf, q, e)
+        if p >= e or buf[p] != _COMMA:
+            return p, k
+        p = _skip_ws(buf, p + 1, e)
+
+
+@kernel
+def line_bounds_kernel(buf):
+    """Start and end (exclusive, before the newline) of every line.
+
+    Arrays: buf uint8[B] (the UTF-8 text). Returns (start int64[L], end int64[L]),
+    L = number of newlines + 1, as ``str.split("\\n")`` counts lines.
+    """
+    n_lines = 1
+    for j in range(buf.shape[0]):
+        if buf[j] == 10:
+            n_lines += 1
+    start = np.empty(n_lines, np.int64)
+    end = np.empty(n_lines, np.int64)
+    start[0] = 0
+    line = 0
+    for j in range(buf.shape[0]):
+        if buf[j] == 10:
+            end[line] = j
+            line += 1
+            start[line] = j + 1
+    end[line] = buf.shape[0]
+    return start, end
+
+
+@helper
+def _classify(buf, s, e, row, opnd, k, words):
+    """Class of the line ``buf[s:e]``; fills its span row and operand rows from ``k``
+    (positions relative to ``s``). Returns (class, new k)."""
+    p = _skip_ws(buf, s, e)
+    q = _skip_blank(buf, p, e)
+    plain = q == p  # only spaces and tabs before the first token (the fast forms)
+    p = q
+    if p == e or buf[p] == _HASH:
+        return BLANK, k
+    if buf[p] != _PERCENT:
+        size = _matches(buf, p, e, words, KW_RETURN)
+        if plain and size and e - s < MAX_LINE:
+            q = _skip_ws(buf, p + size, e)
+            if q > p + size:
+                q, k2 = _operands(buf, s, q, e, opnd, k)
+                if q >= 0 and _at_line_end(buf, q, e):
+                    return RETURN, k2
+        return OTHER, k
+    if e - s >= MAX_LINE:
+        return DEF, k  # spans are int32 offsets in the line; the careful path reads it
+    q = _word_end(buf, p + 1, e, True)  # what the tokenizer may read as the name
+    ascii_name = _word_end(buf, p + 1, e, False) == q
+    row[NAME] = p + 1 - s
+    row[NAME + 1] = q - p - 1
+    if not plain or not ascii_name or q == p + 1:
+        return DEF, k
+    q = _skip_ws(buf, q, e)
+    if q >= e or buf[q] != _EQ:
+        return DEF, k
+    q = _skip_ws(buf, q + 1, e)
+    if q >= e or not (65 <= buf[q] <= 90 or 97 <= buf[q] <= 122 or buf[q] == 95):
+        return DEF, k  # an op name starts with a letter or '_'
+    op_end = _word_end(buf, q, e, False)
+    row[OP] = q - s
+    row[OP + 1] = op_end - q
+    r = _skip_ws(buf, op_end, e)
+    if r == op_end:
+        return DEF, k
+    cls = NODE
+    if _matches(buf, q, e, words, KW_CONST) == op_end - q:
+        cls = CONST
+        q = _literal_end(buf, r, e, words)
+        if q < 0:
+            return DEF, k
+        row[OP] = r - s
+        row[OP + 1] = q - r
+    else:
+        q, k = _operands(buf, s, r, e, opnd, k)
+    if q < 0:
+        return DEF, k
+    q = _skip_ws(buf, q, e)
+    if cls == NODE and q < e and buf[q] == _LBRACE:
+        a = _attrs_end(buf, q, e)
+        if a < 0:
+            return DEF, k
+        row[ATTR] = q - s
+        row[ATTR + 1] = a - q
+        q = _skip_ws(buf, a, e)
+    if q >= e or buf[q] != _COLON:
+        return DEF, k
+    q = _skip_ws(buf, q + 1, e)
+    t = _type_end(buf, q, e)
+    if t < 0 or not _at_line_end(buf, t, e):
+        return DEF, k
+    row[TYPE] = q - s
+    row[TYPE + 1] = t - q
+    return cls, k
+
+
+@kernel
+def scan_body_kernel(buf, start, end, first, words):
+    """Classify the lines of a function body, from line ``first`` to the line before the
+    first one whose first non-blank character is ``}`` (or to the end of the text).
+
+    Arrays: buf uint8[B]; start, end int64[L] (:func:`line_bounds_kernel`); words
+    uint8[7, 8], the keywords -inf, inf, nan, true, false, return, const (0-padded).
+    Returns (stop: the index of the closing line or L; cls int8[m]; span int32[m, 8]:
+    the (start, length) pairs of NAME, OP, ATTR and TYPE relative to the line's start;
+    opnd_ptr int64[m + 1]; opnd int32[k, 2]: the operand spans of NODE and RETURN lines,
+    line i owning rows opnd_ptr[i]:opnd_ptr[i + 1]), with m = stop - first.
+    """
+    n_lines = start.shape[0]
+    stop = first
+    n_percent = 0
+    while stop < n_lines:
+        p = start[stop]
+        e = end[stop]
+        p = _skip_blank(buf, p, e)
+        if p < e and buf[p] == _RBRACE:
+            break
+        for j in range(p, e):
+            if buf[j] == _PERCENT:
+                n_percent += 1
+        stop += 1
+    m = stop - first
+    cls = np.zeros(m, np.int8)
+    span = np.zeros((m, N_SPAN_COLUMNS), np.int32)
+    opnd_ptr = np.zeros(m + 1, np.int64)
+    opnd = np.empty((n_percent, 2), np.int32)
+    k = 0
+    for i in range(m):
+        c, k = _classify(buf, start[first + i], end[first + i], span[i], opnd, k, words)
+        cls[i] = c
+        opnd_ptr[i + 1] = k
+    return stop, cls, span, opnd_ptr, opnd[:k].copy()
+
+
+# ---------------------------------------------------------------------------
+# names and distinct texts
+# ---------------------------------------------------------------------------
+
+@helper
+def _hash_bytes(data, s, n):
+    """FNV-1a of ``data[s:s + n]``."""
+    h = np.uint64(0xCBF29CE484222325)
+    for j in range(n):
+        h = (h ^ np.uint64(data[s + j])) * np.uint64(0x100000001B3)
+    return h
+
+
+@helper
+def _same_bytes(a, sa, b, sb, n):
+    for j in range(n):
+        if a[sa + j] != b[sb + j]:
+            return False
+    return True
+
+
+@helper
+def _find(buf, slots, ent_start, ent_len, data, s, n):
+    """(slot, entry) of ``data[s:s + n]`` in a name table; entry -1 when absent (the slot is
+    then where it would go)."""
+    mask = slots.shape[0] - 1
+    slot = np.int64(_hash_bytes(data, s, n) & np.uint64(mask))
+    while True:
+        ent = slots[slot]
+        if ent < 0 or (ent_len[ent] == n and _same_bytes(buf, ent_start[ent], data, s, n)):
+            return slot, ent
+        slot = (slot + 1) & mask
+
+
+@kernel
+def resolve_names_kernel(buf, start, first, cls, span, opnd_ptr, opnd):
+    """Number the nodes of a body, build its name table and resolve every operand.
+
+    Arrays: as returned by :func:`scan_body_kernel` (``start`` from
+    :func:`line_bounds_kernel`, ``first`` the body's first line). A NODE, CONST or
+    DEF line defines the next node. An operand names the first definition of its
+    name, which must be an earlier node. Returns (def_node int32[m]: the node of each
+    defining line, -1 for others; status int8[m]: OK, REDEFINED or UNKNOWN_OPERAND;
+    ids int32[k]: each operand's node, -1 when unknown; the table: slots int32[cap],
+    ent_start int64[e], ent_len int32[e], ent_node int32[e]).
+    """
+    m = cls.shape[0]
+    n_def = 0
+    for i in range(m):
+        if cls[i] == NODE or cls[i] == CONST or cls[i] == DEF:
+            n_def += 1
+    cap = 16
+    while cap < 2 * n_def:
+        cap *= 2
+    slots = np.full(cap, -1, np.int32)
+    ent_start = np.empty(n_def, np.int64)
+    ent_len = np.empty(n_def, np.int32)
+    ent_node = np.empty(n_def, np.int32)
+    def_node = np.full(m, -1, np.int32)
+    status = np.zeros(m, np.int8)
+    ids = np.full(opnd.shape[0], -1, np.int32)
+    node = 0
+    n_ent = 0
+    for i in range(m):
+        c = cls[i]
+        line_start = start[first + i]
+        for j in range(opnd_ptr[i], opnd_ptr[i + 1]):  # NODE and RETURN lines
+            _, ent = _find(buf, slots, ent_start, ent_len, buf, line_start + opnd[j, 0],
+                           opnd[j, 1])
+            if ent >= 0:
+                ids[j] = ent_node[ent]
+            else:
+                status[i] = UNKNOWN_OPERAND
+        if c != NODE and c != CONST and c != DEF:
+            continue
+        def_node[i] = node
+        n = span[i, NAME + 1]
+        if n > 0:
+            slot, ent = _find(buf, slots, ent_start, ent_len, buf, line_start + span[i, NAME], n)
+            if ent >= 0:
+                status[i] = REDEFINED
+            else:
+                slots[slot] = n_ent
+                ent_start[n_ent] = line_start + span[i, NAME]
+                ent_len[n_ent] = n
+                ent_node[n_ent] = node
+                n_ent += 1
+        node += 1
+    return def_node, status, ids, slots, ent_start[:n_ent].copy(), ent_len[:n_ent].copy(), \
+        ent_node[:n_ent].copy()
+
+
+@helper
+def _decimal(buf, s, n):
+    """The value of ``buf[s:s + n]`` when it is a canonical decimal (digits, no leading
+    zero, at most 10 of them), else -1."""
+    if n == 0 or n > 10 or (n > 1 and buf[s] == 48):
+        return -1
+    value = 0
+    for j in range(n):
+        c = buf[s + j]
+        if not (48 <= c <= 57):
+            return -1
+        value = value * 10 + (c - 48)
+    return value
+
+
+@kernel
+def canonical_names_kernel(buf, start, first, cls, span, opnd_ptr, opnd):
+    """:func:`resolve_names_kernel` for a body whose every definition is named by its
+    node id in decimal (the printer's ``%<id>``): no table, an operand ``%k`` is node k.
+
+    Arrays: as :func:`resolve_names_kernel`. Returns (canonical: whether every
+    definition is so named; def_node int32[m]; status int8[m]; ids int32[k]), the last
+    three meaningful only when ``canonical``.
+    """
+    m = cls.shape[0]
+    def_node = np.full(m, -1, np.int32)
+    status = np.zeros(m, np.int8)
+    ids = np.full(opnd.shape[0], -1, np.int32)
+    node = 0
+    for i in range(m):
+        c = cls[i]
+        line_start = start[first + i]
+        for j in range(opnd_ptr[i], opnd_ptr[i + 1]):  # NODE and RETURN lines
+            v = _decimal(buf, line_start + opnd[j, 0], opnd[j, 1])
+            if 0 <= v < node:
+                ids[j] = v
+            else:
+                status[i] = UNKNOWN_OPERAND
+        if c != NODE and c != CONST and c != DEF:
+            continue
+        if _decimal(buf, line_start + span[i, NAME], span[i, NAME + 1]) != node:
+            return False, def_node, status, ids
+        def_node[i] = node
+        node += 1
+    return True, def_node, status, ids
+
+
+@kernel
+def lookup_name_kernel(buf, slots, ent_start, ent_len, ent_node, query):
+    """The node of name ``query`` (uint8[q]) in a table of :func:`resolve_names_kernel`,
+    or -1."""
+    _, ent = _find(buf, slots, ent_start, ent_len, query, 0, query.shape[0])
+    return ent_node[ent] if ent >= 0 else -1
+
+
+@kernel
+def intern_spans_kernel(buf, pos, size):
+    """Distinct byte strings among the spans ``buf[pos[i]:pos[i] + size[i]]``.
+
+    Arrays: buf uint8[B]; pos int64[k]; size int32[k] (0: no span). Returns (sym
+    int32[k]: each span's distinct index, -1 for no span; first int32[d]: the first
+    span of each distinct string). The hash table grows with the distinct strings.
+    """
+    k = pos.shape[0]
+    sym = np.full(k, -1, np.int32)
+    first = np.empty(64, np.int32)
+    cap = 1024
+    slots = np.full(cap, -1, np.int32)
+    d = 0
+    for i in range(k):
+        n = size[i]
+        if n == 0:
+            continue
+        slot = np.int64(_hash_bytes(buf, pos[i], n) & np.uint64(cap - 1))
+        while True:
+            t = slots[slot]
+            if t < 0:
+                if d == first.shape[0]:
+                    first = np.concatenate((first, np.empty(d, np.int32)))
+                first[d] = i
+                slots[slot] = d
+                sym[i] = d
+                d += 1
+                break
+            f = first[t]
+            if size[f] == n and _same_bytes(buf, pos[f], buf, pos[i], n):
+                sym[i] = t
+                break
+            slot = (slot + 1) & (cap - 1)
+        if 2 * d > cap:
+            cap *= 2
+            slots = np.full(cap, -1, np.int32)
+            for t in range(d):
+                f = first[t]
+                slot = np.int64(_hash_bytes(buf, pos[f], size[f]) & np.uint64(cap - 1))
+                while slots[slot] >= 0:
+                    slot = (slot + 1) & (cap - 1)
+                slots[slot] = t
+    return sym, first[:d].copy()
+
+
+@kernel
+def distinct_keys_kernel(keys):
+    """Distinct values of ``keys`` (int64[n]): (inverse int32[n], first int32[d]), in order
+    of first appearance; the hash table grows with the distinct values."""
+    n = keys.shape[0]
+    inverse = np.empty(n, np.int32)
+    first = np.empty(64, np.int32)
+    cap = 1024
+    slots = np.full(cap, -1, np.int32)
+    d = 0
+    for i in range(n):
+        h = np.uint64(keys[i]) * np.uint64(0x9E3779B97F4A7C15)
+        slot = np.int64((h ^ (h >> np.uint64(31))) & np.uint64(cap - 1))
+        while True:
+            t = slots[slot]
+            if t < 0:
+                if d == first.shape[0]:
+                    first = np.concatenate((first, np.empty(d, np.int32)))
+                first[d] = i
+                slots[slot] = d
+                inverse[i] = d
+                d += 1
+                break
+            if keys[first[t]] == keys[i]:
+                inverse[i] = t
+                break
+            slot = (slot + 1) & (cap - 1)
+        if 2 * d > cap:
+            cap *= 2
+            slots = np.full(cap, -1, np.int32)
+            for t in range(d):
+                h = np.uint64(keys[first[t]]) * np.uint64(0x9E3779B97F4A7C15)
+                slot = np.int64((h ^ (h >> np.uint64(31))) & np.uint64(cap - 1))
+                while slots[slot] >= 0:
+                    slot = (slot + 1) & (cap - 1)
+                slots[slot] = t
+    return inverse, first[:d].copy()
+
+
+def keyword_table() -> np.ndarray:
+    """The ``words`` argument of :func:`scan_body_kernel` (read-only)."""
+    words = np.zeros((7, 8), np.uint8)
+    for row, word in enumerate((b"-inf", b"inf", b"nan", b"true", b"false", b"return",
+                                b"const")):
+        words[row, :len(word)] = np.frombuffer(word, np.uint8)
+    words.flags.writeable = False
+    return words
