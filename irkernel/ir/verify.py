@@ -19,6 +19,8 @@ earlier ones validated, so no kernel ever sees an out-of-range id):
    is acyclic.
 
 Every failure raises ``IRError`` naming the function, node id, op and rule.
+This module also installs ``irkernel.ir.function.CHECK_LOADED``: a Function
+that is unpickled is checked here (rules 1-5) before anyone can use it.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import numpy as np
 from irkernel.ir import ops
 from irkernel.ir.checks import STRUCTURE_RULES, check_structure_kernel
 from irkernel.ir.errors import IRError, TypeInferenceError
-from irkernel.ir.function import _COLUMNS, Function
+from irkernel.ir.function import _COLUMNS, CHECK_LOADED, Function
 from irkernel.ir.ids import DTYPE_NAMES
 from irkernel.ir.module import IRModule
 from irkernel.ir.operands import operand_list
@@ -325,3 +327,14 @@ def verify(obj: IRModule | Function | Any, name: str = "main") -> None:
         else:
             raise IRError(f"{fname}: {type(func).__name__} is not a Function or PrimFunc")
     _check_call_graph(obj)
+
+
+def _check_loaded(func: Function) -> None:
+    """Validate an unpickled Function (rules 1-5; its module's calls are not known here)."""
+    # TODO(validate): switch to the cheap column validation
+    # (irkernel.ir.validate.validate_function) once it is on main; the type sweep
+    # of verify_function is most of a load's time at 1e6 nodes.
+    verify_function(func, f"<unpickled {func.attrs.get('global_symbol', 'Function')}>")
+
+
+CHECK_LOADED.install(_check_loaded)
