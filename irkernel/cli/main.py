@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TextIO
+from typing import TextIO
 
+from irkernel.cli.opt import add_arguments as add_opt_arguments
+from irkernel.cli.opt import run_opt
 from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
 from irkernel.ir.module import IRModule
@@ -23,28 +25,8 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_opt(args: argparse.Namespace, out: TextIO) -> int:
-    """Like LLVM's opt: read IR, run a textual pipeline, write IR."""
-    import passes  # noqa: F401  (registers the graph passes)
-    from irkernel import instrument, transform
-
-    mod = _read_module(args.file)
-    instruments: list[Any] = []
-    timing = instrument.PassTimingInstrument() if args.time_passes else None
-    if timing is not None:
-        instruments.append(timing)
-    if args.print_changed:
-        instruments.append(instrument.PrintChanged(file=sys.stderr))
-    with transform.PassContext(opt_level=args.opt_level, instruments=instruments):
-        result = transform.parse_pipeline(args.passes)(mod)
-    text = result.script()
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    else:
-        out.write(text)
-    if timing is not None:
-        print(timing.render(), file=sys.stderr)
-    return 0
+    """Like LLVM's opt: read IR files, run a textual pipeline (on workers), write IR."""
+    return run_opt(args, out)
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
@@ -91,16 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--hidden", type=int, default=1024,
                       help="MLP width (batch 64, 3 layers; default 1024)")
     demo.set_defaults(run=cmd_demo)
-    opt = sub.add_parser("opt", help="run a pass pipeline over an .ir file (like LLVM's opt)")
-    opt.add_argument("file")
-    opt.add_argument("-p", "--passes", required=True,
-                     help='textual pipeline, e.g. "FoldConstant,fixpoint(SimplifyArith,'
-                          'EliminateCommonSubexpr,DeadCodeElimination)"')
-    opt.add_argument("-O", "--opt-level", type=int, default=2)
-    opt.add_argument("--time-passes", action="store_true", help="print the timing tree")
-    opt.add_argument("--print-changed", action="store_true",
-                     help="print a diff after every pass that changed the module (stderr)")
-    opt.add_argument("-o", "--output", help="write the result here instead of stdout")
+    opt = sub.add_parser("opt", help="run a pass pipeline over .ir files (like LLVM's opt), "
+                                     "on local processes (--jobs) or Dask (--scheduler)")
+    add_opt_arguments(opt)
     opt.set_defaults(run=cmd_opt)
     run = sub.add_parser("run", help="build an .ir file (runtime.build) and run it on .npy "
                          "inputs")

@@ -81,7 +81,7 @@ class PassTimingInstrument(PassInstrument):
 
     # -- worker processes (transform.instrument_protocol) ----------------------
     def worker_instrument(self) -> PassTimingInstrument:
-        """A fresh instrument for a worker; its tree comes back to :meth:`merge_worker_instrument`."""
+        """A fresh instrument for a worker (merged back by :meth:`merge_worker_instrument`)."""
         return PassTimingInstrument()
 
     def merge_worker_instrument(self, worker: PassTimingInstrument) -> None:

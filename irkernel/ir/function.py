@@ -181,7 +181,7 @@ def load_function(*state: Any) -> Function:
     if len(state) != len(_COLUMNS) + 5:
         raise TypeError(f"a pickled Function has {len(_COLUMNS) + 5} fields, got {len(state)}")
     columns = {name: readonly(arr, _COLUMNS[name], f"column {name!r}")
-               for name, arr in zip(_COLUMNS, state)}
+               for name, arr in zip(_COLUMNS, state, strict=False)}
     param_names, shapes, records, pool, attrs = state[len(_COLUMNS):]
     shape_table, attr_table = tables_from_state(shapes, records)
     func = Function(**columns, param_names=param_names, shapes=shape_table,

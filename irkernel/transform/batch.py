@@ -216,7 +216,7 @@ def _collect(eng: Engine, tasks: list[tuple[Job, list[IRModule]]], mods: list[IR
                 outcomes: list[Any] = [value] * len(tasks[k][1])
             else:
                 outcomes, copies, statistics = value
-                for inst, copy in zip(merge_into, copies):
+                for inst, copy in zip(merge_into, copies, strict=True):
                     merge_from_worker(inst, copy)
                 ctx.merge_statistics(statistics)
             for j, outcome in enumerate(outcomes):

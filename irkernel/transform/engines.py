@@ -73,6 +73,8 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
+
 from irkernel.transform.registry import discover
 
 #: The engine names ``open_engine`` accepts as strings (besides scheduler addresses).
@@ -187,8 +189,6 @@ class Packed:
 
 def pack(value: Any) -> Packed:
     """``value`` pickled with protocol 5, its buffers out of band (no copy)."""
-    import numpy as np  # noqa: PLC0415  (NumPy is a core dependency; imported here only)
-
     raw: list[pickle.PickleBuffer] = []
     header = pickle.dumps(value, protocol=5, buffer_callback=raw.append)
     return Packed(header, [np.frombuffer(b.raw(), np.uint8) for b in raw])
@@ -227,7 +227,7 @@ def warm_worker() -> None:
 
 
 def start_method() -> str:
-    """``"forkserver"`` where available, else ``"spawn"`` (never ``"fork"``; see the module notes)."""
+    """``"forkserver"`` where available, else ``"spawn"``; never ``"fork"`` (module notes)."""
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
 
@@ -550,7 +550,7 @@ def _named_engine(engine: str, workers: int | None) -> Engine:
         return ExecutorEngine(local_executor(workers), "local", owned=True, max_workers=workers)
     if engine.startswith(_SCHEDULER_SCHEMES):
         try:
-            import distributed  # noqa: PLC0415  (optional dependency, loaded on demand)
+            import distributed  # optional dependency, loaded on demand
         except ImportError as exc:
             raise ImportError(f"engine {engine!r} needs Dask: pip install 'irkernel[dask]'"
                               ) from exc

@@ -93,8 +93,10 @@ def _same_callable(a: Any, b: Any) -> bool:
         return a is b
     cells_a = [c.cell_contents for c in a.__closure__ or ()]
     cells_b = [c.cell_contents for c in b.__closure__ or ()]
-    return len(cells_a) == len(cells_b) and all(
-        _same_callable(x, y) if callable(x) else _equal(x, y) for x, y in zip(cells_a, cells_b))
+    if len(cells_a) != len(cells_b):
+        return False
+    return all(_same_callable(x, y) if callable(x) else _equal(x, y)
+               for x, y in zip(cells_a, cells_b, strict=True))
 
 
 def _equal(x: Any, y: Any) -> bool:

@@ -42,11 +42,12 @@ def engine(request, pool):
 
 def test_named_engines_and_their_properties():
     with open_engine("serial") as eng:
-        assert isinstance(eng, SerialEngine) and eng.in_process and eng.workers == 1
+        assert isinstance(eng, SerialEngine)
+        assert (eng.in_process, eng.workers) == (True, 1)
     with open_engine("thread", max_workers=3) as eng:
-        assert eng.name == "thread" and eng.in_process and eng.workers == 3
+        assert (eng.name, eng.in_process, eng.workers) == ("thread", True, 3)
     with open_engine("local", max_workers=1) as eng:
-        assert eng.name == "local" and not eng.in_process and eng.workers == 1
+        assert (eng.name, eng.in_process, eng.workers) == ("local", False, 1)
         assert eng.executor._mp_context.get_start_method() == engines.start_method()
 
 
@@ -56,10 +57,10 @@ def test_start_method_is_never_fork():
 
 def test_existing_executors_are_borrowed_not_closed(pool):
     with open_engine(pool) as eng:
-        assert eng.name == "executor" and not eng.in_process
+        assert (eng.name, eng.in_process) == ("executor", False)
     assert pool.submit(operator.add, 1, 2).result() == 3  # still usable
     with cf.ThreadPoolExecutor(2) as threads, open_engine(threads) as eng:
-        assert eng.name == "thread" and eng.in_process
+        assert (eng.name, eng.in_process) == ("thread", True)
 
 
 @pytest.mark.parametrize(("engine_arg", "error", "match"), [
@@ -88,10 +89,11 @@ def test_a_failing_task_names_its_index_and_carries_the_worker_traceback(engine)
     tasks = [(1, 1), (1, 0), (6, 3), (2, 0)]
     with open_engine(engine, max_workers=2) as eng:
         out = eng.run(operator.truediv, tasks, on_error="return")
-        assert out[0] == 1.0 and out[2] == 2.0
+        assert (out[0], out[2]) == (1.0, 2.0)
         for index in (1, 3):
             err = out[index]
-            assert isinstance(err, TaskError) and err.index == index
+            assert isinstance(err, TaskError)
+            assert err.index == index
             assert isinstance(err.exception, ZeroDivisionError)
             assert err.__cause__ is err.exception
             assert "ZeroDivisionError" in err.traceback
@@ -126,9 +128,8 @@ def test_a_killed_worker_is_a_worker_lost_error_not_a_hang():
 
 
 def test_a_worker_exiting_is_a_worker_lost_error():
-    with open_engine("local", max_workers=1) as eng:
-        with pytest.raises(WorkerLostError):
-            eng.run(os._exit, [(3,)])
+    with open_engine("local", max_workers=1) as eng, pytest.raises(WorkerLostError):
+        eng.run(os._exit, [(3,)])
 
 
 class _Counting(Engine):

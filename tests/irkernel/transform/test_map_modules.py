@@ -34,7 +34,7 @@ def engine(request, pool):
 
 def _equal_lists(got, want):
     assert len(got) == len(want)
-    for a, b in zip(got, want):
+    for a, b in zip(got, want, strict=True):
         assert ik.structural_equal(a, b)
 
 
@@ -117,7 +117,7 @@ def test_context_settings_travel(engine, settings_):
         got = transform.map_modules("O2", mods, engine=engine)
     _equal_lists(got, want)
     # the setting matters for these modules, so the test would catch a lost context
-    assert not all(ik.structural_equal(a, b) for a, b in zip(want, default))
+    assert not all(ik.structural_equal(a, b) for a, b in zip(want, default, strict=True))
 
 
 def test_timing_and_statistics_merge_into_the_callers(engine):
@@ -184,7 +184,8 @@ def test_on_error_raise_names_the_first_failing_module(engine, chunk):
     err = info.value
     assert err.index == 1
     assert isinstance(err.exception, ValueError)
-    assert "dead_code" in err.traceback and "Traceback" in err.traceback
+    assert "Traceback" in err.traceback
+    assert "dead_code" in err.traceback
 
 
 @pytest.mark.parametrize("which", ["serial", "thread", "pool"])
@@ -208,7 +209,8 @@ def test_malformed_module_fails_alone_and_the_pool_survives(pool):
     bad = ik.IRModule({"main": ik.Function(**{**fields, "a0": a0})})
     out = transform.map_modules("O2", [good, bad, good], engine=pool, on_error="return",
                                 chunksize=1)
-    assert isinstance(out[1], TaskError) and isinstance(out[1].exception, ik.IRError)
+    assert isinstance(out[1], TaskError)
+    assert isinstance(out[1].exception, ik.IRError)
     assert "out of range" in str(out[1])
     assert ik.structural_equal(out[0], transform.map_modules("O2", [good], engine="serial")[0])
     assert transform.map_modules("O2", [good], engine=pool)[0] is not None  # pool still works
@@ -222,9 +224,9 @@ def test_pass_that_cannot_travel_is_refused_before_any_work(pool):
         return func
 
     mods = [testing.random_module(50, seed=1)]
-    with pytest.raises(TypeError, match="'LocalOnly' cannot travel .*not a registered pass"):
+    with pytest.raises(TypeError, match=r"'LocalOnly' cannot travel .*not a registered pass"):
         transform.map_modules(local_only, mods, engine=pool)
-    with pytest.raises(TypeError, match="'FoldConstant' cannot travel .*options are not known"):
+    with pytest.raises(TypeError, match=r"'FoldConstant' cannot travel .*options are not known"):
         transform.map_modules(passes.FoldConstant(max_elements=3), mods, engine=pool)
     # in process, the Pass object itself runs
     assert transform.map_modules(local_only, mods, engine="thread")[0] is mods[0]

@@ -41,7 +41,7 @@ def die_once(marker: str) -> str:
 
 def test_engine_of_a_client(client):
     with open_engine(client) as eng:
-        assert eng.name == "dask" and not eng.in_process and eng.workers == 2
+        assert (eng.name, eng.in_process, eng.workers) == ("dask", False, 2)
         assert eng.run(pow, [(2, k) for k in range(10)]) == [2**k for k in range(10)]
     assert client.status == "running"  # a borrowed client stays open
 
@@ -63,7 +63,7 @@ def test_matches_serial_with_call_funcs_and_prim_funcs(client):
     mods.append(passes.LegalizeOps()(testing.random_module(spec, call_funcs=True)))
     want = transform.map_modules("O2", mods, engine="serial")
     got = transform.map_modules("O2", mods, engine=client, chunksize=2)
-    assert all(ik.structural_equal(a, b) for a, b in zip(got, want))
+    assert all(ik.structural_equal(a, b) for a, b in zip(got, want, strict=True))
 
 
 @settings(max_examples=5, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -71,7 +71,7 @@ def test_matches_serial_with_call_funcs_and_prim_funcs(client):
 def test_random_modules_match_serial(client, mods):
     want = transform.map_modules("O2", mods, engine="serial")
     got = transform.map_modules("O2", mods, engine=client)
-    assert all(ik.structural_equal(a, b) for a, b in zip(got, want))
+    assert all(ik.structural_equal(a, b) for a, b in zip(got, want, strict=True))
 
 
 def test_context_instruments_and_errors_travel(client):
@@ -83,9 +83,11 @@ def test_context_instruments_and_errors_travel(client):
         out = transform.map_modules("FoldConstant,DeadCodeElimination{entry_functions=[main]}",
                                     [*mods, bad], engine=client, on_error="return")
         got = transform.map_modules("O2", mods, engine=client)
-    assert all(ik.structural_equal(a, b) for a, b in zip(got, want))
-    assert isinstance(out[3], TaskError) and out[3].index == 3
-    assert "entry functions ['main']" in str(out[3]) and "Traceback" in out[3].traceback
+    assert all(ik.structural_equal(a, b) for a, b in zip(got, want, strict=True))
+    assert isinstance(out[3], TaskError)
+    assert out[3].index == 3
+    assert "entry functions ['main']" in str(out[3])
+    assert "Traceback" in out[3].traceback
     assert ctx.statistics["FoldConstant"]["nodes_folded"] > 0
     assert "DeadCodeElimination" in timing.render()
 
@@ -101,3 +103,23 @@ def test_a_task_that_keeps_killing_workers_is_a_worker_lost_error(client):
     assert isinstance(err, WorkerLostError)
     assert "KilledWorker" in str(err)
     client.wait_for_workers(2, timeout=60)  # the nannies restart them
+
+
+def test_cli_opt_with_scheduler(client, tmp_path):
+    import io
+
+    from irkernel.cli import main
+
+    sources = []
+    for seed in range(3):
+        path = tmp_path / f"m{seed}.ir"
+        path.write_text(testing.random_module(200, seed=seed).script())
+        sources.append(str(path))
+    out_dir = tmp_path / "out"
+    code = main(["opt", *sources, "-p", "O2", "--scheduler", client.scheduler.address, "-o",
+                 str(out_dir)], out=io.StringIO())
+    assert code == 0
+    for source in sources:
+        want = transform.get_pass("O2")(ik.parse(open(source).read()))
+        got = ik.parse((out_dir / os.path.basename(source)).read_text())
+        assert ik.structural_equal(got, want)
