@@ -76,6 +76,12 @@ from typing import Any
 import numpy as np
 
 from irkernel.transform.registry import discover
+from irkernel.transform.shared_files import (
+    Shared,
+    ram_directory,
+    remove_directory,
+    write_shared,
+)
 
 #: The engine names ``open_engine`` accepts as strings (besides scheduler addresses).
 ENGINE_NAMES = ("serial", "thread", "local")
@@ -194,23 +200,36 @@ def pack(value: Any) -> Packed:
     return Packed(header, [np.frombuffer(b.raw(), np.uint8) for b in raw])
 
 
-def unpack(packed: Packed) -> Any:
-    """The value of :func:`pack` (its arrays wrap the buffers)."""
+def unpack(packed: Packed | Shared) -> Any:
+    """The value of :func:`pack` (its arrays wrap the buffers, also when shared)."""
+    if isinstance(packed, Shared):
+        return pickle.loads(packed.header, buffers=packed.buffers())
     return pickle.loads(packed.header, buffers=packed.buffers)
+
+
+def _reply(value: Any, payload: Any) -> Packed | Shared:
+    """The packed result; in a file beside the task's when the task came in one."""
+    packed = pack(value)
+    if isinstance(payload, Shared):
+        shared = write_shared(packed.header, packed.buffers, payload.path + ".out")
+        if shared is not None:
+            return shared
+    return packed
 
 
 def call_task(payload: Any, remote: bool) -> tuple[bool, Any]:
     """Run a task on the worker: ``(True, result)`` or ``(False, (exc, tb, worker))``.
 
     ``payload`` is ``(fn, args)``, packed when ``remote`` (and the result is
-    packed back). Exceptions are caught here so that every engine reports them
+    packed back, shared through ``/dev/shm`` when the task was, see
+    :mod:`~irkernel.transform.shared_files`). Exceptions are caught here so that every engine reports them
     the same way, with the worker's traceback text; ``remote`` makes them
     picklable.
     """
     try:
         fn, args = unpack(payload) if remote else payload
         value = fn(*args)
-        return True, (pack(value) if remote else value)
+        return True, (_reply(value, payload) if remote else value)
     except Exception as exc:  # NOTE: the task's failure is data for the caller
         text = traceback.format_exc()
         return False, (portable(exc) if remote else exc, text, worker_name())
@@ -284,6 +303,8 @@ class Engine:
     def __init__(self, workers: int, window: int | None = None) -> None:
         self.workers = max(1, int(workers))
         self.window = window if window is not None else max(2 * self.workers, 2)
+        self._ram_dir: str | None = None  # set by engines whose workers share this machine
+        self._sent = 0
 
     # -- what each engine provides ---------------------------------------------
     def _submit(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -348,10 +369,14 @@ class Engine:
         if self.in_process:
             return self._submit(call_task, (fn, args), False)
         try:
-            payload = pack((fn, args))
+            payload: Packed | Shared = pack((fn, args))
         except Exception as exc:  # NOTE: a task that cannot be pickled fails alone
             return TaskError(f"{label} {index}", index, exc, traceback.format_exc(),
                              "the caller (pickling the task)")
+        if self._ram_dir is not None:
+            self._sent += 1
+            path = os.path.join(self._ram_dir, f"task{self._sent}")
+            payload = write_shared(payload.header, payload.buffers, path) or payload
         return self._submit(call_task, payload, True)
 
     def _collect(self, handle: Any, index: int, label: str) -> Any:
@@ -424,6 +449,8 @@ class ExecutorEngine(Engine):
         self.name = name
         self.in_process = isinstance(executor, cf.ThreadPoolExecutor)
         self._owned = owned
+        if isinstance(executor, cf.ProcessPoolExecutor):
+            self._ram_dir = ram_directory()
 
     def _submit(self, fn: Callable[..., Any], *args: Any) -> Any:
         return self.executor.submit(fn, *args)
@@ -438,6 +465,9 @@ class ExecutorEngine(Engine):
     def close(self) -> None:
         if self._owned:
             self.executor.shutdown(wait=True, cancel_futures=True)
+        if self._ram_dir is not None:
+            remove_directory(self._ram_dir)
+            self._ram_dir = None
 
 
 class DaskEngine(Engine):

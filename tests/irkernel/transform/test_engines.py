@@ -195,3 +195,41 @@ def test_core_imports_without_dask():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+# ---------------------------------------------------------------------------
+# shared-memory transport of a process pool
+# ---------------------------------------------------------------------------
+
+
+def test_large_tasks_and_results_travel_through_ram_files(pool):
+    import numpy as np
+
+    from irkernel.transform import shared_files
+
+    if shared_files.ram_directory() is None:
+        pytest.skip("no /dev/shm on this platform")
+    big = np.arange(1 << 18, dtype=np.int64)
+    with open_engine(pool) as eng:
+        directory = eng._ram_dir
+        assert os.path.isdir(directory)
+        out = eng.run(np.negative, [(big,), (big[:10],)])
+        assert os.listdir(directory) == []  # every file was unlinked once mapped
+    np.testing.assert_array_equal(out[0], -big)
+    np.testing.assert_array_equal(out[1], -big[:10])
+    assert not os.path.exists(directory)
+
+
+def test_ram_file_write_failure_falls_back_to_none(tmp_path):
+    import numpy as np
+
+    from irkernel.transform.shared_files import write_shared
+
+    buffers = [np.zeros(1 << 17, np.uint8)]
+    assert write_shared(b"h", buffers, str(tmp_path / "missing" / "f")) is None
+    assert write_shared(b"h", [np.zeros(8, np.uint8)], str(tmp_path / "small")) is None
+    shared = write_shared(b"h", buffers + [np.ones(3, np.uint8)], str(tmp_path / "f"))
+    arrays = shared.buffers()
+    assert [a.nbytes for a in arrays] == [1 << 17, 3]
+    assert not arrays[0].flags.writeable
+    assert not (tmp_path / "f").exists()  # unlinked once mapped
