@@ -222,9 +222,9 @@ def call_task(payload: Any, remote: bool) -> tuple[bool, Any]:
 
     ``payload`` is ``(fn, args)``, packed when ``remote`` (and the result is
     packed back, shared through ``/dev/shm`` when the task was, see
-    :mod:`~irkernel.transform.shared_files`). Exceptions are caught here so that every engine reports them
-    the same way, with the worker's traceback text; ``remote`` makes them
-    picklable.
+    :mod:`~irkernel.transform.shared_files`). Exceptions are caught here so
+    that every engine reports them the same way, with the worker's traceback
+    text; ``remote`` makes them picklable.
     """
     try:
         fn, args = unpack(payload) if remote else payload

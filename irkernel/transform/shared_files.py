@@ -21,6 +21,7 @@ Imports the standard library and NumPy.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import shutil
@@ -85,10 +86,8 @@ def write_shared(header: bytes, buffers: list[Any], path: str) -> Shared | None:
         finally:
             os.close(fd)
     except OSError:  # NOTE: e.g. /dev/shm full: the caller sends the payload in the pipe
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(path)
-        except OSError:
-            pass
         return None
     return Shared(header, path, spans)
 

@@ -228,7 +228,7 @@ def test_ram_file_write_failure_falls_back_to_none(tmp_path):
     buffers = [np.zeros(1 << 17, np.uint8)]
     assert write_shared(b"h", buffers, str(tmp_path / "missing" / "f")) is None
     assert write_shared(b"h", [np.zeros(8, np.uint8)], str(tmp_path / "small")) is None
-    shared = write_shared(b"h", buffers + [np.ones(3, np.uint8)], str(tmp_path / "f"))
+    shared = write_shared(b"h", [*buffers, np.ones(3, np.uint8)], str(tmp_path / "f"))
     arrays = shared.buffers()
     assert [a.nbytes for a in arrays] == [1 << 17, 3]
     assert not arrays[0].flags.writeable

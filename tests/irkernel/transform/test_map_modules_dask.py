@@ -8,6 +8,7 @@ KilledWorker, which the engine turns into a WorkerLostError.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -120,6 +121,6 @@ def test_cli_opt_with_scheduler(client, tmp_path):
                  str(out_dir)], out=io.StringIO())
     assert code == 0
     for source in sources:
-        want = transform.get_pass("O2")(ik.parse(open(source).read()))
+        want = transform.get_pass("O2")(ik.parse(Path(source).read_text()))
         got = ik.parse((out_dir / os.path.basename(source)).read_text())
         assert ik.structural_equal(got, want)
