@@ -9,9 +9,10 @@ through entry points), ``pass_base`` (Pass, the runner, ``get_pass``),
 ``pass_kinds`` (Module/Function/PrimFunc passes, Sequential, FixedPoint),
 ``decorators``, ``pipelines`` (O0..O3), ``pipeline_text`` (textual pipelines),
 ``bisect``, ``engines`` (where tasks run: serial, threads, local processes,
-Executors, Dask, Ray), ``pipeline_portable`` (a pipeline as text a worker
-rebuilds) and ``batch`` (``map_modules``). May import ``irkernel.ir``; never ``instrument``, ``passes``
-or ``runtime``. See docs/pass_infra.md.
+Executors, Dask, Ray) with ``shared_files`` (their /dev/shm transport),
+``pipeline_portable`` (a pipeline as text a worker rebuilds) and ``batch``
+(``map_modules``). May import ``irkernel.ir``; never ``instrument``,
+``passes`` or ``runtime``. See docs/pass_infra.md and docs/scale_out.md.
 """
 
 from __future__ import annotations
