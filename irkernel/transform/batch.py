@@ -45,14 +45,14 @@ from typing import Any
 
 from irkernel.ir.module import IRModule
 from irkernel.transform.context import PassContext
-from irkernel.transform.engines import (
+from irkernel.transform.engine_base import (
     Engine,
     TaskError,
     check_on_error,
-    open_engine,
     portable,
     worker_name,
 )
+from irkernel.transform.engines import open_engine
 from irkernel.transform.instrument_protocol import merge_from_worker, worker_copy
 from irkernel.transform.pass_base import Pass
 from irkernel.transform.pipeline_portable import portable_text, rebuild
