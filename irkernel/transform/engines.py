@@ -259,7 +259,11 @@ class DaskEngine(Engine):
 
 
 class RayEngine(Engine):
-    """Ray tasks through the ``ray`` module (``ray.init()`` already called)."""
+    """Ray tasks through the ``ray`` module (``ray.init()`` already called).
+
+    Ray retries a task whose worker died (``max_retries``, 3 by default) before
+    it raises WorkerCrashedError, which becomes a WorkerLostError.
+    """
 
     name = "ray"
 
@@ -269,10 +273,13 @@ class RayEngine(Engine):
         workers = max_workers or int(ray.available_resources().get("CPU", 1)) or 1
         super().__init__(workers)
         self.ray = ray
-        self._remote = ray.remote(call_task)
+        self._remote: dict[Any, Any] = {}  # task function -> its ray.remote wrapper
 
     def _submit(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return self._remote.remote(fn, *args)
+        remote = self._remote.get(fn)
+        if remote is None:
+            remote = self._remote[fn] = self.ray.remote(fn)
+        return remote.remote(*args)
 
     def _result(self, handle: Any) -> Any:
         return self.ray.get(handle)
