@@ -264,8 +264,16 @@ class Engine:
 
     def _send(self, fn: Callable[..., Any], args: tuple[Any, ...], index: int,
               label: str) -> Any:
+        payload = self._payload(fn, args, index, label)
+        if isinstance(payload, TaskError):
+            return payload
+        return self._submit(call_task, payload, not self.in_process)
+
+    def _payload(self, fn: Callable[..., Any], args: tuple[Any, ...], index: int,
+                 label: str) -> Any:
+        """What :func:`call_task` receives: ``(fn, args)``, packed for another process."""
         if self.in_process:
-            return self._submit(call_task, (fn, args), False)
+            return (fn, args)
         try:
             payload: Packed | Shared = pack((fn, args))
         except Exception as exc:  # NOTE: a task that cannot be pickled fails alone
@@ -275,7 +283,7 @@ class Engine:
             self._sent += 1
             path = os.path.join(self._ram_dir, f"task{self._sent}")
             payload = write_shared(payload.header, payload.buffers, path) or payload
-        return self._submit(call_task, payload, True)
+        return payload
 
     def _collect(self, handle: Any, index: int, label: str) -> Any:
         what = f"{label} {index}"

@@ -30,8 +30,8 @@ Tasks and results cross process boundaries packed (protocol 5, buffers out
 of band; see ``engine_base``, which holds the interface and what runs on the
 worker). A local pool moves the buffers through ``/dev/shm`` files instead of
 its pipes (``shared_files``). A Dask engine keeps up to ``window`` tasks in
-flight and collects them with ``as_completed`` on the client's event loop
-(one blocking ``Future.result()`` per task costs a round trip each).
+flight and fetches finished results in batches (``client.gather``): one
+blocking ``Future.result()`` per task costs a round trip each.
 When the worker itself dies (killed, out of memory, segfault) the engine's
 own error (``BrokenProcessPool``, Dask's ``KilledWorker``, Ray's
 ``WorkerCrashedError``) becomes a :class:`WorkerLostError`, a TaskError: the
@@ -193,13 +193,20 @@ class _Done:
         self.value = value
 
 
+def _future_error(future: Any) -> BaseException:
+    try:
+        return future.exception()
+    except BaseException as exc:  # NOTE: a cancelled future raises CancelledError here
+        return exc
+
+
 class DaskEngine(Engine):
     """A ``dask.distributed.Client``; tasks are submitted with ``pure=False``.
 
     Task arguments travel with the task: Dask pickles them with protocol 5
     and sends NumPy buffers as separate frames, without copies on either end.
-    Results are fetched on the client's event loop as tasks finish
-    (``as_completed``) and handed out in task order.
+    When the next result in task order is needed, every finished future is
+    fetched in one ``client.gather`` (one round trip per worker, not per task).
     """
 
     name = "dask"
@@ -215,30 +222,41 @@ class DaskEngine(Engine):
     def imap(self, fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]],
              label: str = "task") -> Iterator[Any]:
         distributed = sys.modules["distributed"]  # imported: a Client exists
-        finished = distributed.as_completed(with_results=True, raise_errors=False)
-        waiting: dict[str, tuple[int, Any]] = {}  # future key -> (task index, future)
+        waiting: dict[int, Any] = {}  # task index -> future
         ready: dict[int, Any] = {}
         submitted = 0
         try:
             for index in range(len(tasks)):
+                batch: dict[int, Any] = {}
                 while submitted < len(tasks) and submitted - index < self.window:
-                    handle = self._send(fn, tasks[submitted], submitted, label)
-                    if isinstance(handle, TaskError):
-                        ready[submitted] = handle
+                    payload = self._payload(fn, tasks[submitted], submitted, label)
+                    if isinstance(payload, TaskError):
+                        ready[submitted] = payload
                     else:
-                        waiting[handle.key] = (submitted, handle)
-                        finished.add(handle)
+                        batch[submitted] = payload
                     submitted += 1
-                while index not in ready:
-                    future, value = next(finished)
-                    done_index, _ = waiting.pop(future.key)
-                    if future.status == "error":  # value is (type, exception, traceback)
-                        value = value[1] if isinstance(value, tuple) else value
-                    ready[done_index] = _Done(value)
+                if batch:  # one client.map: a graph message per batch, not per task
+                    futures = self.client.map(call_task, list(batch.values()),
+                                              [True] * len(batch), pure=False)
+                    waiting.update(zip(batch, futures, strict=True))
+                if index not in ready:
+                    distributed.wait([waiting[index]])
+                    self._fetch_done(waiting, ready)
                 yield self._collect(ready.pop(index), index, label)
         finally:
             if waiting:
-                self._cancel([future for _, future in waiting.values()])
+                self._cancel(list(waiting.values()))
+
+    def _fetch_done(self, waiting: dict[int, Any], ready: dict[int, Any]) -> None:
+        """Move every finished future to ``ready``, fetching the results in one gather."""
+        done = [i for i, future in waiting.items() if future.done()]
+        good = [i for i in done if waiting[i].status == "finished"]
+        for i, value in zip(good, self.client.gather([waiting[i] for i in good]), strict=True):
+            ready[i] = _Done(value)
+        for i in done:
+            future = waiting.pop(i)
+            if i not in ready:  # an error (e.g. KilledWorker) or a cancellation
+                ready[i] = _Done(_future_error(future))
 
     def _submit(self, fn: Callable[..., Any], *args: Any) -> Any:
         return self.client.submit(fn, *args, pure=False)
