@@ -48,10 +48,32 @@ def _median_time(fn: Callable[[], Any], rounds: int) -> float:
     return statistics.median(times)
 
 
-def _block(name: str, fn: Callable[[], Any], rounds: int, out: dict[str, float]) -> None:
+def _cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds of this process and of ``pids`` (Linux /proc)."""
+    total = time.process_time()
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in pids:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def _block(name: str, fn: Callable[[], Any], rounds: int, out: dict[str, float],
+           cpu: dict[str, float], pids: Callable[[], list[int]] = list) -> None:
+    """Median wall time of ``fn`` and the median CPU seconds it took (caller + workers)."""
     time.sleep(PAUSE_S)
-    out[name] = _median_time(fn, rounds)
-    print(f"  {name:<28} {out[name]:8.3f} s", flush=True)
+    fn()  # warm-up
+    walls, cpus = [], []
+    for _ in range(rounds):
+        workers = pids()
+        cpu0, start = _cpu_seconds(workers), time.perf_counter()
+        fn()
+        walls.append(time.perf_counter() - start)
+        cpus.append(_cpu_seconds(workers) - cpu0)
+    out[name], cpu[name] = statistics.median(walls), statistics.median(cpus)
+    print(f"  {name:<28} {out[name]:8.3f} s wall {cpu[name]:8.3f} s CPU "
+          f"(load {os.getloadavg()[0]:.1f})", flush=True)
 
 
 def measure_engines(n_nodes: int, n_modules: int, rounds: int, workers: int,
@@ -67,15 +89,17 @@ def measure_engines(n_nodes: int, n_modules: int, rounds: int, workers: int,
         o2(mod)
     print(f"  O2 CPU per module             {(time.process_time() - cpu) / n_modules:8.3f} s")
     times: dict[str, float] = {}
-    _block("serial", lambda: transform.map_modules("O2", mods, engine="serial"), rounds, times)
+    cpu: dict[str, float] = {}
+    _block("serial", lambda: transform.map_modules("O2", mods, engine="serial"), rounds, times,
+           cpu)
     with cf.ThreadPoolExecutor(workers) as threads:
         _block("thread", lambda: transform.map_modules("O2", mods, engine=threads), rounds,
-               times)
+               times, cpu)
     with transform.local_executor(workers) as pool:
         got = transform.map_modules("O2", mods, engine=pool)
         assert all(ik.structural_equal(a, b) for a, b in zip(got, want, strict=True))
         _block("local (warm pool)", lambda: transform.map_modules("O2", mods, engine=pool),
-               rounds, times)
+               rounds, times, cpu, lambda: list(pool._processes))
     if with_dask:
         import distributed
 
@@ -85,7 +109,7 @@ def measure_engines(n_nodes: int, n_modules: int, rounds: int, workers: int,
             got = transform.map_modules("O2", mods, engine=client)
             assert all(ik.structural_equal(a, b) for a, b in zip(got, want, strict=True))
             _block("dask (loopback)", lambda: transform.map_modules("O2", mods, engine=client),
-                   rounds, times)
+                   rounds, times, cpu, lambda: list(client.run(os.getpid).values()))
     time.sleep(PAUSE_S)
     start = time.perf_counter()
     transform.map_modules("O2", mods, engine="local", max_workers=workers)
@@ -95,7 +119,7 @@ def measure_engines(n_nodes: int, n_modules: int, rounds: int, workers: int,
     speedups = {k: serial / v for k, v in times.items() if k != "serial"}
     if "dask (loopback)" in times:
         speedups["dask / local time"] = times["dask (loopback)"] / times["local (warm pool)"]
-    return {"seconds": times, "speedup_vs_serial": speedups,
+    return {"seconds": times, "cpu_seconds": cpu, "speedup_vs_serial": speedups,
             "task_bytes": pack((mods[0],)).nbytes, "result_bytes": pack(want[0]).nbytes}
 
 
