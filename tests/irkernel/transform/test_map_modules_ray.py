@@ -1,4 +1,4 @@
-"""The Ray engine (optional: skipped where ray is not installed; no extra installs it)."""
+"""The Ray engine (optional: ``irkernel[ray]``; skipped where ray is not installed, as in CI)."""
 
 from __future__ import annotations
 
