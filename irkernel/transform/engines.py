@@ -49,15 +49,20 @@ forkserver child is forked from a fresh single-threaded server process, so
 it is safe and starts faster than ``spawn``. Each worker loads the
 registered passes once when it starts (:func:`warm_worker`).
 
-Dask and Ray are imported lazily, only when a Client address string or a
-Ray handle is given (a Client object means its user imported Dask already):
-the core imports without them. Install the extra with ``pip install
-'irkernel[dask]'``.
+Dask is imported only when a scheduler address is given (a Client object,
+like the ``ray`` module, means its user imported the package already): the
+core imports without either. Install ``irkernel[dask]`` or ``irkernel[ray]``.
+
+For other batch jobs (the distributed build): ``with open_engine(engine,
+max_workers) as eng: objects = eng.run(compile_batch, [(ir_text,), ...],
+label="batch")`` with ``compile_batch`` a module-level function of its
+arguments (IR text in, object bytes out).
 
 Alternatives considered: a home-made scheduler over ``multiprocessing``
 (retries, worker death detection and remote machines are what Dask already
 does well); ``Executor.map`` (no per-task error capture, no bounded window
-for Dask). Imports the standard library only (Dask and Ray lazily).
+for Dask). Imports ``engine_base``, ``shared_files``, the registry and the
+standard library (Dask lazily).
 """
 
 from __future__ import annotations
