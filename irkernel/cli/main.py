@@ -18,9 +18,11 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TextIO
+from typing import TextIO
 
 from irkernel.cli.errors import CLIError
+from irkernel.cli.opt import add_arguments as add_opt_arguments
+from irkernel.cli.opt import run_opt
 from irkernel.ir.errors import IRError, ParseError
 from irkernel.ir.function import Function
 from irkernel.ir.module import IRModule
@@ -36,32 +38,8 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_opt(args: argparse.Namespace, out: TextIO) -> int:
-    """Like LLVM's opt: read IR, run a textual pipeline, write IR."""
-    import passes  # noqa: F401  (registers the graph passes)
-    from irkernel import instrument, transform
-
-    mod = _read_module(args.file, args.shape)
-    instruments: list[Any] = []
-    timing = instrument.PassTimingInstrument() if args.time_passes else None
-    if timing is not None:
-        instruments.append(timing)
-    if args.print_changed:
-        instruments.append(instrument.PrintChanged(file=sys.stderr))
-    pipeline = transform.parse_pipeline(args.passes)
-    try:
-        with transform.PassContext(opt_level=args.opt_level, instruments=instruments):
-            result = pipeline(mod)
-        text = result.script()
-    except IRError as exc:
-        raise CLIError(f"{args.file}: {exc}") from exc
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    else:
-        out.write(text)
-    if timing is not None:
-        print(timing.render(), file=sys.stderr)
-    return 0
+    """Like LLVM's opt: read IR (or ONNX) files, run a textual pipeline (on workers), write IR."""
+    return run_opt(args, out, lambda path: _read_module(path, args.shape))
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
@@ -174,16 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="seconds of pause before each timed block (default 0.3)")
     demo.set_defaults(run=cmd_demo)
     opt = sub.add_parser("opt", parents=[common],
-                         help="run a pass pipeline over an .ir file (like LLVM's opt)")
-    opt.add_argument("file")
-    opt.add_argument("-p", "--passes", required=True,
-                     help='textual pipeline, e.g. "FoldConstant,fixpoint(SimplifyArith,'
-                          'EliminateCommonSubexpr,DeadCodeElimination)"')
-    opt.add_argument("-O", "--opt-level", type=int, default=2)
-    opt.add_argument("--time-passes", action="store_true", help="print the timing tree")
-    opt.add_argument("--print-changed", action="store_true",
-                     help="print a diff after every pass that changed the module (stderr)")
-    opt.add_argument("-o", "--output", help="write the result here instead of stdout")
+                         help="run a pass pipeline over .ir files (like LLVM's opt), on local "
+                              "processes (--jobs) or Dask (--scheduler)")
+    add_opt_arguments(opt)
     add_shape_option(opt)
     opt.set_defaults(run=cmd_opt)
     run = sub.add_parser("run", parents=[common],

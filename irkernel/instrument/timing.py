@@ -1,7 +1,10 @@
 """PassTimingInstrument: every pass's time as a tree, nested passes under their parent.
 
 Results stay on the instrument instance (the tree survives the context,
-unlike TVM's thread-local profile). A pass's time is measured by the pass
+unlike TVM's thread-local profile). The instrument is mergeable
+(``transform.instrument_protocol.worker_copy``): ``map_modules`` runs a fresh
+one per worker task and adds each worker's tree into this one, so times and
+counters cover every worker (summed: CPU time, not wall time). A pass's time is measured by the pass
 runner (``transform.context.running_frame``), so other instruments' hooks
 are not counted. Imports the transform layer.
 """
@@ -75,6 +78,32 @@ class PassTimingInstrument(PassInstrument):
         if frame.stats:
             for key, value in frame.stats.items():
                 node.stats[key] = node.stats.get(key, 0) + value
+
+    # -- worker processes (transform.instrument_protocol) ----------------------
+    def worker_instrument(self) -> PassTimingInstrument:
+        """A fresh instrument for a worker (merged back by :meth:`merge_worker_instrument`)."""
+        return PassTimingInstrument()
+
+    def merge_worker_instrument(self, worker: PassTimingInstrument) -> None:
+        """Add ``worker``'s tree under the pass running here (the root when none is).
+
+        Nodes of the same name under the same parent merge: calls, times and
+        counters add up.
+        """
+        if not isinstance(worker, PassTimingInstrument):
+            raise TypeError(f"expected a PassTimingInstrument, got {type(worker).__name__}")
+        target = self._open[-1] if self._open else self._root
+        pending = [(target, child) for child in reversed(worker._root.children.values())]
+        while pending:  # depth-first in first-seen order, without recursion, like render
+            parent, node = pending.pop()
+            mine = parent.children.get(node.name)
+            if mine is None:
+                mine = parent.children[node.name] = _TimingNode(node.name)
+            mine.calls += node.calls
+            mine.total += node.total
+            for key, value in node.stats.items():
+                mine.stats[key] = mine.stats.get(key, 0) + value
+            pending.extend((mine, child) for child in reversed(node.children.values()))
 
     def render(self) -> str:
         """The timing tree as text, one line per pass; ``""`` when no pass ran."""

@@ -8,7 +8,9 @@ op's encoding (see ``irkernel.ir.ops``), ``dtype`` int8, ``shape_id`` int32 and
 (topological order), so every analysis is a forward or reverse sweep.
 Finished columns are read-only; passes build new Functions. Equality is
 identity (``out is inp`` means "unchanged"); use ``structural_equal`` to
-compare contents. Imports numpy and irkernel internals only.
+compare contents. A Function pickles (protocol 5: columns and constants out
+of band, see ``irkernel.ir.pickling``) and is validated when it loads.
+Imports numpy and irkernel internals only.
 """
 
 from __future__ import annotations
@@ -25,10 +27,13 @@ from irkernel.ir.errors import IRError
 from irkernel.ir.hooks import Hook
 from irkernel.ir.ids import NUMPY_DTYPES
 from irkernel.ir.operands import operand_list
+from irkernel.ir.pickling import pool_from_state, pool_state, readonly, tables_from_state
 from irkernel.ir.pools import AttrTable, ConstPool, ShapeTable
 
 #: ``print_function(func, name) -> str``, installed by the text layer.
 PRINT_FUNCTION = Hook("print a graph Function", "irkernel.text.printer")
+#: ``check_loaded(func)``: validate an unpickled Function, installed by ``irkernel.ir.validate``.
+CHECK_LOADED = Hook("validate an unpickled Function", "irkernel.ir.validate")
 
 _COLUMNS = {"kind": np.int16, "a0": np.int32, "a1": np.int32, "dtype": np.int8,
             "shape_id": np.int32, "attr_id": np.int32, "extra": np.int32,
@@ -155,6 +160,13 @@ class Function:
         return ([self.node_type(int(p)) for p in self.params],
                 [self.node_type(int(o)) for o in self.outputs])
 
+    # -- pickling -----------------------------------------------------------
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """``(load_function, state)``: columns as arrays (out of band with protocol 5)."""
+        return (load_function, (*(getattr(self, name) for name in _COLUMNS), self.param_names,
+                                self.shapes.shapes, self.attr_table.records,
+                                pool_state(self.consts), dict(self.attrs)))
+
     # -- text ---------------------------------------------------------------
     def script(self, name: str | None = None) -> str:
         return PRINT_FUNCTION(self, name or str(self.attrs.get("global_symbol", "main")))
@@ -166,3 +178,29 @@ class Function:
         name = self.attrs.get("global_symbol", "<private>")
         return (f"<Function {name}: {self.num_nodes} nodes, {len(self.params)} params, "
                 f"{len(self.outputs)} outputs>")
+
+
+def load_function(*state: Any) -> Function:
+    """Rebuild a pickled Function (:meth:`Function.__reduce__`) and validate it.
+
+    The columns keep the memory they were unpickled into (read-only, no copy
+    unless misaligned, see ``irkernel.ir.pickling``).
+
+    Raises
+    ------
+    TypeError
+        When the state does not have the shape of a pickled Function.
+    irkernel.IRError
+        When the loaded Function breaks an invariant (``irkernel.ir.validate``: the
+        cheap column check every compiled entry relies on; types are ``verify``'s).
+    """
+    if len(state) != len(_COLUMNS) + 5:
+        raise TypeError(f"a pickled Function has {len(_COLUMNS) + 5} fields, got {len(state)}")
+    columns = {name: readonly(arr, _COLUMNS[name], f"column {name!r}")
+               for name, arr in zip(_COLUMNS, state, strict=False)}
+    param_names, shapes, records, pool, attrs = state[len(_COLUMNS):]
+    shape_table, attr_table = tables_from_state(shapes, records)
+    func = Function(**columns, param_names=param_names, shapes=shape_table,
+                    attr_table=attr_table, consts=pool_from_state(pool), attrs=attrs)
+    CHECK_LOADED(func)
+    return func

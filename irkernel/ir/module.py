@@ -1,4 +1,8 @@
-"""IRModule: an immutable mapping from function names to graph Functions and PrimFuncs."""
+"""IRModule: an immutable mapping from function names to graph Functions and PrimFuncs.
+
+An IRModule pickles as its functions and attributes (each Function pickles
+its columns out of band with protocol 5, see ``irkernel.ir.pickling``).
+"""
 
 from __future__ import annotations
 
@@ -61,6 +65,9 @@ class IRModule(Mapping[str, Any]):
 
     def __hash__(self) -> int:
         return id(self)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return (IRModule, (dict(self._functions), dict(self.attrs)))
 
     def with_function(self, name: str, func: Any) -> IRModule:
         """A module with ``name`` bound to ``func``; self when it already is."""

@@ -56,7 +56,7 @@ import numpy as np
 from irkernel.ir import ops
 from irkernel.ir.checks import STRUCTURE_RULES, check_structure_kernel
 from irkernel.ir.errors import IRError
-from irkernel.ir.function import _COLUMNS, Function
+from irkernel.ir.function import _COLUMNS, CHECK_LOADED, Function
 from irkernel.ir.ids import (
     DTYPE_NAMES,
     ENC_BINARY,
@@ -422,6 +422,15 @@ def mark_validated(func: Function) -> Function:
     """
     _VALIDATED.add(func)
     return func
+
+
+def _check_loaded(func: Function) -> None:
+    """An unpickled Function is validated before anyone can use it. The memo is not
+    trusted across processes: the columns came from bytes, so the check runs."""
+    validate_function(func, where="unpickled")
+
+
+CHECK_LOADED.install(_check_loaded)
 
 
 __all__ = ["check_function", "is_validated", "mark_validated", "symbol_problem",

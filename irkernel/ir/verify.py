@@ -408,3 +408,4 @@ def verify(obj: IRModule | Function | Any, name: str = "main") -> None:
         else:
             raise IRError(f"{fname}: {type(func).__name__} is not a Function or PrimFunc")
     _check_call_graph(obj)
+

@@ -7,9 +7,12 @@ docstring has the ordering design note), ``pass_text`` (spelling of a pass
 with options), ``registry`` (name -> factory; finds the built-in passes
 through entry points), ``pass_base`` (Pass, the runner, ``get_pass``),
 ``pass_kinds`` (Module/Function/PrimFunc passes, Sequential, FixedPoint),
-``decorators``, ``pipelines`` (O0..O3), ``pipeline_text`` (textual pipelines)
-and ``bisect``. May import ``irkernel.ir``; never ``instrument``, ``passes``
-or ``runtime``. See docs/pass_infra.md.
+``decorators``, ``pipelines`` (O0..O3), ``pipeline_text`` (textual pipelines),
+``bisect``, ``engines`` (where tasks run: serial, threads, local processes,
+Executors, Dask, Ray) with ``shared_files`` (their /dev/shm transport),
+``pipeline_portable`` (a pipeline as text a worker rebuilds) and ``batch``
+(``map_modules``). May import ``irkernel.ir``; never ``instrument``,
+``passes`` or ``runtime``. See docs/pass_infra.md and docs/scale_out.md.
 """
 
 from __future__ import annotations
@@ -20,10 +23,18 @@ import sys
 from typing import TextIO
 
 from irkernel.ir.module import IRModule, is_prim_func
+from irkernel.transform.batch import map_modules
 from irkernel.transform.bisect import BisectResult, bisect
 from irkernel.transform.config import register_pass_config
 from irkernel.transform.context import PassContext
 from irkernel.transform.decorators import function_pass, module_pass, prim_func_pass
+from irkernel.transform.engines import (
+    RemoteError,
+    TaskError,
+    WorkerLostError,
+    local_executor,
+    open_engine,
+)
 from irkernel.transform.pass_base import Pass, get_pass
 from irkernel.transform.pass_info import PassInfo
 from irkernel.transform.pass_kinds import (
@@ -79,13 +90,19 @@ __all__ = [
     "PipelineParseError",
     "PrimFuncPass",
     "PrintIR",
+    "RemoteError",
     "Sequential",
+    "TaskError",
+    "WorkerLostError",
     "bisect",
     "function_pass",
     "get_pass",
     "is_prim_func",
     "list_passes",
+    "local_executor",
+    "map_modules",
     "module_pass",
+    "open_engine",
     "parse_pipeline",
     "prim_func_pass",
     "register_pass",

@@ -322,6 +322,13 @@ class PassContext:
         """Counter totals reported through :meth:`stat`: ``{pass name: {counter: total}}``."""
         return {k: dict(v) for k, v in self._totals.items()}
 
+    def merge_statistics(self, statistics: Mapping[str, Mapping[str, float]]) -> None:
+        """Add counter totals (another context's :attr:`statistics`, e.g. a worker's) to these."""
+        for owner, counters in statistics.items():
+            totals = self._totals.setdefault(owner, {})
+            for name, value in counters.items():
+                totals[name] = totals.get(name, 0) + value
+
     # -- bisection ------------------------------------------------------------
     def _bisect_step(self, name: str) -> bool:
         """Count one pass execution; False when it is past ``irkernel.bisect_limit``."""

@@ -8,8 +8,9 @@ class's no-op (the function attribute ``_irkernel_noop_hook``, set by
 :func:`noop_hook`), so that it builds call lists holding only the hooks an
 instrument overrides. The same marker idiom tells PrimFuncs apart
 (``irkernel.ir.module.is_prim_func``). It also owns the one rule for what a
-``should_run`` hook may return (:func:`should_run_verdict`). Imports nothing
-from irkernel.
+``should_run`` hook may return (:func:`should_run_verdict`), and the
+protocol by which an instrument's results come back from worker processes
+(:func:`worker_copy`, :func:`merge_from_worker`). Imports nothing from irkernel.
 """
 
 from __future__ import annotations
@@ -67,3 +68,25 @@ def should_run_verdict(hook: Callable[..., Any], verdict: object, pass_name: str
     shown = "None" if verdict is None else type(verdict).__name__
     raise TypeError(f"{where} returned {verdict!r} for pass {pass_name!r}: cannot convert "
                     f"{shown} to bool (return True to run the pass, False to skip it)")
+
+
+def worker_copy(inst: object) -> object | None:
+    """The instrument a worker runs for ``inst``, when ``inst`` can merge results back.
+
+    An instrument that defines ``worker_instrument()`` (a fresh, picklable
+    instrument of its kind) and ``merge_worker_instrument(worker_inst)`` (add
+    a worker's results to its own) is *mergeable*: ``map_modules`` runs the
+    fresh copy on each worker and merges it back in module order, so results
+    such as pass timings cover every worker. Returns None for any other
+    instrument (a pickled copy of it runs on the worker and its results stay
+    there).
+    """
+    make = getattr(inst, "worker_instrument", None)
+    if make is None or getattr(inst, "merge_worker_instrument", None) is None:
+        return None
+    return make()
+
+
+def merge_from_worker(inst: object, worker_inst: object) -> None:
+    """Merge a worker's copy (made by :func:`worker_copy`) back into ``inst``."""
+    inst.merge_worker_instrument(worker_inst)  # type: ignore[attr-defined]
