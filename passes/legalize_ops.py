@@ -165,9 +165,14 @@ class _Namer:
         return name
 
 
-def _generic_ok(types: tuple[Any, ...], result: Any, limit: int) -> bool:
-    """Whether every tensor of a signature is small enough for a shape-generic kernel."""
-    return all(math.prod(shape) <= limit for _, shape in (*types, result))
+def _generic_ok(op_name: str, types: tuple[Any, ...], result: Any, limit: int) -> bool:
+    """Whether a signature runs on a shape-generic kernel: every tensor small enough, or a
+    concat of any size (a concat is opaque copy loops either way, and a strided copy with
+    runtime extents runs as fast as one with constant ones: no kernel per shape)."""
+    if not limit:
+        return False
+    return op_name == "concat" or all(math.prod(shape) <= limit
+                                      for _, shape in (*types, result))
 
 
 def _lower_signature(func: Function, fname: str, node: int, namer: _Namer, limit: int,
@@ -186,7 +191,7 @@ def _lower_signature(func: Function, fname: str, node: int, namer: _Namer, limit
     try:
         # node attribute records are stored normalized (defaults filled) by the builder
         call = generic.generic_call(op.name, dict(record), types, result) \
-            if limit and _generic_ok(types, result, limit) else None
+            if _generic_ok(op.name, types, result, limit) else None
         if call is not None:
             # a generic kernel's name identifies it (op and dtypes): no digest of its tree
             prim, digest = call.prim, call.name.encode()

@@ -117,7 +117,7 @@ def _source(job: Job, settings: tuple[Any, ...]) -> Callable[[str], str]:
 #: kernels (``LegalizeOps{generic_max_elements=...}``; 0: specialize and fuse everything).
 GENERIC_MAX_ELEMENTS = "runtime.generic_max_elements"
 transform.register_pass_config(
-    GENERIC_MAX_ELEMENTS, int, 1024,
+    GENERIC_MAX_ELEMENTS, int, 4096,
     description="graph ops on tensors of at most this many elements run on shape-generic "
                 "kernels, compiled once per op and dtypes (0: specialize and fuse every op)",
     check=lambda v: "must be >= 0" if v < 0 else None)

@@ -277,10 +277,17 @@ def _broadcast_to(types: Sequence[TensorType], attrs: Mapping[str, Any],
     return _finish("broadcast_to", BROADCAST, [x], out)
 
 
-#: A concat of more parts than this is a sequence of copy loops, one per part, instead of a
-#: select tree per element: O(parts) code, and no per-element select, for concats of
-#: thousands of tensors. It is not canonical compute form, so FuseTIR does not fuse it.
-CONCAT_SELECT_PARTS = 8
+#: A concat of more than one non-empty part is a sequence of copy loops, one per part. The
+#: select form (``out[i] = select(i < n0, x0[i], select(..., x1[i - n0], ...))``) is
+#: canonical, so FuseOps fused the parts' producers into it; but a select evaluates both
+#: sides, so each output element then computed *every* part's producer, and a concat of
+#: concats (a SplitConcat tree) multiplied that per level: a chain of 2,000 steps ran
+#: 1.6 s instead of milliseconds. Copy loops are opaque: the producers stay kernels of
+#: their own, and each element is computed once and copied once per level.
+CONCAT_SELECT_PARTS = 1
+#: Copy loops of more parts than this take the minimal LLVM tier (code grows with the
+#: parts, and O3 on thousands of loops costs seconds; runtime/target.py says why).
+CONCAT_MINIMAL_TIER_PARTS = 64
 
 
 def _concat_loops(types: Sequence[TensorType], axis: int, result: TensorType) -> PrimFunc:
@@ -302,14 +309,15 @@ def _concat_loops(types: Sequence[TensorType], axis: int, result: TensorType) ->
                 body = For(v, _idx(0), _idx(n), "serial", body)
             nests.append(body)
         offset += shape[axis]
-    # many copy loops: the minimal LLVM tier (runtime/target.py says why)
-    return PrimFunc((*xs, out), seq(*nests),
-                    Attrs({"op_name": "concat", "op_pattern": OPAQUE, "llvm_tier": "minimal"}))
+    attrs: dict[str, Any] = {"op_name": "concat", "op_pattern": OPAQUE}
+    if len(nests) > CONCAT_MINIMAL_TIER_PARTS:
+        attrs["llvm_tier"] = "minimal"
+    return PrimFunc((*xs, out), seq(*nests), Attrs(attrs))
 
 
 def _concat(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorType) -> PrimFunc:
     (axis,) = normalize_axes((attrs["axis"],), len(result[1]))
-    if len(types) > CONCAT_SELECT_PARTS:
+    if sum(1 for _, shape in types if shape[axis]) > CONCAT_SELECT_PARTS:
         return _concat_loops(types, axis, result)
     xs = _inputs(types)
     parts, offset = [], 0

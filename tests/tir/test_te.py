@@ -161,6 +161,10 @@ def test_extract_inverts_create(case) -> None:
     assert isinstance(f, PrimFunc)
     f.verify(name)
     assert f.attrs["op_name"] == name
+    if name == "concat" and f.attrs["op_pattern"] == ops.OPAQUE:
+        # two or more non-empty parts: copy loops, opaque on purpose (templates.py says why)
+        assert sum(1 for _, s in types if s[0]) > 1
+        return
     assert f.attrs["op_pattern"] == op.pattern
     desc = te.extract_compute(f)
     assert desc is not None, f.script(name)
