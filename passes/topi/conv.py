@@ -57,12 +57,10 @@ def _mr(o: int) -> int:
     return next(c for c in (6, 4, 3, 2, 1) if o % c == 0)
 
 
-def conv_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], strides: tuple[int, ...],
-            groups: int, dtype: str) -> bool:
-    """Whether the scheduled conv covers this signature."""
+def conv_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,
+            dtype: str) -> bool:
+    """Whether the scheduled conv covers this signature (any stride, padding, dilation)."""
     if dtype != "float32" or groups != 1 or len(x_shape) != 4 or len(w_shape) != 4:
-        return False
-    if any(s != 1 for s in strides):
         return False
     n, c, h, w = x_shape
     o, _, kh, kw = w_shape
@@ -71,22 +69,28 @@ def conv_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], strides: tuple[i
 
 @lru_cache(maxsize=256)
 def scheduled_conv2d(x_shape: tuple[int, int, int, int], w_shape: tuple[int, int, int, int],
-                     pad_begin: tuple[int, int], pad_end: tuple[int, int],
-                     dilation: tuple[int, int], out_hw: tuple[int, int]) -> PrimFunc:
-    """The PrimFunc ``(x0: x_shape, x1: w_shape, out: (N, O, OH, OW))`` of a stride-1
-    float32 conv (see the module docstring)."""
+                     strides: tuple[int, int], pad_begin: tuple[int, int],
+                     pad_end: tuple[int, int], dilation: tuple[int, int],
+                     out_hw: tuple[int, int]) -> PrimFunc:
+    """The PrimFunc ``(x0: x_shape, x1: w_shape, out: (N, O, OH, OW))`` of a float32 conv
+    of groups 1 (see the module docstring)."""
     n_, c_, h_, w_ = x_shape
     o_, _, kh_, kw_ = w_shape
+    sh, sw = strides
     (pt, pl), (pb, pr) = pad_begin, pad_end
     dh, dw = dilation
     oh_, ow_ = out_hw
     hp, wp = h_ + pt + pb, w_ + pl + pr
     plane = hp * wp
-    last = (oh_ - 1) * wp + ow_  # wide-grid columns up to the last real pixel
+    packed = (sh, sw) != (1, 1)
+    # the pixel grid: dense (oh * OW + ow) when packed, else the wide grid (oh * Wp + ow)
+    pitch = ow_ if packed else wp
+    last = (oh_ - 1) * pitch + ow_  # grid columns up to the last real pixel
     tiles = -(-last // NR)
     width = tiles * NR  # row length of the wide scratch
     reach = (kh_ - 1) * dh * wp + (kw_ - 1) * dw  # largest tap offset
-    xlen = max((c_ - 1) * plane + width + reach, c_ * plane)
+    xlen = c_ * plane if packed else max((c_ - 1) * plane + width + reach, c_ * plane)
+    k_ = c_ * kh_ * kw_
     mr = _mr(o_)
     rows = o_ // mr
     groups = 1
@@ -97,7 +101,8 @@ def scheduled_conv2d(x_shape: tuple[int, int, int, int], w_shape: tuple[int, int
     dtype = "float32"
 
     @T.prim_func(private=True)
-    def conv(x0: T.Buffer((n_, c_, h_, w_), dtype), x1: T.Buffer((o_, c_, kh_, kw_), dtype),
+    def conv(x0: T.Buffer((n_, c_, h_, w_), dtype),  # noqa: C901
+             x1: T.Buffer((o_, c_, kh_, kw_), dtype),
              out: T.Buffer((n_, o_, oh_, ow_), dtype)):
         xpad = T.alloc_buffer((xlen,), dtype)
         wide = T.alloc_buffer((o_ * width,), dtype)
@@ -111,6 +116,21 @@ def scheduled_conv2d(x_shape: tuple[int, int, int, int], w_shape: tuple[int, int
             for q in T.serial(xlen - c_ * plane):
                 xpad[c_ * plane + q] = 0.0
             for t in T.parallel(tasks):
+                if packed:
+                    # the tile's columns of im2col: gathered once, read by every row block
+                    base = T.alloc_buffer((NR,), "int64")
+                    panel = T.alloc_buffer((k_ * NR,), dtype)
+                    for ji in T.vectorized(NR):
+                        base[ji] = (T.floordiv(T.min(t // groups * NR + ji, last - 1), ow_)
+                                    * (sh * wp)
+                                    + T.floormod(T.min(t // groups * NR + ji, last - 1), ow_)
+                                    * sw)
+                    for c in T.serial(c_):
+                        for kh in T.serial(kh_):
+                            for kw in T.serial(kw_):
+                                for ji in T.vectorized(NR):
+                                    panel[((c * kh_ + kh) * kw_ + kw) * NR + ji] = xpad[
+                                        c * plane + kh * (dh * wp) + kw * dw + base[ji]]
                 for io in T.serial(rows_per):
                     acc = T.alloc_buffer((mr, NR), dtype)
                     for ii in T.unroll(mr):
@@ -121,11 +141,13 @@ def scheduled_conv2d(x_shape: tuple[int, int, int, int], w_shape: tuple[int, int
                             for kw in T.unroll(kw_):
                                 for ii in T.unroll(mr):
                                     for ji in T.vectorized(NR):
+                                        col = (panel[((c * kh_ + kh) * kw_ + kw) * NR + ji]
+                                               if packed else
+                                               xpad[c * plane + t // groups * NR + ji
+                                                    + kh * (dh * wp) + kw * dw])
                                         acc[ii, ji] = T.fma(
                                             x1[(t % groups * rows_per + io) * mr + ii, c, kh, kw],
-                                            xpad[c * plane + t // groups * NR + ji
-                                                 + kh * (dh * wp) + kw * dw],
-                                            acc[ii, ji])
+                                            col, acc[ii, ji])
                     for ii in T.unroll(mr):
                         for ji in T.vectorized(NR):
                             wide[((t % groups * rows_per + io) * mr + ii) * width
@@ -133,7 +155,7 @@ def scheduled_conv2d(x_shape: tuple[int, int, int, int], w_shape: tuple[int, int
             for o in T.parallel(o_):
                 for oh in T.serial(oh_):
                     for ow in T.serial(ow_):
-                        out[n, o, oh, ow] = wide[o * width + oh * wp + ow]
+                        out[n, o, oh, ow] = wide[o * width + oh * pitch + ow]
 
     return conv
 

@@ -96,8 +96,9 @@ def conv(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorTy
     win = sliding_window(x.shape[2:], w.shape[2:], attrs)
     g = attrs["groups"]
     (cx, sx), (_, sw) = types
-    if conv_ok(sx, sw, win.strides, g, DTYPE_NAMES[cx]):
-        fast = scheduled_conv2d(sx, sw, win.pad_begin, win.pad_end, win.dilation, win.out)
+    if conv_ok(sx, sw, g, DTYPE_NAMES[cx]):
+        fast = scheduled_conv2d(sx, sw, win.strides, win.pad_begin, win.pad_end,
+                                win.dilation, win.out)
         return fast.with_attr("op_name", "conv").with_attr("op_pattern", OUT_EWISE_FUSABLE)
     cg, og = x.shape[1] // g, w.shape[0] // g
     axes = te.reduce_axes([cg, *win.kernel])
