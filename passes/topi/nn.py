@@ -37,7 +37,12 @@ from irkernel.tir import te
 from irkernel.tir.construct import call, cast, const, eq, select
 from irkernel.tir.expr import FloorDiv, FloorMod, IntImm, Max, Min, PrimExpr
 from irkernel.tir.function import PrimFunc
-from passes.topi.conv import conv_ok, scheduled_conv2d
+from passes.topi.conv import (
+    conv_ok,
+    depthwise_ok,
+    scheduled_conv2d,
+    scheduled_depthwise2d,
+)
 
 
 def _idx(v: int) -> PrimExpr:
@@ -96,10 +101,12 @@ def conv(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorTy
     win = sliding_window(x.shape[2:], w.shape[2:], attrs)
     g = attrs["groups"]
     (cx, sx), (_, sw) = types
-    if conv_ok(sx, sw, g, DTYPE_NAMES[cx]):
-        fast = scheduled_conv2d(sx, sw, win.strides, win.pad_begin, win.pad_end,
-                                win.dilation, win.out)
-        return fast.with_attr("op_name", "conv").with_attr("op_pattern", OUT_EWISE_FUSABLE)
+    for ok, schedule in ((conv_ok, scheduled_conv2d), (depthwise_ok, scheduled_depthwise2d)):
+        if ok(sx, sw, g, DTYPE_NAMES[cx]):
+            fast = schedule(sx, sw, win.strides, win.pad_begin, win.pad_end, win.dilation,
+                            win.out)
+            return fast.with_attr("op_name", "conv").with_attr("op_pattern",
+                                                               OUT_EWISE_FUSABLE)
     cg, og = x.shape[1] // g, w.shape[0] // g
     axes = te.reduce_axes([cg, *win.kernel])
     rc, rk = axes[0].var, [a.var for a in axes[1:]]

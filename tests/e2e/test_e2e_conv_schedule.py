@@ -1,10 +1,11 @@
-"""The scheduled conv (``passes/topi/conv.py``) equals the interpreter on random shapes.
+"""The scheduled convs (``passes/topi/conv.py``) equal the interpreter on random shapes.
 
 The schedule copies the image into a zero-padded scratch, reads the taps of a wide
 grid of pixels (``q = oh * Wp + ow``) as contiguous slices, and copies the real pixels
 out; the shapes here aim at its edges: odd sizes, asymmetric padding wider than the
 kernel reach, dilations, batch > 1, output channels not a multiple of the register tile,
-pixel counts not a multiple of the tile width, 1x1 kernels. Each case checks that
+pixel counts not a multiple of the tile width, 1x1 kernels, strides up to 3 (the phase
+split), depthwise convs (groups = channels). Each case checks that
 LegalizeOps chose the schedule (its scratch buffers are in the kernel), so a change of
 the dispatch rule can not silently turn these into tests of the canonical template.
 """
@@ -19,7 +20,7 @@ import irkernel as ik
 import passes
 from irkernel.testing import random_inputs
 from irkernel.tir import PrimFunc
-from passes.topi.conv import conv_ok
+from passes.topi.conv import conv_ok, depthwise_ok
 
 
 def _fused_scripts(mod: ik.IRModule) -> list[str]:
@@ -37,8 +38,11 @@ def cases(draw):
                               9)) for a in range(2)]
     n = draw(st.integers(1, 2))
     c = draw(st.integers(1, 5))
-    o = draw(st.sampled_from([1, 2, 3, 4, 5, 7, 8, 12]))
     strides = [draw(st.integers(1, 3)) for _ in range(2)]
+    if draw(st.booleans()):  # depthwise: one filter per channel
+        attrs = {"strides": strides, "padding": pads, "dilation": dil, "groups": c}
+        return (n, c, *sizes), (c, 1, *kernel), attrs
+    o = draw(st.sampled_from([1, 2, 3, 4, 5, 7, 8, 12]))
     attrs = {"strides": strides, "padding": pads, "dilation": dil, "groups": 1}
     return (n, c, *sizes), (o, c, *kernel), attrs
 
@@ -61,13 +65,14 @@ def _module(xs, ws, attrs, epilogue: str) -> ik.IRModule:
     return ik.IRModule({"main": bb.finish([y])})
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(case=cases(), epilogue=st.sampled_from(["none", "bias_relu", "residual"]),
        seed=st.integers(0, 99))
 def test_scheduled_conv_equals_interpreter(case, epilogue, seed) -> None:
     xs, ws, attrs = case
     mod = _module(xs, ws, attrs, epilogue)
-    scheduled = conv_ok(xs, ws, 1, "float32")
+    scheduled = conv_ok(xs, ws, attrs["groups"], "float32") or depthwise_ok(
+        xs, ws, attrs["groups"], "float32")
     scripts = _fused_scripts(mod)
     assert any("xpad" in s for s in scripts) == scheduled
     inputs = random_inputs(mod, seed=seed)
