@@ -146,6 +146,8 @@ def lrn_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     acc = np.zeros_like(x)
     for k in range(size):  # channel offset k - lo, in the template's order
         shift = k - lo
+        if abs(shift) >= c:  # the window reaches past every channel: nothing to add
+            continue         # (and a negative slice stop would wrap around)
         src = slice(max(0, shift), min(c, c + shift))
         dst = slice(max(0, -shift), min(c, c - shift))
         with np.errstate(all="ignore"):
