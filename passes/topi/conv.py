@@ -52,6 +52,7 @@ from functools import lru_cache
 
 from irkernel.tir import script as T
 from irkernel.tir.function import PrimFunc
+from passes._fuse_parallel import PARALLEL_MIN_WORK
 
 #: Below this many multiply-adds the canonical template is used (the copies of this
 #: schedule would dominate). As for matmul: 16 x 16 x 16.
@@ -66,6 +67,13 @@ NR = 16
 MIN_TASKS = 16
 #: Vector width of the depthwise schedule's output-row chunks (two AVX2 vectors).
 DW_LANES = 16
+
+
+def _over(work: int):  # noqa: ANN202 (a T loop kind)
+    """``T.parallel`` for a loop doing at least ``PARALLEL_MIN_WORK`` innermost iterations
+    (FuseTIR's rule), else ``T.serial``: a thread-pool launch costs tens of microseconds,
+    more than a small loop's whole run."""
+    return T.parallel if work >= PARALLEL_MIN_WORK else T.serial
 
 
 def _mr(o: int) -> int:
@@ -103,11 +111,11 @@ class _Phases:
         return ((T.floormod(r, sh) * sw + T.floormod(col, sw)) * (self.ph * self.pw)
                 + T.floordiv(r, sh) * self.pw + T.floordiv(col, sw))
 
-    def copy(self, xpad, x0, n, c, base) -> None:  # noqa: ANN001 (traced TIR)
-        """Emit: zero ``xpad[base : base + plane]``, then scatter image ``(n, c)`` into it."""
+    def copy(self, xpad, x0, n, c, base, fill=0.0) -> None:  # noqa: ANN001 (traced TIR)
+        """Emit: fill ``xpad[base : base + plane]``, then scatter image ``(n, c)`` into it."""
         pt, pl = self.pad_begin
         for q in T.serial(self.plane):
-            xpad[base + q] = 0.0
+            xpad[base + q] = T.float32(fill)
         for hh in T.serial(self.h):
             for ww in T.serial(self.w):
                 xpad[base + self.offset(hh + pt, ww + pl)] = x0[n, c, hh, ww]
@@ -156,11 +164,11 @@ def scheduled_conv2d(x_shape: tuple[int, int, int, int], w_shape: tuple[int, int
         xpad = T.alloc_buffer((xlen,), dtype)
         wide = T.alloc_buffer((o_ * width,), dtype)
         for n in T.serial(n_):
-            for c in T.parallel(c_):
+            for c in _over(c_ * plane)(c_):
                 ph.copy(xpad, x0, n, c, c * plane)
             for q in T.serial(xlen - c_ * plane):
                 xpad[c_ * plane + q] = 0.0
-            for t in T.parallel(tiles * groups):
+            for t in _over(o_ * c_ * kh_ * kw_ * width)(tiles * groups):
                 for io in T.serial(rows_per):
                     acc = T.alloc_buffer((mr, NR), dtype)
                     for ii in T.unroll(mr):
@@ -180,7 +188,7 @@ def scheduled_conv2d(x_shape: tuple[int, int, int, int], w_shape: tuple[int, int
                         for ji in T.vectorized(NR):
                             wide[((t % groups * rows_per + io) * mr + ii) * width
                                  + t // groups * NR + ji] = acc[ii, ji]
-            for o in T.parallel(o_):
+            for o in _over(o_ * oh_ * ow_)(o_):
                 for oh in T.serial(oh_):
                     for ow in T.serial(ow_):
                         out[n, o, oh, ow] = wide[o * width + oh * pw + ow]
@@ -196,41 +204,68 @@ def depthwise_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int
             and math.prod(x_shape) * w_shape[2] * w_shape[3] >= MIN_WORK)
 
 
-@lru_cache(maxsize=256)
+def max_pool_ok(x_shape: tuple[int, ...], dtype: str) -> bool:
+    """Whether the plane schedule covers a max_pool: float32, 2-D (at any size: the
+    canonical template's selects make it slower even on small planes)."""
+    return dtype == "float32" and len(x_shape) == 4
+
+
 def scheduled_depthwise2d(x_shape: tuple[int, int, int, int],
                           w_shape: tuple[int, int, int, int], strides: tuple[int, int],
                           pad_begin: tuple[int, int], pad_end: tuple[int, int],
                           dilation: tuple[int, int], out_hw: tuple[int, int]) -> PrimFunc:
-    """A depthwise conv: parallel over (image, channel) planes; each task copies its plane
-    into phase-split zero-padded scratch (so every tap of an output row is a contiguous
-    load, whatever the stride) and computes its output rows in ``DW_LANES``-wide vector
-    chunks (a narrower chunk for the row's tail), the ``KH x KW`` taps unrolled as an fma
-    chain into the one store of each output element, where FuseTIR puts the epilogue.
-    Memory-bound: each input plane is read once from memory and the taps hit L1."""
+    """A depthwise conv: ``plane_window`` with the taps weighted and summed."""
+    return plane_window("conv", x_shape, w_shape[2:], strides, pad_begin, pad_end, dilation,
+                        out_hw)
+
+
+@lru_cache(maxsize=256)
+def plane_window(kind: str, x_shape: tuple[int, int, int, int], kernel: tuple[int, int],
+                 strides: tuple[int, int], pad_begin: tuple[int, int],
+                 pad_end: tuple[int, int], dilation: tuple[int, int],
+                 out_hw: tuple[int, int]) -> PrimFunc:
+    """A per-channel window op, ``kind`` "conv" (depthwise: params ``x0, x1: (C, 1, KH,
+    KW), out``) or "max" (max_pool: ``x0, out``), parallel over (image, channel) planes.
+
+    Each task copies its plane into phase-split padded scratch (zeros for conv, -inf for
+    max: padding never wins), so every tap of an output row is a contiguous load whatever
+    the stride, and computes its output rows in ``DW_LANES``-wide vector chunks (a
+    narrower chunk for the row's tail), the ``KH x KW`` taps unrolled into one expression
+    (an fma chain, or a max chain in the canonical template's order) in the one store of
+    each output element, where FuseTIR puts the epilogue. Memory-bound: each input plane
+    is read once from memory and the taps hit L1. (ceil_mode windows that run past the
+    end padding read more padding: the scratch is extended to cover them.)
+    """
     n_, c_, h_, w_ = x_shape
-    _, _, kh_, kw_ = w_shape
+    kh_, kw_ = kernel
     sh, sw = strides
     dh, dw = dilation
     oh_, ow_ = out_hw
-    ph = _Phases(h_, w_, strides, pad_begin, pad_end)
+    reach = [(out_hw[a] - 1) * strides[a] + (kernel[a] - 1) * dilation[a] + 1
+             for a in range(2)]
+    pad_end = tuple(max(pad_end[a], reach[a] - x_shape[2 + a] - pad_begin[a])
+                    for a in range(2))
+    ph = _Phases(h_, w_, strides, pad_begin, pad_end)  # type: ignore[arg-type]
     full, tail = divmod(ow_, DW_LANES)
     dtype = "float32"
+    fill = 0.0 if kind == "conv" else float("-inf")
+    w_buf = T.Buffer((c_, 1, kh_, kw_), dtype)
 
-    @T.prim_func(private=True)
-    def depthwise(x0: T.Buffer((n_, c_, h_, w_), dtype),  # noqa: C901
-                  x1: T.Buffer((c_, 1, kh_, kw_), dtype),
-                  out: T.Buffer((n_, c_, oh_, ow_), dtype)):
-        for t in T.parallel(n_ * c_):
+    def body(x0, x1, out):  # noqa: ANN001, ANN202 (traced TIR)
+        for t in _over(n_ * c_ * oh_ * ow_ * kh_ * kw_)(n_ * c_):
             xpad = T.alloc_buffer((ph.plane,), dtype)
-            ph.copy(xpad, x0, t // c_, t % c_, 0)
+            ph.copy(xpad, x0, t // c_, t % c_, 0, fill)
 
-            def taps(oh, ow):  # noqa: ANN001, ANN202 (traced TIR)
-                acc = None
+            def taps(oh, ow):  # noqa: ANN001, ANN202
+                acc = T.float32(fill) if kind == "max" else None
                 for kh in range(kh_):
                     for kw in range(kw_):
-                        wv = x1[t % c_, 0, kh, kw]
                         xv = xpad[ph.offset(kh * dh, kw * dw) + oh * ph.pw + ow]
-                        acc = wv * xv if acc is None else T.fma(wv, xv, acc)
+                        if kind == "max":
+                            acc = T.max(acc, xv)
+                        else:
+                            wv = x1[t % c_, 0, kh, kw]
+                            acc = wv * xv if acc is None else T.fma(wv, xv, acc)
                 return acc
 
             for oh in T.serial(oh_):
@@ -244,7 +279,21 @@ def scheduled_depthwise2d(x_shape: tuple[int, int, int, int],
                         out[t // c_, t % c_, oh, full * DW_LANES + ji] = taps(
                             oh, full * DW_LANES + ji)
 
+    if kind == "max":
+        @T.prim_func(private=True)
+        def max_pool(x0: T.Buffer((n_, c_, h_, w_), dtype),
+                     out: T.Buffer((n_, c_, oh_, ow_), dtype)):
+            body(x0, None, out)
+
+        return max_pool
+
+    @T.prim_func(private=True)
+    def depthwise(x0: T.Buffer((n_, c_, h_, w_), dtype), x1: w_buf,
+                  out: T.Buffer((n_, c_, oh_, ow_), dtype)):
+        body(x0, x1, out)
+
     return depthwise
 
 
-__all__ = ["MIN_WORK", "conv_ok", "depthwise_ok", "scheduled_conv2d", "scheduled_depthwise2d"]
+__all__ = ["MIN_WORK", "conv_ok", "depthwise_ok", "max_pool_ok", "plane_window",
+           "scheduled_conv2d", "scheduled_depthwise2d"]

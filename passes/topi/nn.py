@@ -40,6 +40,8 @@ from irkernel.tir.function import PrimFunc
 from passes.topi.conv import (
     conv_ok,
     depthwise_ok,
+    max_pool_ok,
+    plane_window,
     scheduled_conv2d,
     scheduled_depthwise2d,
 )
@@ -159,6 +161,12 @@ def max_pool(types: Sequence[TensorType], attrs: Mapping[str, Any],
              result: TensorType) -> PrimFunc:
     (x,) = _inputs(types)
     win = pool_window(x.shape, attrs)
+    (cx, sx), = types
+    if max_pool_ok(sx, DTYPE_NAMES[cx]):
+        fast = plane_window("max", sx, win.kernel, win.strides, win.pad_begin, win.pad_end,
+                            win.dilation, win.out)
+        return fast.with_attr("op_name", "max_pool").with_attr("op_pattern",
+                                                               OUT_EWISE_FUSABLE)
     axes = te.reduce_axes(win.kernel)
 
     def fcompute(n: PrimExpr, c: PrimExpr, *sp: PrimExpr) -> te.Reduce:
