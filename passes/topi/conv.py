@@ -1,4 +1,5 @@
-"""Scheduled 2-D float32 convs: implicit GEMM over the padded image, and depthwise.
+"""Scheduled 2-D float32 convs and max pools: implicit GEMM over the padded image, and a
+per-plane window schedule for depthwise convs and max pools.
 
 Why a schedule: the canonical te reduction (``nn.conv``) pads with a select in the
 innermost loop and reduces channels outermost; it runs 15-80x slower than onnxruntime.
@@ -39,9 +40,10 @@ Per batch image the conv kernel
 
 The extra traffic of steps 1 and 3 is O(input + output), small against the
 ``O * C * KH * KW`` multiply-adds per pixel. Depthwise convs (groups = C = O, one
-filter per channel) have their own memory-bound schedule (``scheduled_depthwise2d``);
-other grouped convs, non-2-D convs, float64 and tiny convs use the canonical template
-(``nn.conv`` decides with ``conv_ok`` / ``depthwise_ok``). Imports irkernel.tir only.
+filter per channel) and max pools have their own memory-bound schedule
+(``plane_window``); other grouped convs, non-2-D convs, float64 and tiny convs use the
+canonical template (``nn`` decides with ``conv_ok`` / ``depthwise_ok`` /
+``max_pool_ok``). Imports irkernel.tir and FuseTIR's parallel work threshold.
 """
 
 # no `from __future__ import annotations`: T.prim_func evaluates the closures in annotations

@@ -6,8 +6,9 @@ kernel positions, row-major) and, for avg_pool and lrn, a finishing store. FuseO
 therefore treats them like matmul (``out_ewise_fusable``: an elementwise epilogue such as
 a bias add and a relu moves into the same nest). FuseTIR could also inline an injective
 producer (a pad) into their loads, but FuseOps, following TVM's rules, does not group one
-with an ``out_ewise_fusable`` op. Speed is a later task (a scheduled conv at matmul
-speed); these are the correct, fusable baselines.
+with an ``out_ewise_fusable`` op. They are the correct, fusable baselines; float32 2-D
+convs (groups 1 or depthwise) and max pools use the schedules of ``passes/topi/conv.py``
+instead (15-80x faster), chosen here per signature.
 
 Padding is a select: a tap outside the input reads a clamped (in-bounds) index and is
 replaced by 0 (conv, avg_pool) or -inf (max_pool: padding never wins); conditions and
@@ -15,7 +16,7 @@ clamps are left out on axes where every tap is provably inside. conv_transpose g
 output ``y`` receives ``x[q] * w[k]`` where ``y + pad_begin - k * dilation = q * stride``
 with ``0 <= q < size``. avg_pool divides by onnxruntime's divisor, computed from the
 output index (``nn_rules.pool_divisors`` is the same count in Python).
-Imports ``irkernel.ir`` and ``irkernel.tir`` only.
+Imports ``irkernel.ir``, ``irkernel.tir`` and ``passes.topi.conv``.
 """
 
 from __future__ import annotations
