@@ -8,8 +8,9 @@ Models: the PyTorch exports of ``tests/frontend/models`` (weights regenerated fr
 by ``tests/frontend/model_weights.py``, input sizes as in the tests) and ``light:<name>``
 models of the onnx wheel. Per model, in one process: ``from_onnx``; a cold
 ``runtime.build`` (the on-disk kernel cache is a fresh directory for the whole run; a
-model may still reuse kernels that an earlier model of the run compiled); a second ``runtime.build`` of a fresh import (every kernel from the
-on-disk cache: the "cached build"); then, for each thread count, irkernel's runs and
+model may still reuse kernels that an earlier model of the run compiled); a second
+``runtime.build`` of a fresh import (every kernel from the on-disk cache: the "cached
+build"); then, for each thread count, irkernel's runs and
 onnxruntime's runs, each side in a block of its own after ``--warmups`` runs, with a
 ``--pause`` between blocks. Times are medians. irkernel's threads are
 ``runtime.set_num_threads``, onnxruntime's ``intra_op_num_threads`` (inter-op 1, CPU
@@ -72,7 +73,7 @@ def bench_model(name: str, runs: int, warmups: int, pause: float) -> dict[str, o
         opts.inter_op_num_threads = 1
         sess = ort.InferenceSession(model.SerializeToString(), opts,
                                     providers=["CPUExecutionProvider"])
-        theirs = _median_time(lambda: sess.run(None, inputs), runs, warmups)
+        theirs = _median_time(lambda: sess.run(None, inputs), runs, warmups)  # noqa: B023
         row[f"ours_ms_{threads}"] = ours * 1e3
         row[f"ort_ms_{threads}"] = theirs * 1e3
         row[f"ratio_{threads}"] = ours / theirs

@@ -71,7 +71,7 @@ MIN_TASKS = 16
 DW_LANES = 16
 
 
-def _over(work: int):  # noqa: ANN202 (a T loop kind)
+def _over(work: int):
     """``T.parallel`` for a loop doing at least ``PARALLEL_MIN_WORK`` innermost iterations
     (FuseTIR's rule), else ``T.serial``: a thread-pool launch costs tens of microseconds,
     more than a small loop's whole run."""
@@ -104,7 +104,7 @@ class _Phases:
     def plane(self) -> int:
         return self.strides[0] * self.strides[1] * self.ph * self.pw
 
-    def offset(self, r, col):  # noqa: ANN001, ANN201 (ints or traced TIR index expressions)
+    def offset(self, r, col):
         """Where padded position ``(r, col)`` of a tap sits in a channel's phase planes."""
         sh, sw = self.strides
         if isinstance(r, int) and isinstance(col, int):
@@ -113,7 +113,7 @@ class _Phases:
         return ((T.floormod(r, sh) * sw + T.floormod(col, sw)) * (self.ph * self.pw)
                 + T.floordiv(r, sh) * self.pw + T.floordiv(col, sw))
 
-    def copy(self, xpad, x0, n, c, base, fill=0.0) -> None:  # noqa: ANN001 (traced TIR)
+    def copy(self, xpad, x0, n, c, base, fill=0.0) -> None:
         """Emit: fill ``xpad[base : base + plane]``, then scatter image ``(n, c)`` into it."""
         pt, pl = self.pad_begin
         for q in T.serial(self.plane):
@@ -134,10 +134,10 @@ def conv_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,
 
 
 @lru_cache(maxsize=256)
-def scheduled_conv2d(x_shape: tuple[int, int, int, int], w_shape: tuple[int, int, int, int],
-                     strides: tuple[int, int], pad_begin: tuple[int, int],
-                     pad_end: tuple[int, int], dilation: tuple[int, int],
-                     out_hw: tuple[int, int]) -> PrimFunc:
+def scheduled_conv2d(  # noqa: C901 (trace-time specialization)
+        x_shape: tuple[int, int, int, int], w_shape: tuple[int, int, int, int],
+        strides: tuple[int, int], pad_begin: tuple[int, int], pad_end: tuple[int, int],
+        dilation: tuple[int, int], out_hw: tuple[int, int]) -> PrimFunc:
     """The PrimFunc ``(x0: x_shape, x1: w_shape, out: (N, O, OH, OW))`` of a float32 conv
     of groups 1 (see the module docstring)."""
     n_, c_, h_, w_ = x_shape
@@ -159,17 +159,34 @@ def scheduled_conv2d(x_shape: tuple[int, int, int, int], w_shape: tuple[int, int
     rows_per = rows // groups
     dtype = "float32"
 
+    # Direct: the wide grid is the output's own pixel order (PW == OW) and has no tail
+    # tile, so the tiles store into ``out`` at ``(q // OW, q % OW)`` (FlattenBuffer merges
+    # the pair back into ``q``: a vector store) with no wide scratch and no copy-out.
+    direct = pw == ow_ and last % NR == 0
+    # ... and with no padding and stride 1 the padded copy is the image itself.
+    in_place = direct and strides == (1, 1) and not any(pad_begin) and not any(pad_end)
+
     @T.prim_func(private=True)
     def conv(x0: T.Buffer((n_, c_, h_, w_), dtype),  # noqa: C901
              x1: T.Buffer((o_, c_, kh_, kw_), dtype),
              out: T.Buffer((n_, o_, oh_, ow_), dtype)):
-        xpad = T.alloc_buffer((xlen,), dtype)
-        wide = T.alloc_buffer((o_ * width,), dtype)
+        if not in_place:
+            xpad = T.alloc_buffer((xlen,), dtype)
+        if not direct:
+            wide = T.alloc_buffer((o_ * width,), dtype)
+
+        def tap(n, c, kh, kw, q):
+            if in_place:
+                flat = kh * (dh * w_) + kw * dw + q
+                return x0[n, c, T.floordiv(flat, w_), T.floormod(flat, w_)]
+            return xpad[c * plane + ph.offset(kh * dh, kw * dw) + q]
+
         for n in T.serial(n_):
-            for c in _over(c_ * plane)(c_):
-                ph.copy(xpad, x0, n, c, c * plane)
-            for q in T.serial(xlen - c_ * plane):
-                xpad[c_ * plane + q] = 0.0
+            if not in_place:
+                for c in _over(c_ * plane)(c_):
+                    ph.copy(xpad, x0, n, c, c * plane)
+                for q in T.serial(xlen - c_ * plane):
+                    xpad[c_ * plane + q] = 0.0
             for t in _over(o_ * c_ * kh_ * kw_ * width)(tiles * groups):
                 for io in T.serial(rows_per):
                     acc = T.alloc_buffer((mr, NR), dtype)
@@ -183,17 +200,22 @@ def scheduled_conv2d(x_shape: tuple[int, int, int, int], w_shape: tuple[int, int
                                     for ji in T.vectorized(NR):
                                         acc[ii, ji] = T.fma(
                                             x1[(t % groups * rows_per + io) * mr + ii, c, kh, kw],
-                                            xpad[c * plane + ph.offset(kh * dh, kw * dw)
-                                                 + t // groups * NR + ji],
+                                            tap(n, c, kh, kw, t // groups * NR + ji),
                                             acc[ii, ji])
                     for ii in T.unroll(mr):
                         for ji in T.vectorized(NR):
-                            wide[((t % groups * rows_per + io) * mr + ii) * width
-                                 + t // groups * NR + ji] = acc[ii, ji]
-            for o in _over(o_ * oh_ * ow_)(o_):
-                for oh in T.serial(oh_):
-                    for ow in T.serial(ow_):
-                        out[n, o, oh, ow] = wide[o * width + oh * pw + ow]
+                            if direct:
+                                out[n, (t % groups * rows_per + io) * mr + ii,
+                                    T.floordiv(t // groups * NR + ji, ow_),
+                                    T.floormod(t // groups * NR + ji, ow_)] = acc[ii, ji]
+                            else:
+                                wide[((t % groups * rows_per + io) * mr + ii) * width
+                                     + t // groups * NR + ji] = acc[ii, ji]
+            if not direct:
+                for o in _over(o_ * oh_ * ow_)(o_):
+                    for oh in T.serial(oh_):
+                        for ow in T.serial(ow_):
+                            out[n, o, oh, ow] = wide[o * width + oh * pw + ow]
 
     return conv
 
@@ -203,13 +225,20 @@ def depthwise_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int
     """Whether the depthwise schedule covers this signature: one filter per channel."""
     return (dtype == "float32" and len(x_shape) == 4 and len(w_shape) == 4
             and groups == x_shape[1] == w_shape[0] and w_shape[1] == 1
+            and w_shape[2] * w_shape[3] <= MAX_TAPS
             and math.prod(x_shape) * w_shape[2] * w_shape[3] >= MIN_WORK)
 
 
-def max_pool_ok(x_shape: tuple[int, ...], dtype: str) -> bool:
-    """Whether the plane schedule covers a max_pool: float32, 2-D (at any size: the
-    canonical template's selects make it slower even on small planes)."""
-    return dtype == "float32" and len(x_shape) == 4
+#: Most taps the per-plane schedule unrolls into one expression (a deeper chain exceeds the
+#: TIR depth limit; such windows keep the canonical loop).
+MAX_TAPS = 64
+
+
+def max_pool_ok(x_shape: tuple[int, ...], kernel: tuple[int, ...], dtype: str) -> bool:
+    """Whether the plane schedule covers a max_pool: float32, 2-D, at most ``MAX_TAPS``
+    taps (at any size: the canonical template's selects make it slower even on small
+    planes)."""
+    return dtype == "float32" and len(x_shape) == 4 and math.prod(kernel) <= MAX_TAPS
 
 
 def scheduled_depthwise2d(x_shape: tuple[int, int, int, int],
@@ -222,10 +251,10 @@ def scheduled_depthwise2d(x_shape: tuple[int, int, int, int],
 
 
 @lru_cache(maxsize=256)
-def plane_window(kind: str, x_shape: tuple[int, int, int, int], kernel: tuple[int, int],
-                 strides: tuple[int, int], pad_begin: tuple[int, int],
-                 pad_end: tuple[int, int], dilation: tuple[int, int],
-                 out_hw: tuple[int, int]) -> PrimFunc:
+def plane_window(  # noqa: C901 (trace-time specialization)
+        kind: str, x_shape: tuple[int, int, int, int], kernel: tuple[int, int],
+        strides: tuple[int, int], pad_begin: tuple[int, int], pad_end: tuple[int, int],
+        dilation: tuple[int, int], out_hw: tuple[int, int]) -> PrimFunc:
     """A per-channel window op, ``kind`` "conv" (depthwise: params ``x0, x1: (C, 1, KH,
     KW), out``) or "max" (max_pool: ``x0, out``), parallel over (image, channel) planes.
 
@@ -240,7 +269,6 @@ def plane_window(kind: str, x_shape: tuple[int, int, int, int], kernel: tuple[in
     """
     n_, c_, h_, w_ = x_shape
     kh_, kw_ = kernel
-    sh, sw = strides
     dh, dw = dilation
     oh_, ow_ = out_hw
     reach = [(out_hw[a] - 1) * strides[a] + (kernel[a] - 1) * dilation[a] + 1
@@ -253,20 +281,20 @@ def plane_window(kind: str, x_shape: tuple[int, int, int, int], kernel: tuple[in
     fill = 0.0 if kind == "conv" else float("-inf")
     w_buf = T.Buffer((c_, 1, kh_, kw_), dtype)
 
-    def body(x0, x1, out):  # noqa: ANN001, ANN202 (traced TIR)
+    def body(x0, x1, out):
         for t in _over(n_ * c_ * oh_ * ow_ * kh_ * kw_)(n_ * c_):
             xpad = T.alloc_buffer((ph.plane,), dtype)
             ph.copy(xpad, x0, t // c_, t % c_, 0, fill)
 
-            def taps(oh, ow):  # noqa: ANN001, ANN202
+            def taps(oh, ow):
                 acc = T.float32(fill) if kind == "max" else None
                 for kh in range(kh_):
                     for kw in range(kw_):
-                        xv = xpad[ph.offset(kh * dh, kw * dw) + oh * ph.pw + ow]
+                        xv = xpad[ph.offset(kh * dh, kw * dw) + oh * ph.pw + ow]  # noqa: B023
                         if kind == "max":
                             acc = T.max(acc, xv)
                         else:
-                            wv = x1[t % c_, 0, kh, kw]
+                            wv = x1[t % c_, 0, kh, kw]  # noqa: B023 (traced now)
                             acc = wv * xv if acc is None else T.fma(wv, xv, acc)
                 return acc
 
@@ -297,5 +325,13 @@ def plane_window(kind: str, x_shape: tuple[int, int, int, int], kernel: tuple[in
     return depthwise
 
 
-__all__ = ["MIN_WORK", "conv_ok", "depthwise_ok", "max_pool_ok", "plane_window",
-           "scheduled_conv2d", "scheduled_depthwise2d"]
+__all__ = [
+    "MAX_TAPS",
+    "MIN_WORK",
+    "conv_ok",
+    "depthwise_ok",
+    "max_pool_ok",
+    "plane_window",
+    "scheduled_conv2d",
+    "scheduled_depthwise2d",
+]

@@ -163,7 +163,7 @@ def max_pool(types: Sequence[TensorType], attrs: Mapping[str, Any],
     (x,) = _inputs(types)
     win = pool_window(x.shape, attrs)
     (cx, sx), = types
-    if max_pool_ok(sx, DTYPE_NAMES[cx]):
+    if max_pool_ok(sx, win.kernel, DTYPE_NAMES[cx]):
         fast = plane_window("max", sx, win.kernel, win.strides, win.pad_begin, win.pad_end,
                             win.dilation, win.out)
         return fast.with_attr("op_name", "max_pool").with_attr("op_pattern",

@@ -12,6 +12,7 @@ the dispatch rule can not silently turn these into tests of the canonical templa
 
 from __future__ import annotations
 
+import pytest
 from e2e_helpers import assert_close_to_interpreter, build_and_run
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -93,7 +94,26 @@ def test_bias_relu_and_residual_fold_into_the_copy_out() -> None:
             y = bb.add(y, bb.param("r", (2, 12, 8, 12), "float32"))
         mod = ik.IRModule({"main": bb.finish([bb.relu(y)])})
         scripts = _fused_scripts(mod)
-        assert len(scripts) == 1 and "xpad" in scripts[0]
+        assert len(scripts) == 1
+        assert "xpad" in scripts[0]
         assert scripts[0].count("out[") == 1, scripts[0]
         inputs = random_inputs(mod, seed=5)
         assert_close_to_interpreter(mod, inputs, build_and_run(mod, inputs), "conv")
+
+
+#: Shapes whose pixel grid is the output's own order with no tail tile (the register tiles
+#: store straight into the output, no copy-out), with and without the padded copy.
+DIRECT = [((2, 3, 8, 6), (5, 3, 1, 1), [1, 1], [0, 0, 0, 0]),    # 1x1: reads the image
+          ((1, 4, 10, 4), (6, 4, 3, 1), [1, 1], [0, 0, 0, 0]),   # 3x1: reads the image
+          ((1, 3, 8, 8), (4, 3, 1, 1), [2, 2], [0, 0, 0, 0]),    # strided: phase copy
+          ((2, 2, 6, 8), (3, 2, 3, 1), [1, 1], [1, 0, 1, 0])]    # padded rows only
+
+
+@pytest.mark.parametrize(("xs", "ws", "strides", "pads"), DIRECT)
+def test_direct_stores_with_a_residual_epilogue(xs, ws, strides, pads) -> None:
+    attrs = {"strides": strides, "padding": pads, "dilation": [1, 1], "groups": 1}
+    mod = _module(xs, ws, attrs, "residual")
+    (script,) = _fused_scripts(mod)
+    assert "wide" not in script, script  # no copy-out: the tiles store into out
+    inputs = random_inputs(mod, seed=2)
+    assert_close_to_interpreter(mod, inputs, build_and_run(mod, inputs), "conv")
