@@ -23,8 +23,10 @@ target (within 1.5x of OpenBLAS at batch 64, hidden 1024). The schedule:
   then stored once. Storing once (no K blocking that re-reads C) is what lets
   FuseTIR fold an elementwise epilogue (bias, relu) into the store.
 
-Used when N is a multiple of a lane tile (16 float32 / 8 float64 values) and
-the problem is not tiny; M takes the largest row tile dividing it. Otherwise
+Used when N is at least a lane tile (16 float32 / 8 float64 values) and the problem
+is not tiny (the last ``N % NR`` columns, when N is not a multiple of a lane tile, are
+one narrower unpacked panel after the parallel loop: a classifier's 1000 columns);
+M takes the largest row tile dividing it. Otherwise
 LegalizeOps uses the canonical reduction. Imports irkernel.tir only.
 """
 
@@ -56,7 +58,9 @@ def _tile(m: int, n: int, k: int, dtype: str) -> tuple[int, int] | None:
         return 4, 4 * lanes
     nr = next((c for c in (2 * lanes, lanes) if n % c == 0), None)
     if nr is None:
-        return None
+        if n < lanes:
+            return None
+        nr = lanes  # the last n % lanes columns are a narrower tail panel
     mr = next(c for c in (8, 6, 4, 3, 2, 1) if m % c == 0)
     return mr, nr
 
@@ -106,11 +110,12 @@ def _schedule(m: int, n: int, k: int, mr: int, nr: int, dtype: str, odt: str,  #
     """
     rows = m // mr
     pack = rows > 1
+    full, tail = divmod(n, nr)
 
     @T.prim_func(private=True)
     def matmul(x0: T.Buffer((m, k), dtype), x1: T.Buffer((k, n), dtype),  # noqa: C901
                out: T.Buffer((m, n), odt)):
-        for jo in T.parallel(n // nr):
+        for jo in T.parallel(full):
             if pack:
                 panel = T.alloc_buffer((k, nr), dtype)
                 for kk in T.serial(k):
@@ -130,6 +135,21 @@ def _schedule(m: int, n: int, k: int, mr: int, nr: int, dtype: str, odt: str,  #
                     for ji in T.vectorized(nr):
                         out[io * mr + ii, jo * nr + ji] = finish(
                             acc[ii, ji], io * mr + ii, jo * nr + ji)
+        if tail:  # the last n % nr columns: one narrower, unpacked panel
+            for io in T.serial(rows):
+                tacc = T.alloc_buffer((mr, tail), dtype)
+                for ii in T.unroll(mr):
+                    for ji in T.vectorized(tail):
+                        tacc[ii, ji] = 0.0
+                for kk in T.serial(k):
+                    for ii in T.unroll(mr):
+                        for ji in T.vectorized(tail):
+                            tacc[ii, ji] = T.fma(x0[io * mr + ii, kk], x1[kk, full * nr + ji],
+                                                 tacc[ii, ji])
+                for ii in T.unroll(mr):
+                    for ji in T.vectorized(tail):
+                        out[io * mr + ii, full * nr + ji] = finish(
+                            tacc[ii, ji], io * mr + ii, full * nr + ji)
 
     return matmul
 
