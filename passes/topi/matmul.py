@@ -112,8 +112,26 @@ def _schedule(m: int, n: int, k: int, mr: int, nr: int, dtype: str, odt: str,  #
     pack = rows > 1
     full, tail = divmod(n, nr)
 
+    def tile(x0, io, width, b_of, name):
+        """Emit one ``MR x width`` register tile of rows ``io * MR...``: zeroed, then exact
+        fma over K (``b_of(kk, ji)`` reads B); the caller stores it once."""
+        acc = T.alloc_buffer((mr, width), dtype, name=name)
+        for ii in T.unroll(mr):
+            for ji in T.vectorized(width):
+                acc[ii, ji] = 0.0
+        for kk in T.serial(k):
+            for ii in T.unroll(mr):
+                for ji in T.vectorized(width):
+                    acc[ii, ji] = T.fma(x0[io * mr + ii, kk], b_of(kk, ji), acc[ii, ji])
+        return acc
+
+    def store(out, acc, io, col0, width):
+        for ii in T.unroll(mr):
+            for ji in T.vectorized(width):
+                out[io * mr + ii, col0 + ji] = finish(acc[ii, ji], io * mr + ii, col0 + ji)
+
     @T.prim_func(private=True)
-    def matmul(x0: T.Buffer((m, k), dtype), x1: T.Buffer((k, n), dtype),  # noqa: C901
+    def matmul(x0: T.Buffer((m, k), dtype), x1: T.Buffer((k, n), dtype),
                out: T.Buffer((m, n), odt)):
         for jo in T.parallel(full):
             if pack:
@@ -122,35 +140,14 @@ def _schedule(m: int, n: int, k: int, mr: int, nr: int, dtype: str, odt: str,  #
                     for ji in T.vectorized(nr):
                         panel[kk, ji] = x1[kk, jo * nr + ji]
             for io in T.serial(rows) if pack else (0,):
-                acc = T.alloc_buffer((mr, nr), dtype)
-                for ii in T.unroll(mr):
-                    for ji in T.vectorized(nr):
-                        acc[ii, ji] = 0.0
-                for kk in T.serial(k):
-                    for ii in T.unroll(mr):
-                        for ji in T.vectorized(nr):
-                            b = panel[kk, ji] if pack else x1[kk, jo * nr + ji]
-                            acc[ii, ji] = T.fma(x0[io * mr + ii, kk], b, acc[ii, ji])
-                for ii in T.unroll(mr):
-                    for ji in T.vectorized(nr):
-                        out[io * mr + ii, jo * nr + ji] = finish(
-                            acc[ii, ji], io * mr + ii, jo * nr + ji)
+                acc = tile(x0, io, nr, (lambda kk, ji: panel[kk, ji]) if pack  # noqa: B023
+                           else (lambda kk, ji: x1[kk, jo * nr + ji]), "acc")  # noqa: B023
+                store(out, acc, io, jo * nr, nr)
         if tail:  # the last n % nr columns: one narrower, unpacked panel
             for io in T.serial(rows):
-                tacc = T.alloc_buffer((mr, tail), dtype)
-                for ii in T.unroll(mr):
-                    for ji in T.vectorized(tail):
-                        tacc[ii, ji] = 0.0
-                for kk in T.serial(k):
-                    for ii in T.unroll(mr):
-                        for ji in T.vectorized(tail):
-                            tacc[ii, ji] = T.fma(x0[io * mr + ii, kk], x1[kk, full * nr + ji],
-                                                 tacc[ii, ji])
-                for ii in T.unroll(mr):
-                    for ji in T.vectorized(tail):
-                        out[io * mr + ii, full * nr + ji] = finish(
-                            tacc[ii, ji], io * mr + ii, full * nr + ji)
-
+                # its own name: FuseTIR renames a callee's allocations by name
+                tacc = tile(x0, io, tail, lambda kk, ji: x1[kk, full * nr + ji], "tacc")
+                store(out, tacc, io, full * nr, tail)
     return matmul
 
 
