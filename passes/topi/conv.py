@@ -113,14 +113,41 @@ class _Phases:
         return ((T.floormod(r, sh) * sw + T.floormod(col, sw)) * (self.ph * self.pw)
                 + T.floordiv(r, sh) * self.pw + T.floordiv(col, sw))
 
-    def copy(self, xpad, x0, n, c, base, fill=0.0) -> None:
-        """Emit: fill ``xpad[base : base + plane]``, then scatter image ``(n, c)`` into it."""
+    def phases(self, kernel: tuple[int, int], dilation: tuple[int, int]) -> list[tuple[int, int]]:
+        """The phase planes the taps read (a 1x1 kernel of stride 2 reads one of four)."""
+        sh, sw = self.strides
+        return sorted({((kh * dilation[0]) % sh, (kw * dilation[1]) % sw)
+                       for kh in range(kernel[0]) for kw in range(kernel[1])})
+
+    def copy(self, xpad, x0, n, c, base, phases, fill=0.0) -> None:
+        """Emit: write phase planes ``phases`` of image ``(n, c)`` at ``xpad[base...]``,
+        row by row, ``fill`` where the position is padding. The image occupies a
+        rectangle of each phase plane known at trace time, so the loops are a fill
+        above, below and beside it and a copy inside it: no select, contiguous stores.
+        Planes no tap reads stay unwritten: only discarded wide-grid columns read them."""
+        sh, sw = self.strides
         pt, pl = self.pad_begin
-        for q in T.serial(self.plane):
-            xpad[base + q] = T.float32(fill)
-        for hh in T.serial(self.h):
-            for ww in T.serial(self.w):
-                xpad[base + self.offset(hh + pt, ww + pl)] = x0[n, c, hh, ww]
+        for pr, pc in phases:
+            at = base + (pr * sw + pc) * (self.ph * self.pw)
+            # phase row i is image row i*sh + pr - pt: inside for i in [i0, i1)
+            i0 = min(max(-(-(pt - pr) // sh), 0), self.ph)
+            i1 = min(max(-(-(self.h + pt - pr) // sh), i0), self.ph)
+            j0 = min(max(-(-(pl - pc) // sw), 0), self.pw)
+            j1 = min(max(-(-(self.w + pl - pc) // sw), j0), self.pw)
+            for lo, hi in ((0, i0), (i1, self.ph)):
+                if hi > lo:
+                    for q in T.serial((hi - lo) * self.pw):
+                        xpad[at + lo * self.pw + q] = T.float32(fill)
+            if i1 > i0:
+                for i in T.serial(i0, i1):
+                    for lo, hi in ((0, j0), (j1, self.pw)):
+                        if hi > lo:
+                            for j in T.serial(lo, hi):
+                                xpad[at + i * self.pw + j] = T.float32(fill)
+                    if j1 > j0:
+                        for j in T.serial(j0, j1):
+                            xpad[at + i * self.pw + j] = x0[n, c, i * sh + (pr - pt),
+                                                            j * sw + (pc - pl)]
 
 
 def conv_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,
@@ -146,6 +173,7 @@ def scheduled_conv2d(  # noqa: C901 (trace-time specialization)
     oh_, ow_ = out_hw
     ph = _Phases(h_, w_, strides, pad_begin, pad_end)
     plane, pw = ph.plane, ph.pw
+    used = ph.phases((kh_, kw_), dilation)
     last = (oh_ - 1) * pw + ow_  # wide-grid columns up to the last real pixel
     tiles = -(-last // NR)
     width = tiles * NR  # row length of the wide scratch
@@ -184,7 +212,7 @@ def scheduled_conv2d(  # noqa: C901 (trace-time specialization)
         for n in T.serial(n_):
             if not in_place:
                 for c in _over(c_ * plane)(c_):
-                    ph.copy(xpad, x0, n, c, c * plane)
+                    ph.copy(xpad, x0, n, c, c * plane, used)
                 for q in T.serial(xlen - c_ * plane):
                     xpad[c_ * plane + q] = 0.0
             for t in _over(o_ * c_ * kh_ * kw_ * width)(tiles * groups):
@@ -276,6 +304,7 @@ def plane_window(  # noqa: C901 (trace-time specialization)
     pad_end = tuple(max(pad_end[a], reach[a] - x_shape[2 + a] - pad_begin[a])
                     for a in range(2))
     ph = _Phases(h_, w_, strides, pad_begin, pad_end)  # type: ignore[arg-type]
+    used = ph.phases(kernel, dilation)
     full, tail = divmod(ow_, DW_LANES)
     dtype = "float32"
     fill = 0.0 if kind == "conv" else float("-inf")
@@ -284,7 +313,7 @@ def plane_window(  # noqa: C901 (trace-time specialization)
     def body(x0, x1, out):
         for t in _over(n_ * c_ * oh_ * ow_ * kh_ * kw_)(n_ * c_):
             xpad = T.alloc_buffer((ph.plane,), dtype)
-            ph.copy(xpad, x0, t // c_, t % c_, 0, fill)
+            ph.copy(xpad, x0, t // c_, t % c_, 0, used, fill)
 
             def taps(oh, ow):
                 acc = T.float32(fill) if kind == "max" else None
