@@ -41,9 +41,10 @@ Per batch image the conv kernel
 The extra traffic of steps 1 and 3 is O(input + output), small against the
 ``O * C * KH * KW`` multiply-adds per pixel. Depthwise convs (groups = C = O, one
 filter per channel) and max pools have their own memory-bound schedule
-(``plane_window``); other grouped convs, non-2-D convs, float64 and tiny convs use the
-canonical template (``nn`` decides with ``conv_ok`` / ``depthwise_ok`` /
-``max_pool_ok``). Imports irkernel.tir and FuseTIR's parallel work threshold.
+(``plane_window``), one-pixel 1x1 convs are dot products (``scheduled_gemv``); other
+grouped convs, non-2-D convs, float64 and tiny convs use the canonical template (``nn``
+decides with ``gemv_ok`` / ``conv_ok`` / ``depthwise_ok`` / ``max_pool_ok``). Imports
+irkernel.tir and FuseTIR's parallel work threshold.
 """
 
 # no `from __future__ import annotations`: T.prim_func evaluates the closures in annotations
@@ -248,6 +249,57 @@ def scheduled_conv2d(  # noqa: C901 (trace-time specialization)
     return conv
 
 
+#: Lanes of the channel-vectorized dot products of ``scheduled_gemv``.
+GEMV_LANES = 16
+
+
+def gemv_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int, dtype: str,
+            out_hw: tuple[int, ...], pads: tuple[int, ...]) -> bool:
+    """Whether a conv is a matrix-vector product: float32, groups 1, one input and one
+    output pixel, 1x1 kernel, no padding (a squeeze-excite block's 1x1 convs on a pooled
+    image). The pixel-tiled schedule would waste 15 of its 16 lanes there."""
+    return (dtype == "float32" and groups == 1 and len(x_shape) == 4 and len(w_shape) == 4
+            and x_shape[2:] == (1, 1) and w_shape[2:] == (1, 1) and tuple(out_hw) == (1, 1)
+            and not any(pads))
+
+
+@lru_cache(maxsize=256)
+def scheduled_gemv(x_shape: tuple[int, int, int, int],
+                   w_shape: tuple[int, int, int, int]) -> PrimFunc:
+    """``out[n, o] = sum_c W[o, c] * x[n, c]`` (see ``gemv_ok``): each output channel is a
+    dot product along the weights' contiguous rows, ``GEMV_LANES`` channels at a time with
+    exact fma into a vector accumulator, then the lanes and the channel tail summed in
+    scalar; one store per output (FuseTIR's epilogue goes there). Parallel over output
+    channels when the work is large enough."""
+    n_, c_, _, _ = x_shape
+    o_ = w_shape[0]
+    full, tail = divmod(c_, GEMV_LANES)
+    dtype = "float32"
+
+    @T.prim_func(private=True)
+    def gemv(x0: T.Buffer((n_, c_, 1, 1), dtype), x1: T.Buffer((o_, c_, 1, 1), dtype),
+             out: T.Buffer((n_, o_, 1, 1), dtype)):
+        for n in T.serial(n_):
+            for o in _over(o_ * c_)(o_):
+                lanes = T.alloc_buffer((GEMV_LANES,), dtype)
+                total = T.alloc_buffer((1,), dtype)
+                for ji in T.vectorized(GEMV_LANES):
+                    lanes[ji] = 0.0
+                for cc in T.serial(full):
+                    for ji in T.vectorized(GEMV_LANES):
+                        lanes[ji] = T.fma(x1[o, cc * GEMV_LANES + ji, 0, 0],
+                                          x0[n, cc * GEMV_LANES + ji, 0, 0], lanes[ji])
+                total[0] = 0.0
+                for ji in T.serial(GEMV_LANES):
+                    total[0] = total[0] + lanes[ji]
+                for ci in T.serial(tail):
+                    total[0] = T.fma(x1[o, full * GEMV_LANES + ci, 0, 0],
+                                     x0[n, full * GEMV_LANES + ci, 0, 0], total[0])
+                out[n, o, 0, 0] = total[0]
+
+    return gemv
+
+
 def depthwise_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,
                  dtype: str) -> bool:
     """Whether the depthwise schedule covers this signature: one filter per channel."""
@@ -355,12 +407,15 @@ def plane_window(  # noqa: C901 (trace-time specialization)
 
 
 __all__ = [
+    "GEMV_LANES",
     "MAX_TAPS",
     "MIN_WORK",
     "conv_ok",
     "depthwise_ok",
+    "gemv_ok",
     "max_pool_ok",
     "plane_window",
     "scheduled_conv2d",
     "scheduled_depthwise2d",
+    "scheduled_gemv",
 ]

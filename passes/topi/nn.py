@@ -41,10 +41,12 @@ from irkernel.tir.function import PrimFunc
 from passes.topi.conv import (
     conv_ok,
     depthwise_ok,
+    gemv_ok,
     max_pool_ok,
     plane_window,
     scheduled_conv2d,
     scheduled_depthwise2d,
+    scheduled_gemv,
 )
 
 
@@ -104,6 +106,9 @@ def conv(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorTy
     win = sliding_window(x.shape[2:], w.shape[2:], attrs)
     g = attrs["groups"]
     (cx, sx), (_, sw) = types
+    if gemv_ok(sx, sw, g, DTYPE_NAMES[cx], win.out, (*win.pad_begin, *win.pad_end)):
+        return scheduled_gemv(sx, sw).with_attr("op_name", "conv").with_attr(
+            "op_pattern", OUT_EWISE_FUSABLE)
     for ok, schedule in ((conv_ok, scheduled_conv2d), (depthwise_ok, scheduled_depthwise2d)):
         if ok(sx, sw, g, DTYPE_NAMES[cx]):
             fast = schedule(sx, sw, win.strides, win.pad_begin, win.pad_end, win.dilation,

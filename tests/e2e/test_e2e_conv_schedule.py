@@ -5,9 +5,10 @@ grid of pixels (``q = oh * Wp + ow``) as contiguous slices, and copies the real 
 out; the shapes here aim at its edges: odd sizes, asymmetric padding wider than the
 kernel reach, dilations, batch > 1, output channels not a multiple of the register tile,
 pixel counts not a multiple of the tile width, 1x1 kernels, strides up to 3 (the phase
-split), depthwise convs (groups = channels). Each case checks that
-LegalizeOps chose the schedule (its scratch buffers are in the kernel), so a change of
-the dispatch rule can not silently turn these into tests of the canonical template.
+split), depthwise convs (groups = channels), one-pixel 1x1 convs (dot products). Each
+case checks that LegalizeOps chose the schedule (its scratch buffers are in the kernel),
+so a change of the dispatch rule can not silently turn these into tests of the canonical
+template.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import irkernel as ik
 import passes
 from irkernel.testing import random_inputs
 from irkernel.tir import PrimFunc
-from passes.topi.conv import conv_ok, depthwise_ok
+from passes.topi.conv import conv_ok, depthwise_ok, gemv_ok
 
 
 def _fused_scripts(mod: ik.IRModule) -> list[str]:
@@ -72,10 +73,12 @@ def _module(xs, ws, attrs, epilogue: str) -> ik.IRModule:
 def test_scheduled_conv_equals_interpreter(case, epilogue, seed) -> None:
     xs, ws, attrs = case
     mod = _module(xs, ws, attrs, epilogue)
+    gemv = gemv_ok(xs, ws, attrs["groups"], "float32", _out_shape(xs, ws, attrs)[2:],
+                   tuple(attrs["padding"]))
     scheduled = conv_ok(xs, ws, attrs["groups"], "float32") or depthwise_ok(
         xs, ws, attrs["groups"], "float32")
     scripts = _fused_scripts(mod)
-    assert any("xpad" in s for s in scripts) == scheduled
+    assert any(("lanes" if gemv else "xpad") in s for s in scripts) == (gemv or scheduled)
     inputs = random_inputs(mod, seed=seed)
     got = build_and_run(mod, inputs)
     assert_close_to_interpreter(mod, inputs, got, "conv")
@@ -116,4 +119,16 @@ def test_direct_stores_with_a_residual_epilogue(xs, ws, strides, pads) -> None:
     (script,) = _fused_scripts(mod)
     assert "wide" not in script, script  # no copy-out: the tiles store into out
     inputs = random_inputs(mod, seed=2)
+    assert_close_to_interpreter(mod, inputs, build_and_run(mod, inputs), "conv")
+
+
+@pytest.mark.parametrize(("n", "c", "o"), [(1, 144, 576), (2, 37, 5), (1, 8, 3), (3, 16, 16)])
+def test_one_pixel_convs_are_dot_products(n, c, o) -> None:
+    """A squeeze-excite block's 1x1 conv on a pooled image: channel-vectorized dot
+    products with the lanes and the channel tail summed after, epilogue in the store."""
+    xs, ws = (n, c, 1, 1), (o, c, 1, 1)
+    attrs = {"strides": [1, 1], "padding": [0, 0, 0, 0], "dilation": [1, 1], "groups": 1}
+    mod = _module(xs, ws, attrs, "bias_relu")
+    assert any("lanes" in s for s in _fused_scripts(mod))
+    inputs = random_inputs(mod, seed=3)
     assert_close_to_interpreter(mod, inputs, build_and_run(mod, inputs), "conv")
