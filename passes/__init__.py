@@ -11,6 +11,7 @@ from irkernel import transform
 from passes import tir as tir  # registers the TIR passes: Simplify, FlattenBuffer, ...
 from passes.cse import EliminateCommonSubexpr
 from passes.dead_code import DeadCodeElimination
+from passes.fold_batch_norm import FoldBatchNorm
 from passes.fold_constant import FoldConstant
 from passes.fuse_ops import FuseOps
 from passes.fuse_tir import FuseTIR
@@ -31,5 +32,16 @@ def fixpoint(*passes: transform.Pass) -> transform.Pass:
     return transform.FixedPoint(list(passes))
 
 
-__all__ = ["DeadCodeElimination", "EliminateCommonSubexpr", "FoldConstant", "FuseOps", "FuseTIR",
-           "LegalizeOps", "O2", "SimplifyArith", "SplitConcat", "fixpoint"]
+__all__ = [
+    "O2",
+    "DeadCodeElimination",
+    "EliminateCommonSubexpr",
+    "FoldBatchNorm",
+    "FoldConstant",
+    "FuseOps",
+    "FuseTIR",
+    "LegalizeOps",
+    "SimplifyArith",
+    "SplitConcat",
+    "fixpoint",
+]

@@ -66,7 +66,7 @@ _SOURCE_DIRS = ("runtime", "passes/tir", "irkernel/tir")
 _LOG = logging.getLogger("runtime.build")
 
 #: The default lowering pipeline of graph modules (registered pass names, in order).
-GRAPH_PIPELINE = ("FoldConstant", "SimplifyArith", "EliminateCommonSubexpr",
+GRAPH_PIPELINE = ("FoldConstant", "FoldBatchNorm", "SimplifyArith", "EliminateCommonSubexpr",
                   "DeadCodeElimination", "SplitConcat", "LegalizeOps", "FuseOps", "FuseTIR",
                   "DeadCodeElimination")
 

@@ -10,7 +10,8 @@ from irkernel.cli import main
 
 def test_demo_optimizes_compiles_verifies_and_points_to_the_docs() -> None:
     out = io.StringIO()
-    code = main(["demo", "--nodes", "20000", "--chain-elements", "4096", "--hidden", "64",
+    # 8192 elements: above runtime.generic_max_elements (4096), so the chain is one fused kernel
+    code = main(["demo", "--nodes", "20000", "--chain-elements", "8192", "--hidden", "64",
                  "--repeat", "2", "--pause", "0"], out=out)
     text = out.getvalue()
     assert code == 0

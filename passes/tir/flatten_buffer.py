@@ -25,7 +25,7 @@ from irkernel.tir import dtype as dt
 from irkernel.tir.buffer import Buffer, BufferLoad
 from irkernel.tir.construct import binary, cast
 from irkernel.tir.expr import Add as _Add
-from irkernel.tir.expr import Broadcast, IntImm, PrimExpr
+from irkernel.tir.expr import Broadcast, FloorDiv, FloorMod, IntImm, PrimExpr
 from irkernel.tir.expr import Mul as _Mul
 from irkernel.tir.function import PrimFunc
 from irkernel.tir.functor import Mutator
@@ -89,11 +89,36 @@ def _index(e: PrimExpr) -> PrimExpr:
     return e if e.dtype.startswith(dt.INDEX) else cast(dt.with_lanes(dt.INDEX, e.lanes), e)
 
 
+def _split_pair(a: PrimExpr, b: PrimExpr, extent: PrimExpr) -> PrimExpr | None:
+    """``x`` when ``(a, b)`` is ``(x // e, x % e)`` with ``e`` the extent of ``b``'s axis."""
+    if (isinstance(a, FloorDiv) and isinstance(b, FloorMod) and isinstance(extent, IntImm)
+            and isinstance(a.b, IntImm) and isinstance(b.b, IntImm)
+            and a.b.value == b.b.value == extent.value > 0
+            and a.a == b.a):
+        return a.a
+    return None
+
+
 def flat_index(buf: Buffer, indices: tuple[PrimExpr, ...]) -> PrimExpr:
-    """``sum(index_k * stride_k)`` in int64 (``0`` for a 0-d buffer)."""
+    """``sum(index_k * stride_k)`` in int64 (``0`` for a 0-d buffer).
+
+    A split pair of adjacent axes of a contiguous buffer, ``(x // e, x % e)`` where ``e``
+    is the second axis's extent, contributes ``x * stride`` of the second axis: exact
+    (``(x // e) * e + x % e == x`` with floor division, for every ``x``), and it keeps a
+    flat pixel index contiguous (a vector store stays a vector store after vectorizing).
+    """
     total: PrimExpr = IntImm(0, dt.INDEX)
-    for index, stride in zip(indices, element_strides(buf), strict=True):
-        total = _add(total, _mul(_index(index), _index(stride)))
+    strides = element_strides(buf)
+    k = 0
+    while k < len(indices):
+        if k + 1 < len(indices) and not buf.strides:
+            merged = _split_pair(indices[k], indices[k + 1], buf.shape[k + 1])
+            if merged is not None:
+                total = _add(total, _mul(_index(merged), _index(strides[k + 1])))
+                k += 2
+                continue
+        total = _add(total, _mul(_index(indices[k]), _index(strides[k])))
+        k += 1
     lanes = max((i.lanes for i in indices), default=1)
     if total.lanes != lanes:
         total = Broadcast(total, lanes)

@@ -23,8 +23,10 @@ target (within 1.5x of OpenBLAS at batch 64, hidden 1024). The schedule:
   then stored once. Storing once (no K blocking that re-reads C) is what lets
   FuseTIR fold an elementwise epilogue (bias, relu) into the store.
 
-Used when N is a multiple of a lane tile (16 float32 / 8 float64 values) and
-the problem is not tiny; M takes the largest row tile dividing it. Otherwise
+Used when N is at least a lane tile (16 float32 / 8 float64 values) and the problem
+is not tiny (the last ``N % NR`` columns, when N is not a multiple of a lane tile, are
+one narrower unpacked panel after the parallel loop: a classifier's 1000 columns);
+M takes the largest row tile dividing it. Otherwise
 LegalizeOps uses the canonical reduction. Imports irkernel.tir only.
 """
 
@@ -56,7 +58,9 @@ def _tile(m: int, n: int, k: int, dtype: str) -> tuple[int, int] | None:
         return 4, 4 * lanes
     nr = next((c for c in (2 * lanes, lanes) if n % c == 0), None)
     if nr is None:
-        return None
+        if n < lanes:
+            return None
+        nr = lanes  # the last n % lanes columns are a narrower tail panel
     mr = next(c for c in (8, 6, 4, 3, 2, 1) if m % c == 0)
     return mr, nr
 
@@ -106,31 +110,44 @@ def _schedule(m: int, n: int, k: int, mr: int, nr: int, dtype: str, odt: str,  #
     """
     rows = m // mr
     pack = rows > 1
+    full, tail = divmod(n, nr)
+
+    def tile(x0, io, width, b_of, name):
+        """Emit one ``MR x width`` register tile of rows ``io * MR...``: zeroed, then exact
+        fma over K (``b_of(kk, ji)`` reads B); the caller stores it once."""
+        acc = T.alloc_buffer((mr, width), dtype, name=name)
+        for ii in T.unroll(mr):
+            for ji in T.vectorized(width):
+                acc[ii, ji] = 0.0
+        for kk in T.serial(k):
+            for ii in T.unroll(mr):
+                for ji in T.vectorized(width):
+                    acc[ii, ji] = T.fma(x0[io * mr + ii, kk], b_of(kk, ji), acc[ii, ji])
+        return acc
+
+    def store(out, acc, io, col0, width):
+        for ii in T.unroll(mr):
+            for ji in T.vectorized(width):
+                out[io * mr + ii, col0 + ji] = finish(acc[ii, ji], io * mr + ii, col0 + ji)
 
     @T.prim_func(private=True)
-    def matmul(x0: T.Buffer((m, k), dtype), x1: T.Buffer((k, n), dtype),  # noqa: C901
+    def matmul(x0: T.Buffer((m, k), dtype), x1: T.Buffer((k, n), dtype),
                out: T.Buffer((m, n), odt)):
-        for jo in T.parallel(n // nr):
+        for jo in T.parallel(full):
             if pack:
                 panel = T.alloc_buffer((k, nr), dtype)
                 for kk in T.serial(k):
                     for ji in T.vectorized(nr):
                         panel[kk, ji] = x1[kk, jo * nr + ji]
             for io in T.serial(rows) if pack else (0,):
-                acc = T.alloc_buffer((mr, nr), dtype)
-                for ii in T.unroll(mr):
-                    for ji in T.vectorized(nr):
-                        acc[ii, ji] = 0.0
-                for kk in T.serial(k):
-                    for ii in T.unroll(mr):
-                        for ji in T.vectorized(nr):
-                            b = panel[kk, ji] if pack else x1[kk, jo * nr + ji]
-                            acc[ii, ji] = T.fma(x0[io * mr + ii, kk], b, acc[ii, ji])
-                for ii in T.unroll(mr):
-                    for ji in T.vectorized(nr):
-                        out[io * mr + ii, jo * nr + ji] = finish(
-                            acc[ii, ji], io * mr + ii, jo * nr + ji)
-
+                acc = tile(x0, io, nr, (lambda kk, ji: panel[kk, ji]) if pack  # noqa: B023
+                           else (lambda kk, ji: x1[kk, jo * nr + ji]), "acc")  # noqa: B023
+                store(out, acc, io, jo * nr, nr)
+        if tail:  # the last n % nr columns: one narrower, unpacked panel
+            for io in T.serial(rows):
+                # its own name: FuseTIR renames a callee's allocations by name
+                tacc = tile(x0, io, tail, lambda kk, ji: x1[kk, full * nr + ji], "tacc")
+                store(out, tacc, io, full * nr, tail)
     return matmul
 
 

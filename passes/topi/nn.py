@@ -6,8 +6,9 @@ kernel positions, row-major) and, for avg_pool and lrn, a finishing store. FuseO
 therefore treats them like matmul (``out_ewise_fusable``: an elementwise epilogue such as
 a bias add and a relu moves into the same nest). FuseTIR could also inline an injective
 producer (a pad) into their loads, but FuseOps, following TVM's rules, does not group one
-with an ``out_ewise_fusable`` op. Speed is a later task (a scheduled conv at matmul
-speed); these are the correct, fusable baselines.
+with an ``out_ewise_fusable`` op. They are the correct, fusable baselines; float32 2-D
+convs (groups 1 or depthwise) and max pools use the schedules of ``passes/topi/conv.py``
+instead (15-80x faster), chosen here per signature.
 
 Padding is a select: a tap outside the input reads a clamped (in-bounds) index and is
 replaced by 0 (conv, avg_pool) or -inf (max_pool: padding never wins); conditions and
@@ -15,7 +16,7 @@ clamps are left out on axes where every tap is provably inside. conv_transpose g
 output ``y`` receives ``x[q] * w[k]`` where ``y + pad_begin - k * dilation = q * stride``
 with ``0 <= q < size``. avg_pool divides by onnxruntime's divisor, computed from the
 output index (``nn_rules.pool_divisors`` is the same count in Python).
-Imports ``irkernel.ir`` and ``irkernel.tir`` only.
+Imports ``irkernel.ir``, ``irkernel.tir`` and ``passes.topi.conv``.
 """
 
 from __future__ import annotations
@@ -37,6 +38,16 @@ from irkernel.tir import te
 from irkernel.tir.construct import call, cast, const, eq, select
 from irkernel.tir.expr import FloorDiv, FloorMod, IntImm, Max, Min, PrimExpr
 from irkernel.tir.function import PrimFunc
+from passes.topi.conv import (
+    conv_ok,
+    depthwise_ok,
+    gemv_ok,
+    max_pool_ok,
+    plane_window,
+    scheduled_conv2d,
+    scheduled_depthwise2d,
+    scheduled_gemv,
+)
 
 
 def _idx(v: int) -> PrimExpr:
@@ -94,6 +105,16 @@ def conv(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorTy
     x, w = _inputs(types)
     win = sliding_window(x.shape[2:], w.shape[2:], attrs)
     g = attrs["groups"]
+    (cx, sx), (_, sw) = types
+    if gemv_ok(sx, sw, g, DTYPE_NAMES[cx], win.out, (*win.pad_begin, *win.pad_end)):
+        return scheduled_gemv(sx, sw).with_attr("op_name", "conv").with_attr(
+            "op_pattern", OUT_EWISE_FUSABLE)
+    for ok, schedule in ((conv_ok, scheduled_conv2d), (depthwise_ok, scheduled_depthwise2d)):
+        if ok(sx, sw, g, DTYPE_NAMES[cx]):
+            fast = schedule(sx, sw, win.strides, win.pad_begin, win.pad_end, win.dilation,
+                            win.out)
+            return fast.with_attr("op_name", "conv").with_attr("op_pattern",
+                                                               OUT_EWISE_FUSABLE)
     cg, og = x.shape[1] // g, w.shape[0] // g
     axes = te.reduce_axes([cg, *win.kernel])
     rc, rk = axes[0].var, [a.var for a in axes[1:]]
@@ -146,6 +167,12 @@ def max_pool(types: Sequence[TensorType], attrs: Mapping[str, Any],
              result: TensorType) -> PrimFunc:
     (x,) = _inputs(types)
     win = pool_window(x.shape, attrs)
+    (cx, sx), = types
+    if max_pool_ok(sx, win.kernel, DTYPE_NAMES[cx]):
+        fast = plane_window("max", sx, win.kernel, win.strides, win.pad_begin, win.pad_end,
+                            win.dilation, win.out)
+        return fast.with_attr("op_name", "max_pool").with_attr("op_pattern",
+                                                               OUT_EWISE_FUSABLE)
     axes = te.reduce_axes(win.kernel)
 
     def fcompute(n: PrimExpr, c: PrimExpr, *sp: PrimExpr) -> te.Reduce:

@@ -96,10 +96,12 @@ def _fused_prims(mod: ik.IRModule) -> dict[str, PrimFunc]:
 
 
 def test_bias_and_relu_fuse_into_the_conv_nest() -> None:
+    # float64: the canonical template (float32 convs of groups 1, stride 1 are scheduled,
+    # tests/e2e/test_e2e_conv_schedule.py)
     bb = ik.GraphBuilder("main")
-    x = bb.param("x", (1, 4, 8, 8), "float32")
-    w = bb.param("w", (6, 4, 3, 3), "float32")
-    b = bb.param("b", (6, 1, 1), "float32")
+    x = bb.param("x", (1, 4, 8, 8), "float64")
+    w = bb.param("w", (6, 4, 3, 3), "float64")
+    b = bb.param("b", (6, 1, 1), "float64")
     out = bb.relu(bb.add(bb.conv(x, w, padding=[1, 1, 1, 1]), b))
     mod = ik.IRModule({"main": bb.finish([out])})
     prims = _fused_prims(mod)

@@ -94,6 +94,8 @@ def test_independence_proof() -> None:
     (6, 48, 16, "float32", (6, 16)),
     (8, 64, 24, "float64", (4, 32)),
     (16, 64, 2048, "float32", (8, 32)),  # K too deep for the wide panel to stay in L2
+    (1, 1000, 64, "float32", (1, 16)),   # N % 16 = 8: a narrower tail panel (a classifier)
+    (6, 37, 24, "float32", (6, 16)),     # tail of 5 columns, packed panels
 ])
 def test_scheduled_matmul_variants(m: int, n: int, k: int, dtype: str,
                                    tile: tuple[int, int]) -> None:

@@ -44,9 +44,10 @@ def legalize(mod: ik.IRModule | ik.Function) -> ik.IRModule:
                                                        ops.OP_CALL_FUNC, ops.OP_CALL_TIR}
             assert not left, f"{name}: ops left after LegalizeOps: {left}"
         elif isinstance(f, PrimFunc):  # canonical form, except the scheduled matmul, concats
-            desc = te.extract_compute(f)  # of many parts (a copy loop per part) and the
-            if desc is None:              # copy-then-scatter of scatter_nd
-                assert f.attrs["op_name"] in ("matmul", "concat", "scatter_nd"), f.script(name)
+            desc = te.extract_compute(f)  # of many parts (a copy loop per part), the
+            if desc is None:              # copy-then-scatter of scatter_nd and the scheduled
+                assert f.attrs["op_name"] in ("matmul", "concat", "scatter_nd",  # float32
+                                              "conv", "max_pool"), f.script(name)  # 2-D ones
             else:
                 assert te.prim_func_from_desc(desc, f.attrs) == f
     return out

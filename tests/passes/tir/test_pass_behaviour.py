@@ -95,6 +95,28 @@ def test_flatten_buffer_uses_strides_and_marks_the_function() -> None:
     flat.verify("f")
 
 
+def test_flatten_buffer_merges_a_split_index_pair() -> None:
+    """``(x // e, x % e)`` on adjacent axes of extent ``e`` is ``x`` (the conv schedule's
+    flat pixel index stays contiguous); other divisors, or strided buffers, keep the pair."""
+    a = tir.Buffer("a", (2, 3, 4), "float32")
+    e = tir.IntImm(4)
+    x = i * 5 + j
+    one = tir.FloatImm(1.0, "float32")
+    merged = tir.BufferStore(a, one, (k, tir.FloorDiv(x, e), tir.FloorMod(x, e)))
+    other = tir.BufferStore(a, one, (k, tir.FloorDiv(x, tir.IntImm(3)),
+                                     tir.FloorMod(x, tir.IntImm(3))))
+    func = tir.PrimFunc((a, i, j, k), tir.seq(merged, other))
+    first, second = pt.flatten_buffer(func).body.stmts
+    assert first.indices == (k * 12 + x,)
+    assert second.indices != (k * 12 + x,)
+    assert any(isinstance(n, tir.FloorDiv) for n in _nodes_of(second.indices[0]))
+
+
+def _nodes_of(expr: tir.PrimExpr) -> list[object]:
+    from irkernel.tir.functor import post_order
+    return list(post_order(expr))
+
+
 def test_flatten_buffer_leaves_1d_contiguous_functions_alone() -> None:
     a = tir.Buffer("a", (8,), "float32")
     func = tir.PrimFunc((a,), tir.For(i, 0, 8, "serial", tir.BufferStore(a, a[i], (i,))))

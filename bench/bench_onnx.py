@@ -1,0 +1,157 @@
+"""Model inference time of irkernel against onnxruntime at 1 and 2 threads (issue 16).
+
+Run as a script (it is not a pytest suite):
+
+    PYTHONPATH=.:tests/frontend .venv/bin/python bench/bench_onnx.py [--runs 15] [model ...]
+
+Models: the PyTorch exports of ``tests/frontend/models`` (weights regenerated from seed 0
+by ``tests/frontend/model_weights.py``, input sizes as in the tests) and ``light:<name>``
+models of the onnx wheel. Per model, in one process: ``from_onnx``; a cold
+``runtime.build`` (the on-disk kernel cache is a fresh directory for the whole run; a
+model may still reuse kernels that an earlier model of the run compiled); a second
+``runtime.build`` of a fresh import (every kernel from the on-disk cache: the "cached
+build"); then, for each thread count, irkernel's runs and
+onnxruntime's runs, each side in a block of its own after ``--warmups`` runs, with a
+``--pause`` between blocks. Times are medians. irkernel's threads are
+``runtime.set_num_threads``, onnxruntime's ``intra_op_num_threads`` (inter-op 1, CPU
+provider, default graph optimizations). ``ratio`` = irkernel ms / onnxruntime ms
+(< 1: irkernel is faster).
+
+``--conv`` adds the conv throughput figure of the issue: a 3x3 conv 64 -> 64 channels on
+56x56 (batch 1, pad 1) against the scheduled matmul kernel of the same FLOP count
+(``64 x 576 @ 576 x 3136``), GFLOP/s at 1 and 2 threads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "frontend"), str(ROOT / "bench")]
+
+DEFAULT_MODELS = ["resnet18", "mobilenet_v3_small", "efficientnet_b0", "squeezenet1_1",
+                  "transformer_encoder", "googlenet", "shufflenet_v2_x0_5", "densenet121"]
+THREADS = (1, 2)
+
+
+def bench_model(name: str, runs: int, warmups: int, pause: float) -> dict[str, object]:
+    import onnxruntime as ort
+    from bench_onnx_import import _load, _median_time
+    from test_onnx_models import _inputs
+
+    import runtime
+    from irkernel.frontend.onnx import from_onnx
+
+    model = _load(name)
+    inputs = _inputs(model)
+    args = list(inputs.values())
+    start = time.perf_counter()
+    mod = from_onnx(model)
+    t_import = time.perf_counter() - start
+    start = time.perf_counter()
+    graph = runtime.build(mod)["main"]
+    t_cold = time.perf_counter() - start
+    start = time.perf_counter()
+    runtime.build(from_onnx(model))
+    t_cached = time.perf_counter() - start - t_import  # the import is not the build
+    row: dict[str, object] = {"model": name, "import_s": t_import, "build_s": t_cold,
+                              "cached_build_s": t_cached,
+                              "input": "x".join(str(d) for d in args[0].shape)}
+    for threads in THREADS:
+        time.sleep(pause)
+        runtime.set_num_threads(threads)
+        ours = _median_time(lambda: graph(*args), runs, warmups)
+        time.sleep(pause)
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        sess = ort.InferenceSession(model.SerializeToString(), opts,
+                                    providers=["CPUExecutionProvider"])
+        theirs = _median_time(lambda: sess.run(None, inputs), runs, warmups)  # noqa: B023
+        row[f"ours_ms_{threads}"] = ours * 1e3
+        row[f"ort_ms_{threads}"] = theirs * 1e3
+        row[f"ratio_{threads}"] = ours / theirs
+    return row
+
+
+def bench_conv(runs: int, warmups: int, pause: float) -> dict[str, float]:
+    """GFLOP/s of the 3x3 64 -> 64 conv at 56x56 and of the matmul of the same FLOPs."""
+    import numpy as np
+    from bench_onnx_import import _median_time
+
+    import irkernel as ik
+    import runtime
+
+    rng = np.random.default_rng(0)
+    bb = ik.GraphBuilder("main")
+    x, w = bb.param("x", (1, 64, 56, 56), "float32"), bb.param("w", (64, 64, 3, 3), "float32")
+    conv = runtime.build(ik.IRModule({"main": bb.finish([bb.conv(x, w, padding=[1] * 4)])}))
+    bb = ik.GraphBuilder("main")
+    a, b = bb.param("a", (64, 576), "float32"), bb.param("b", (576, 3136), "float32")
+    mm = runtime.build(ik.IRModule({"main": bb.finish([bb.matmul(a, b)])}))
+    conv_args = [rng.standard_normal((1, 64, 56, 56)).astype(np.float32),
+                 rng.standard_normal((64, 64, 3, 3)).astype(np.float32)]
+    mm_args = [rng.standard_normal((64, 576)).astype(np.float32),
+               rng.standard_normal((576, 3136)).astype(np.float32)]
+    flops = 2 * 64 * 576 * 3136
+    out: dict[str, float] = {}
+    for threads in THREADS:
+        runtime.set_num_threads(threads)
+        time.sleep(pause)
+        out[f"conv_gflops_{threads}"] = flops / _median_time(
+            lambda: conv["main"](*conv_args), runs, warmups) / 1e9
+        time.sleep(pause)
+        out[f"matmul_gflops_{threads}"] = flops / _median_time(
+            lambda: mm["main"](*mm_args), runs, warmups) / 1e9
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("models", nargs="*", help=f"model names (default: {DEFAULT_MODELS})")
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--warmups", type=int, default=3)
+    parser.add_argument("--pause", type=float, default=0.3, help="seconds between blocks")
+    parser.add_argument("--conv", action="store_true", help="also the conv GFLOP/s figure")
+    parser.add_argument("--no-models", action="store_true")
+    args = parser.parse_args(argv)
+    os.environ["IRKERNEL_CACHE_DIR"] = tempfile.mkdtemp(prefix="irkernel-bench-onnx-")
+    print(f"medians of {args.runs} runs after {args.warmups} warm-ups; ratio = irkernel / ort")
+    if args.conv:
+        c = bench_conv(args.runs, args.warmups, args.pause)
+        for t in THREADS:
+            conv, mm = c[f"conv_gflops_{t}"], c[f"matmul_gflops_{t}"]
+            print(f"conv 3x3 64->64 56x56, {t} thread(s): {conv:.1f} GFLOP/s; matmul "
+                  f"64x576x3136: {mm:.1f} GFLOP/s; conv / matmul = {conv / mm:.2f}")
+    if args.no_models:
+        return 0
+    print("\n| model | input | build s (cold) | build s (cached) "
+          "| 1T irkernel ms | 1T ort ms | 1T ratio | 2T irkernel ms | 2T ort ms | 2T ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    ratios: dict[int, list[float]] = {t: [] for t in THREADS}
+    for name in args.models or DEFAULT_MODELS:
+        try:
+            r = bench_model(name, args.runs, args.warmups, args.pause)
+        except Exception as exc:  # a table row per model, whatever fails
+            print(f"| {name} | failed: {type(exc).__name__}: {str(exc)[:100]} |", flush=True)
+            continue
+        for t in THREADS:
+            ratios[t].append(float(r[f"ratio_{t}"]))  # type: ignore[arg-type]
+        print(f"| {name} | {r['input']} | {r['build_s']:.2f} | {r['cached_build_s']:.2f} | "
+              + " | ".join(f"{r[f'ours_ms_{t}']:.2f} | {r[f'ort_ms_{t}']:.2f} | "
+                           f"{r[f'ratio_{t}']:.2f}" for t in THREADS) + " |", flush=True)
+    for t in THREADS:
+        if ratios[t]:
+            geo = math.exp(sum(math.log(v) for v in ratios[t]) / len(ratios[t]))
+            print(f"{t} thread(s): geometric mean of irkernel / ort = {geo:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
