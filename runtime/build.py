@@ -178,7 +178,8 @@ def _phase(name: str, step: Callable[[IRModule, transform.PassContext], None]
 
 
 def build(mod: IRModule | PrimFunc, opt_level: int | None = None, *,
-          cache: bool | DiskCache = True, progress: Progress | None = None) -> Executable:
+          cache: bool | DiskCache = True, progress: Progress | None = None,
+          engine: Any = None) -> Executable:
     """Compile ``mod`` for the host CPU: its PrimFuncs, and its graph Functions if any.
 
     Parameters
@@ -196,6 +197,15 @@ def build(mod: IRModule | PrimFunc, opt_level: int | None = None, *,
         ``progress(done, total)``: kernels ready out of all distinct kernels,
         called as batches finish. Default: a tqdm bar on a terminal for builds
         longer than 2 s (when tqdm is installed).
+    engine : optional
+        Where LLVM compiles the kernel batches. None: a background thread of this
+        process (lowering here overlaps LLVM there). ``"local"``: a process pool
+        started for this build (``transform.local_executor()``); any
+        ``concurrent.futures.Executor`` (keep one to reuse warm workers); a Dask
+        ``Client`` or a scheduler address ``"tcp://host:8786"`` (``irkernel[dask]``).
+        The cache is consulted first; only LLVM IR text travels, object bytes come
+        back and link here. A failed or lost worker is a RuntimeError naming the
+        kernels of its batch.
 
     Returns
     -------
@@ -232,13 +242,32 @@ def build(mod: IRModule | PrimFunc, opt_level: int | None = None, *,
     if progress is not None and not callable(progress):
         raise TypeError(f"build: progress must be callable(done, total), got {progress!r}")
     disk = cache if isinstance(cache, DiskCache) else (DiskCache() if cache else None)
-    with build_context(opt_level) as ctx:
+    with contextlib.ExitStack() as stack, build_context(opt_level) as ctx:
+        executor = _open_engine(engine, stack)
         has_graphs = any(not transform.is_prim_func(f) for f in mod.functions.values())
         if has_graphs:
             irkernel.verify(mod)
             mod = graph_pipeline(ctx)(mod, ctx)
         return _build_lowered(mod, ctx, disk, has_graphs,
-                              progress if progress is not None else tty_progress())
+                              progress if progress is not None else tty_progress(), executor)
+
+
+def _open_engine(engine: Any, stack: contextlib.ExitStack) -> Any:
+    """The executor of ``build(engine=...)``: None, or an object with ``submit``; one the
+    build starts (``"local"``, an address) is closed with ``stack``."""
+    if engine is None or hasattr(engine, "submit"):
+        return engine
+    if engine == "local":
+        return stack.enter_context(transform.local_executor())
+    if isinstance(engine, str) and "://" in engine:
+        try:
+            from distributed import Client
+        except ImportError:
+            raise ImportError(f"build: engine {engine!r} needs Dask: pip install "
+                              "'irkernel[dask]'") from None
+        return stack.enter_context(Client(engine))
+    raise TypeError(f"build: engine must be None, 'local', a scheduler address, an Executor "
+                    f"or a Dask Client, got {engine!r}")
 
 
 def _jobs(mod: IRModule, ctx: transform.PassContext) -> tuple[list[Job], dict[str, Job]]:
@@ -269,12 +298,12 @@ def _jobs(mod: IRModule, ctx: transform.PassContext) -> tuple[list[Job], dict[st
 
 
 def _build_lowered(mod: IRModule, ctx: transform.PassContext, disk: DiskCache | None,
-                   has_graphs: bool, progress: Progress | None) -> Executable:
+                   has_graphs: bool, progress: Progress | None, executor: Any) -> Executable:
     state: dict[str, Any] = {}
 
     def compile_kernels(m: IRModule, c: transform.PassContext) -> None:
         jobs, of_name = _jobs(m, c)
-        compiler = Compiler(jobs, bool(c.get_config(FAST_MATH)), disk, progress)
+        compiler = Compiler(jobs, bool(c.get_config(FAST_MATH)), disk, progress, executor)
         compiler.run(code_version())
         for key, value in compiler.stats.items():
             c.stat(key, value)
