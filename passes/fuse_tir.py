@@ -21,10 +21,13 @@ The members' PrimFuncs are composed in graph order (TVM's FuseTIR plus
   never reads the output back (a register-tiled matmul storing its tile);
   otherwise the epilogue runs as a second, in-place nest over the output.
 
-A virtual value whose expression grows deeper than ``INLINE_DEPTH`` is
-materialized into a scratch buffer instead (TIR trees are depth-capped at
-``tir.MAX_DEPTH`` so visitors cannot overflow the stack); so is one read with
-vector indices. A large nest whose outer iterations provably commute gets a
+A virtual value whose expression grows deeper than ``INLINE_DEPTH``, or whose
+tree (shared subexpressions counted at every use) grows past ``INLINE_SIZE``
+nodes, is materialized into a scratch buffer instead: TIR trees are depth-capped
+at ``tir.MAX_DEPTH`` so visitors cannot overflow the stack, and every later walk
+(TIR passes, codegen) sees a tree, so a value inlined into several reads at
+several levels would double per level (a chain of ``x // x`` through reshapes
+took minutes). So is one read with vector indices. A large nest whose outer iterations provably commute gets a
 ``parallel`` outer loop (``passes._fuse_parallel``). Identical fused PrimFuncs
 are shared (structural digest).
 Callers' ``call_func`` nodes to Primitive functions become ``call_tir`` (a
@@ -48,7 +51,7 @@ from irkernel.ir.rebuild import rebuild
 from irkernel.tir.buffer import Buffer, BufferLoad
 from irkernel.tir.expr import FloatImm, IntImm, Let, PrimExpr, Var
 from irkernel.tir.function import PrimFunc
-from irkernel.tir.functor import Mutator, post_order, substitute
+from irkernel.tir.functor import Mutator, children, post_order, substitute
 from irkernel.tir.stmt import Allocate, BufferStore, For, SeqStmt, Stmt, seq
 from passes._fuse_epilogue import (
     fold_into_nest,
@@ -64,6 +67,9 @@ from passes.fuse_ops import _group_name, _sanitize
 #: Deepest inlined expression before a virtual value is materialized (tir.MAX_DEPTH is 200;
 #: the margin leaves room for the consumer's own expression around the inlined one).
 INLINE_DEPTH = 120
+#: Largest inlined expression tree (nodes, each use of a shared subexpression counted)
+#: before a virtual value is materialized.
+INLINE_SIZE = 2048
 
 Virtual = tuple[tuple[Var, ...], PrimExpr]
 
@@ -137,6 +143,24 @@ def _inline(virtual: Virtual, indices: tuple[PrimExpr, ...]) -> PrimExpr:
     mapping = {a.name: i for a, i in zip(axes, indices, strict=True)
                if not (isinstance(i, Var) and i.name == a.name and i.dtype == a.dtype)}
     return substitute(value, mapping) if mapping else value
+
+
+def _tree_size(expr: PrimExpr) -> int:
+    """Nodes of ``expr`` as a tree (what later walks visit), counted on its DAG: each
+    distinct node once (memo by identity), no recursion."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[Any, bool]] = [(expr, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if id(node) in sizes:
+            continue
+        kids = list(children(node))
+        if expanded or not kids:
+            sizes[id(node)] = 1 + sum(sizes[id(k)] for k in kids)
+            continue
+        stack.append((node, True))
+        stack.extend((k, False) for k in kids if id(k) not in sizes)
+    return sizes[id(expr)]
 
 
 def _is_leaf(expr: PrimExpr) -> bool:
@@ -292,7 +316,7 @@ class _Composer:
         if out is None and canonical is not None and canonical.value is not None:
             value = self.inlined(callee, canonical.value, buffers, virtuals, lets)
             self.value[node] = (canonical.axes, value)
-            if value._depth > INLINE_DEPTH:
+            if value._depth > INLINE_DEPTH or _tree_size(value) > INLINE_SIZE:
                 self.materialize(node)
             return
         target = out if out is not None else self.node_buffer(node, f"t{node}")

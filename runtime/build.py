@@ -31,7 +31,7 @@ import contextlib
 import functools
 import hashlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,7 @@ from runtime.executable import Executable, Kernel
 from runtime.executor import GraphExecutor, make_kernels
 from runtime.jit import Engine, assembly, optimized_ir
 from runtime.lower import lower
+from runtime.objfile import object_problem
 from runtime.target import host
 
 _SOURCE_DIRS = ("runtime", "passes/tir", "irkernel/tir")
@@ -178,7 +179,8 @@ def _phase(name: str, step: Callable[[IRModule, transform.PassContext], None]
 
 
 def build(mod: IRModule | PrimFunc, opt_level: int | None = None, *,
-          cache: bool | DiskCache = True, progress: Progress | None = None) -> Executable:
+          cache: bool | DiskCache = True, progress: Progress | None = None,
+          engine: Any = None) -> Executable:
     """Compile ``mod`` for the host CPU: its PrimFuncs, and its graph Functions if any.
 
     Parameters
@@ -196,6 +198,15 @@ def build(mod: IRModule | PrimFunc, opt_level: int | None = None, *,
         ``progress(done, total)``: kernels ready out of all distinct kernels,
         called as batches finish. Default: a tqdm bar on a terminal for builds
         longer than 2 s (when tqdm is installed).
+    engine : optional
+        Where LLVM compiles the kernel batches. None: a background thread of this
+        process (lowering here overlaps LLVM there). ``"local"``: a process pool
+        started for this build (``transform.local_executor()``); any
+        ``concurrent.futures.Executor`` (keep one to reuse warm workers); a Dask
+        ``Client`` or a scheduler address ``"tcp://host:8786"`` (``irkernel[dask]``).
+        The cache is consulted first; only LLVM IR text travels, object bytes come
+        back and link here. A failed or lost worker is a RuntimeError naming the
+        kernels of its batch.
 
     Returns
     -------
@@ -232,13 +243,32 @@ def build(mod: IRModule | PrimFunc, opt_level: int | None = None, *,
     if progress is not None and not callable(progress):
         raise TypeError(f"build: progress must be callable(done, total), got {progress!r}")
     disk = cache if isinstance(cache, DiskCache) else (DiskCache() if cache else None)
-    with build_context(opt_level) as ctx:
+    with contextlib.ExitStack() as stack, build_context(opt_level) as ctx:
+        executor = _open_engine(engine, stack)
         has_graphs = any(not transform.is_prim_func(f) for f in mod.functions.values())
         if has_graphs:
             irkernel.verify(mod)
             mod = graph_pipeline(ctx)(mod, ctx)
         return _build_lowered(mod, ctx, disk, has_graphs,
-                              progress if progress is not None else tty_progress())
+                              progress if progress is not None else tty_progress(), executor)
+
+
+def _open_engine(engine: Any, stack: contextlib.ExitStack) -> Any:
+    """The executor of ``build(engine=...)``: None, or an object with ``submit``; one the
+    build starts (``"local"``, an address) is closed with ``stack``."""
+    if engine is None or hasattr(engine, "submit"):
+        return engine
+    if engine == "local":
+        return stack.enter_context(transform.local_executor())
+    if isinstance(engine, str) and "://" in engine:
+        try:
+            from distributed import Client
+        except ImportError:
+            raise ImportError(f"build: engine {engine!r} needs Dask: pip install "
+                              "'irkernel[dask]'") from None
+        return stack.enter_context(Client(engine))
+    raise TypeError(f"build: engine must be None, 'local', a scheduler address, an Executor "
+                    f"or a Dask Client, got {engine!r}")
 
 
 def _jobs(mod: IRModule, ctx: transform.PassContext) -> tuple[list[Job], dict[str, Job]]:
@@ -269,12 +299,12 @@ def _jobs(mod: IRModule, ctx: transform.PassContext) -> tuple[list[Job], dict[st
 
 
 def _build_lowered(mod: IRModule, ctx: transform.PassContext, disk: DiskCache | None,
-                   has_graphs: bool, progress: Progress | None) -> Executable:
+                   has_graphs: bool, progress: Progress | None, executor: Any) -> Executable:
     state: dict[str, Any] = {}
 
     def compile_kernels(m: IRModule, c: transform.PassContext) -> None:
         jobs, of_name = _jobs(m, c)
-        compiler = Compiler(jobs, bool(c.get_config(FAST_MATH)), disk, progress)
+        compiler = Compiler(jobs, bool(c.get_config(FAST_MATH)), disk, progress, executor)
         compiler.run(code_version())
         for key, value in compiler.stats.items():
             c.stat(key, value)
@@ -282,37 +312,86 @@ def _build_lowered(mod: IRModule, ctx: transform.PassContext, disk: DiskCache | 
                      cached=sorted(compiler.cached_objects))
 
     def link(m: IRModule, c: transform.PassContext) -> None:
-        engine = Engine()
         # Markers around loading cached objects: a process that dies in the JIT linker
         # leaves them, and the next one quarantines those entries instead of dying too.
         loading = disk.loading("obj", *state["cached"]) if disk is not None and state["cached"] \
             else contextlib.nullcontext()
         with loading:
-            engine.add_objects(list(state["objects"].values()))
-        settings = _settings(c)
-        kernels = {}
-        for name, job in state["of_name"].items():
-            conv = CallingConvention(m.functions[name], name)
-            kernels[name] = Kernel(name, conv, engine.address(job.symbol), engine)
-        state.update(engine=engine, kernels=kernels,
-                     sources={n: _source(j, settings) for n, j in state["of_name"].items()})
+            engine = _engine_of(state["objects"].values())
+        jobs = state["of_name"]
+        state.update(engine=engine, kernels=_kernels(m, jobs, engine),
+                     sources={n: _source(j, _settings(c)) for n, j in jobs.items()})
 
     def executors(m: IRModule, c: transform.PassContext) -> None:
-        graphs: dict[str, GraphExecutor] = {}
-        native = make_kernels(state["kernels"])
-        for name, func in m.functions.items():
-            if not transform.is_prim_func(func):
-                graphs[name] = GraphExecutor(name, func, native, graphs)
-        state["graphs"] = graphs
+        state["graphs"] = _graph_executors(m, state["kernels"])
 
     steps = [_phase("CompileKernels", compile_kernels), _phase("Link", link)]
     if has_graphs:
         steps.append(_phase("GraphExecutors", executors))
     for step in steps:
         step(mod, ctx)
+    jobs = state["of_name"]
+    defines = {j.batch: j.symbol for j in jobs.values()}  # one symbol each object defines
+    saved = (mod, {n: (j.symbol, j.tier) for n, j in jobs.items()},
+             [(obj, defines[key]) for key, obj in state["objects"].items() if key in defines],
+             _settings(ctx), has_graphs, host().key)
     return Executable(state["kernels"], state["sources"], state["engine"],
-                      state.get("graphs", {}), mod if has_graphs else None)
+                      state.get("graphs", {}), mod if has_graphs else None,
+                      pickled=(load_executable, saved))
 
+
+def _engine_of(objects: Iterable[bytes]) -> Engine:
+    engine = Engine()
+    engine.add_objects(list(objects))
+    return engine
+
+
+def _kernels(m: IRModule, jobs: dict[str, Job], engine: Engine) -> dict[str, Kernel]:
+    return {name: Kernel(name, CallingConvention(m.functions[name], name),
+                         engine.address(job.symbol), engine) for name, job in jobs.items()}
+
+
+def _graph_executors(m: IRModule, kernels: dict[str, Kernel]) -> dict[str, GraphExecutor]:
+    graphs: dict[str, GraphExecutor] = {}
+    native = make_kernels(kernels)
+    for name, func in m.functions.items():
+        if not transform.is_prim_func(func):
+            graphs[name] = GraphExecutor(name, func, native, graphs)
+    return graphs
+
+
+def load_executable(mod: IRModule, symbols: dict[str, tuple[str, str]],
+                    objects: list[tuple[bytes, str]],
+                    settings: tuple[Any, ...], has_graphs: bool, target_key: str) -> Executable:
+    """Rebuild a pickled Executable: its lowered module and object bytes, linked here.
+
+    Raises
+    ------
+    RuntimeError
+        When the objects were compiled for another CPU than this process's, or one is
+        not a loadable object for this target (checked before the JIT linker sees it).
+    """
+    target = host()
+    if target_key != target.key:
+        raise RuntimeError(f"unpickled Executable was compiled for {target_key}; this process "
+                           f"runs on {target.key}: build the module again here")
+    jobs: dict[str, Job] = {}
+    for name, (symbol, tier) in symbols.items():
+        func = mod.functions.get(name)
+        if not transform.is_prim_func(func):
+            raise RuntimeError(f"unpickled Executable: {name!r} is not a PrimFunc of its module")
+        jobs[name] = Job("", name, func, symbol=symbol, tier=tier)
+    for k, (obj, symbol) in enumerate(objects):
+        problem = object_problem(obj, symbol, target.triple)
+        if problem is not None:
+            raise RuntimeError(f"unpickled Executable: object {k} is not loadable here: "
+                               f"{problem}")
+    engine = _engine_of(obj for obj, _ in objects)
+    kernels = _kernels(mod, jobs, engine)
+    graphs = _graph_executors(mod, kernels) if has_graphs else {}
+    saved = (mod, symbols, objects, settings, has_graphs, target_key)
+    return Executable(kernels, {n: _source(j, settings) for n, j in jobs.items()}, engine,
+                      graphs, mod if has_graphs else None, pickled=(load_executable, saved))
 
 __all__ = ["GENERIC_MAX_ELEMENTS", "GRAPH_PIPELINE", "build", "build_context", "code_version",
-           "graph_pipeline"]
+           "graph_pipeline", "load_executable"]

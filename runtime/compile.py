@@ -26,6 +26,7 @@ shares with earlier builds, loading each needed batch once.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 import time
@@ -151,11 +152,17 @@ class Compiler:
     cache : DiskCache or None
     progress : callable, optional
         ``progress(done, total)`` after every batch (and once at the start).
+    executor : optional
+        Where LLVM compiles the batches: a ``concurrent.futures.Executor`` (a process
+        pool) or a Dask client (anything whose ``submit(fn, *args)`` returns a future).
+        None: one background thread of this process. Lowering stays here either way;
+        only LLVM IR text travels, and object bytes come back.
     """
 
     def __init__(self, jobs: list[Job], fast_math: bool, cache: DiskCache | None,
-                 progress: Progress | None) -> None:
+                 progress: Progress | None, executor: Any = None) -> None:
         self.jobs = jobs
+        self.executor = executor  # anything with submit(fn, *args) -> future; None: a thread
         self.fast_math = fast_math
         self.cache = cache
         self.progress = progress
@@ -222,13 +229,8 @@ class Compiler:
         items = [(lower_tir(job.name, job.func), job.symbol) for job in batch]
         return lower_batch(items, self.target, batch[0].batch, self.fast_math)
 
-    def _compile(self, key: str, text: str, batch: list[Job]) -> tuple[str, bytes, float]:
-        start = time.perf_counter()
-        try:
-            obj = compile_ir(text, batch[0].tier).obj
-        except Exception as exc:  # NOTE: LLVM reports any failure as a RuntimeError
-            raise self._culprit(batch, exc) from exc
-        return key, obj, time.perf_counter() - start
+    def _submit(self, pool: Any, text: str, batch: list[Job]) -> Any:
+        return pool.submit(compile_batch, text, batch[0].tier, self.target.key)
 
     def _culprit(self, batch: list[Job], exc: Exception) -> RuntimeError:
         """The first kernel of a failed batch that fails alone, named in an error."""
@@ -240,10 +242,14 @@ class Compiler:
                 return RuntimeError(f"build: LLVM failed to compile kernel {job.name!r} "
                                     f"({', '.join(job.names)}): {alone}")
         names = ", ".join(j.name for j in batch)
-        return RuntimeError(f"build: LLVM failed to compile the batch of kernels {names}: {exc}")
+        return RuntimeError(f"build: compiling the batch of kernels {names} failed: "
+                            f"{type(exc).__name__}: {exc}")
 
-    def _finished(self, future: Future[tuple[str, bytes, float]], batch: list[Job]) -> None:
-        key, obj, seconds = future.result()
+    def _finished(self, future: Future[tuple[bytes, float]], key: str, batch: list[Job]) -> None:
+        try:
+            obj, seconds = future.result()
+        except Exception as exc:  # NOTE: a failed batch or a lost worker: name the kernels
+            raise self._culprit(batch, exc) from exc
         self.stats["llvm_s"] += seconds
         self.stats["compiled"] += len(batch)
         self.stats["batches"] += 1
@@ -271,8 +277,11 @@ class Compiler:
             return
         for job in todo:
             job.size = _size(job.func)
-        pending: list[tuple[Future[tuple[str, bytes, float]], list[Job]]] = []
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="irkernel-llvm") as pool:
+        pending: list[tuple[Future[tuple[bytes, float]], str, list[Job]]] = []
+        own = None if self.executor is not None else ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="irkernel-llvm")
+        pool = self.executor if own is None else own
+        with own if own is not None else contextlib.nullcontext():
             try:
                 for batch in self._batches(todo):
                     key = self._name(batch, version)
@@ -284,15 +293,28 @@ class Compiler:
                         self._ready(key, obj, batch)
                         continue
                     text = self._prepare(batch)
-                    pending.append((pool.submit(self._compile, key, text, batch), batch))
+                    pending.append((self._submit(pool, text, batch), key, batch))
                     while pending and pending[0][0].done():
                         self._finished(*pending.pop(0))
-                for future, batch in pending:
-                    self._finished(future, batch)
+                for future, key, batch in pending:
+                    self._finished(future, key, batch)
             except BaseException:
-                for future, _ in pending:
+                for future, _, _ in pending:
                     future.cancel()
                 raise
+
+
+def compile_batch(ir_text: str, tier: str, target_key: str) -> tuple[bytes, float]:
+    """One batch's object bytes and the seconds LLVM took, where this runs (the build's
+    thread or an engine's worker). A worker whose CPU differs from the caller's would
+    emit code for another machine: refused, naming both."""
+    here = host().key
+    if here != target_key:
+        raise RuntimeError(f"this worker compiles for {here}, the build is for {target_key}; "
+                           "use workers on machines of the caller's CPU")
+    start = time.perf_counter()
+    obj = compile_ir(ir_text, tier).obj
+    return obj, time.perf_counter() - start
 
 
 def _size(func: PrimFunc) -> int:

@@ -84,14 +84,24 @@ class Executable(Mapping[str, "Kernel | GraphExecutor"]):
 
     def __init__(self, kernels: dict[str, Kernel], sources: dict[str, Callable[[str], str]],
                  engine: Engine, graphs: dict[str, GraphExecutor] | None = None,
-                 lowered: IRModule | None = None) -> None:
+                 lowered: IRModule | None = None,
+                 pickled: tuple[Callable[..., Executable], tuple[Any, ...]] | None = None
+                 ) -> None:
         self._kernels = kernels
+        self._pickled = pickled  # (loader, state): the lowered module and the object bytes
         self._sources = sources
         self._engine = engine
         self._graphs = graphs or {}
         self._memo: dict[tuple[str, str], str] = {}
         #: The module after the lowering pipeline (None for a module of PrimFuncs only).
         self.lowered_module = lowered
+
+    def __reduce__(self) -> tuple[Callable[..., Executable], tuple[Any, ...]]:
+        """Pickles as its lowered module plus object bytes; loading links them again in the
+        loading process (same CPU only: ``runtime.build.load_executable``)."""
+        if self._pickled is None:
+            raise TypeError("this Executable was not made by runtime.build and cannot pickle")
+        return self._pickled
 
     def __getitem__(self, name: str) -> Kernel | GraphExecutor:
         found = self._graphs.get(name) or self._kernels.get(name)

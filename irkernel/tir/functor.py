@@ -160,6 +160,17 @@ class Substitute(Mutator):
 
     def __init__(self, mapping: Mapping[str, PrimExpr]) -> None:
         self.mapping = mapping
+        # id -> (node, result): a subexpression shared by several parents (a DAG, as
+        # FuseTIR's inlining makes) is rewritten once, not once per path to it
+        self._memo: dict[int, tuple[Any, Any]] = {}
+
+    def visit(self, node: Any) -> Any:
+        hit = self._memo.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        out = super().visit(node)
+        self._memo[id(node)] = (node, out)
+        return out
 
     def visit_Var(self, var: Var) -> PrimExpr:
         return self.mapping.get(var.name, var)
