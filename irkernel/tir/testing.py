@@ -212,12 +212,12 @@ class _Gen:
                             const(False), tuple(v for v, _ in loops))
         lets: list[Var] = []
         binding = None
+        reads = None if scratch else probe  # scratch starts uninitialized: never read it
         if c.integer(0, 2) == 0:
             let_dtype = _pick(c, self.dtypes)
             binding = (Var(self.fresh("t"), let_dtype),
-                       self.expr(let_dtype, 1, probe, loops, lets))
+                       self.expr(let_dtype, 1, reads, loops, lets))
             lets.append(binding[0])
-        reads = None if scratch else probe
         value = self.expr(out.dtype, 0, reads, loops, lets)
         body: Stmt = BufferStore(out, value, probe.indices)
         if c.integer(0, 3) == 0:

@@ -72,3 +72,20 @@ def test_min_max_order_signed_zeros_like_the_interpreter() -> None:
     assert all(same_values(g, w) for g, w in zip(got, want, strict=True))
     assert list(np.signbit(got[0][:2])) == [True, True]
     assert list(np.signbit(got[1][:2])) == [False, False]
+
+
+def test_random_kernels_never_read_scratch_before_writing_it() -> None:
+    """Regression: the let of a staged nest read the scratch buffer it was computing, so
+    the result depended on whatever the stack held (a failure that came and went with
+    the stack contents left by earlier calls)."""
+    from irkernel.tir.testing import random_prim_func
+
+    for seed in range(400):
+        func = random_prim_func(seed)
+        for alloc in tir.post_order(func.body):
+            if not isinstance(alloc, tir.Allocate):
+                continue
+            first = alloc.body.stmts[0] if isinstance(alloc.body, tir.SeqStmt) else alloc.body
+            reads = [ld for ld in tir.post_order(first)
+                     if isinstance(ld, tir.BufferLoad) and ld.buffer.name == alloc.buffer.name]
+            assert not reads, f"seed {seed} reads {alloc.buffer.name} while computing it"
