@@ -171,6 +171,8 @@ def _generic_ok(op_name: str, types: tuple[Any, ...], result: Any, limit: int) -
     runtime extents runs as fast as one with constant ones: no kernel per shape)."""
     if not limit:
         return False
+    if op_name == "matmul":  # by work: M * N * K multiply-adds, not the tensors' sizes
+        return math.prod(result[1]) * (types[0][1][-1] if types[0][1] else 1) <= limit
     return op_name == "concat" or all(math.prod(shape) <= limit
                                       for _, shape in (*types, result))
 

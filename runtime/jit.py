@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
-from runtime.target import FAST_PASSES, MINIMAL_PASSES, PIPELINE, host
+from runtime.target import FAST_PASSES, LEAN_SPEED_LEVEL, MINIMAL_PASSES, PIPELINE, host
 
 _COMPILE_LOCK = threading.Lock()
 
@@ -35,9 +35,10 @@ class Compiled:
 
 
 #: Optimization tiers: ``full`` (the O3 pipeline and the optimizing backend) for kernels
-#: whose run time matters, ``fast`` (``target.FAST_PASSES``, fast isel) for small kernels,
+#: whose run time matters, ``lean`` (the O2 pipeline with the vectorizers, backend O2) for
+#: shape-generic kernels, ``fast`` (``target.FAST_PASSES``, fast isel) for small kernels,
 #: ``minimal`` (``target.MINIMAL_PASSES``, fast isel) for kernels of very many loops.
-TIERS = ("full", "fast", "minimal")
+TIERS = ("full", "lean", "fast", "minimal")
 
 
 def optimize(ir_text: str, tier: str = "full") -> llvm.ModuleRef:
@@ -53,9 +54,10 @@ def optimize(ir_text: str, tier: str = "full") -> llvm.ModuleRef:
             getattr(mpm, f"add_{name}_pass")()
         mpm.run(module, pb)
         return module
-    if tier != "full":
+    if tier not in ("full", "lean"):
         raise ValueError(f"unknown optimization tier {tier!r}; expected one of {TIERS}")
-    pto = llvm.create_pipeline_tuning_options(speed_level=PIPELINE["speed_level"])
+    speed = PIPELINE["speed_level"] if tier == "full" else LEAN_SPEED_LEVEL
+    pto = llvm.create_pipeline_tuning_options(speed_level=speed)
     pto.loop_vectorization = PIPELINE["loop_vectorization"]
     pto.slp_vectorization = PIPELINE["slp_vectorization"]
     pto.loop_interleaving = PIPELINE["loop_interleaving"]
@@ -68,7 +70,9 @@ def optimize(ir_text: str, tier: str = "full") -> llvm.ModuleRef:
 
 def _machine(tier: str) -> llvm.TargetMachine:
     target = host()
-    return target.machine if tier == "full" else target.fast_machine
+    if tier == "full":
+        return target.machine
+    return target.lean_machine if tier == "lean" else target.fast_machine
 
 
 def compile_ir(ir_text: str, tier: str = "full") -> Compiled:
@@ -117,6 +121,13 @@ class Engine:
         addr = self._engine.get_function_address(symbol)
         if not addr:
             raise LookupError(f"symbol {symbol!r} is not defined by the loaded objects")
+        return int(addr)
+
+    def data_address(self, symbol: str) -> int:
+        """The address of a global variable of the loaded objects; LookupError when absent."""
+        addr = self._engine.get_global_value_address(symbol)
+        if not addr:
+            raise LookupError(f"global {symbol!r} is not defined by the loaded objects")
         return int(addr)
 
 
