@@ -1,4 +1,4 @@
-"""A scheduled 2-D float matmul template: packed panels, register tiles, parallel columns.
+"""Scheduled float matmul templates: packed panels, register tiles, parallel columns.
 
 Why a schedule and not the canonical form: the canonical ``out[i, j] +=
 a[i, k] * b[k, j]`` nest runs at a few GFLOP/s, and matmul decides the MLP
@@ -17,21 +17,28 @@ target (within 1.5x of OpenBLAS at batch 64, hidden 1024). The schedule:
   sequentially. Measured on this VM at 64 x 1024 x 1024, one thread: 1.57 ms
   unpacked 8x32 -> 1.04 ms packed 4x64 (medians; ~185 GFLOP/s at best, near
   the FMA peak);
-* an ``MR x NR`` accumulator tile (4 x 64 or 8 x 32 float32: sixteen 512-bit
-  registers; one broadcast of A and ``NR / 16`` vector loads of the panel per
-  ``NR / 16 * MR`` FMAs) is updated with exact ``fma`` over the whole K loop,
-  then stored once. Storing once (no K blocking that re-reads C) is what lets
-  FuseTIR fold an elementwise epilogue (bias, relu) into the store.
+* an ``MR x NR`` accumulator tile is updated with exact ``fma`` over the whole K
+  loop, then stored once. Storing once (no K blocking that re-reads C) is what lets
+  FuseTIR fold an elementwise epilogue (bias, relu) into the store. The tile is sized
+  to the register file (``passes/topi/vector.py``): with 32 registers (AVX-512) 4 x 4
+  or 8 x 2 vectors (sixteen accumulators); with 16 (AVX2, SSE) 6 x 2 vectors (twelve,
+  the shape of OpenBLAS's Haswell kernel), rows fewer than 6 taking wider tiles. The
+  4 x 64 float32 tile on AVX2 needed 32 accumulators and spilled: 17 GFLOP/s at
+  64 x 1024 x 1024 against OpenBLAS's 66.
 
-Used when N is at least a lane tile (16 float32 / 8 float64 values) and the problem
-is not tiny (the last ``N % NR`` columns, when N is not a multiple of a lane tile, are
-one narrower unpacked panel after the parallel loop: a classifier's 1000 columns);
-M takes the largest row tile dividing it. Otherwise
-LegalizeOps uses the canonical reduction. Imports irkernel.tir only.
+Used when N is at least one vector and the problem is not tiny (the last ``N % NR``
+columns are one narrower unpacked panel after the parallel loop: a classifier's 1000
+columns; the last ``M % MR`` rows, a shorter tile). Batched forms: ``x[..., M, K] @
+w[K, N]`` (a linear layer over a sequence) is one matmul of ``prod(...) * M`` rows, read
+and written in place through the batch indices; ``a[..., M, K] @ b[..., K, N]`` with
+equal batch shapes (attention) is one parallel loop over (batch, column panel).
+Otherwise LegalizeOps uses the canonical reduction. Imports irkernel.tir and
+passes.topi.vector only.
 """
 
 # no `from __future__ import annotations`: T.prim_func evaluates the closures in annotations
 
+import math
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
@@ -39,42 +46,55 @@ from irkernel.tir import script as T
 from irkernel.tir.buffer import Buffer
 from irkernel.tir.expr import PrimExpr
 from irkernel.tir.function import PrimFunc
+from passes.topi.vector import registers, vector_bits
 
 #: Below this many multiply-adds the canonical (fusable) reduction is used instead.
 MIN_WORK = 16 * 16 * 16
 
+#: Multiply-adds from which the column panels run on the thread pool (below it a launch
+#: costs more than the second core saves: ~25 us of work at one thread).
+PARALLEL_MIN_MACS = 1 << 19
 
 #: Largest packed panel (bytes) for the wide 4 x (4 lanes) tile; above it a narrower
 #: panel keeps the packed block in L2.
 WIDE_PANEL_BYTES = 256 * 1024
 
 
-def _tile(m: int, n: int, k: int, dtype: str) -> tuple[int, int] | None:
-    """(MR, NR): 4 x 4 lanes when it fits (fewest loads per FMA at 16 accumulators), else
-    the widest NR of 2 or 1 lanes with the largest row tile dividing M."""
-    lanes = 16 if dtype == "float32" else 8
+def _tile(m: int, n: int, k: int, dtype: str, bits: int) -> tuple[int, int] | None:
+    """(MR, NR) for a register file of ``registers(bits)`` vectors of ``bits``, or None
+    when N is narrower than one vector."""
     itemsize = 4 if dtype == "float32" else 8
-    if m % 4 == 0 and n % (4 * lanes) == 0 and k * 4 * lanes * itemsize <= WIDE_PANEL_BYTES:
-        return 4, 4 * lanes
-    nr = next((c for c in (2 * lanes, lanes) if n % c == 0), None)
-    if nr is None:
-        if n < lanes:
-            return None
-        nr = lanes  # the last n % lanes columns are a narrower tail panel
-    mr = next(c for c in (8, 6, 4, 3, 2, 1) if m % c == 0)
-    return mr, nr
+    lanes = bits // (8 * itemsize)
+    if n < lanes:
+        return None
+    if registers(bits) >= 32:  # sixteen accumulators: 4 x 4 vectors when it fits
+        if m % 4 == 0 and n % (4 * lanes) == 0 and k * 4 * lanes * itemsize <= WIDE_PANEL_BYTES:
+            return 4, 4 * lanes
+        nr = next((c for c in (2 * lanes, lanes) if n % c == 0), lanes)
+        return next(c for c in (8, 6, 4, 3, 2, 1) if m % c == 0), nr
+    # twelve accumulators: 6 x 2 vectors; fewer rows take wider tiles (a GEMV row 1 x 4)
+    vectors = n // lanes
+    if m >= 6:
+        return (6, 2 * lanes) if vectors >= 2 else (8, lanes)
+    return m, min(4, 12 // m, vectors) * lanes
 
 
 @lru_cache(maxsize=256)
-def scheduled_matmul(m: int, n: int, k: int, dtype: str) -> PrimFunc | None:
+def _cached(m: int, n: int, k: int, dtype: str, bits: int) -> PrimFunc | None:
+    return matmul_with_epilogue(m, n, k, dtype, bits=bits)
+
+
+def scheduled_matmul(m: int, n: int, k: int, dtype: str, bits: int = 0) -> PrimFunc | None:
     """The scheduled PrimFunc ``(x0: (m, k), x1: (k, n), out: (m, n))``, or None when the
-    shape does not fit the tiles (or is too small to be worth it)."""
-    return matmul_with_epilogue(m, n, k, dtype)
+    shape does not fit the tiles (or is too small to be worth it). ``bits``: the vector
+    width to tile for (0: ``vector_bits()``)."""
+    return _cached(m, n, k, dtype, bits or vector_bits())
 
 
 def matmul_with_epilogue(m: int, n: int, k: int, dtype: str, extra: Sequence[Buffer] = (),
                          epilogue: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr]
-                         | None = None, out_dtype: str | None = None) -> PrimFunc | None:
+                         | None = None, out_dtype: str | None = None,
+                         bits: int = 0) -> PrimFunc | None:
     """The scheduled matmul with an elementwise epilogue fused into its final store (FuseTIR).
 
     Parameters: ``(x0, x1, *extra, out)``; ``epilogue(acc, i, j)`` gives the value
@@ -83,72 +103,141 @@ def matmul_with_epilogue(m: int, n: int, k: int, dtype: str, extra: Sequence[Buf
     vector loads). ``out_dtype`` defaults to ``dtype``. None when the shape does
     not fit the tiles.
     """
-    if dtype not in ("float32", "float64") or m * n * k < MIN_WORK or k == 0:
-        return None
-    tile = _tile(m, n, k, dtype)
-    if tile is None:
-        return None
-    mr, nr = tile
-    finish = epilogue or (lambda acc, i, j: acc)
-    odt = out_dtype or dtype
-
-    matmul = _schedule(m, n, k, mr, nr, dtype, odt, finish)
-    if not extra:
+    matmul = _build((m, k), (k, n), dtype, out_dtype or dtype, bits or vector_bits(),
+                    epilogue or (lambda acc, i, j: acc))
+    if matmul is None or not extra:
         return matmul
     x0, x1, out = matmul.params
     return PrimFunc((x0, x1, *extra, out), matmul.body, matmul.attrs)
 
 
-def _schedule(m: int, n: int, k: int, mr: int, nr: int, dtype: str, odt: str,  # noqa: C901
-              finish: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr]) -> PrimFunc:
-    """One task per NR-wide column panel; its row blocks stream past the panel.
+@lru_cache(maxsize=256)
+def _cached_batched(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str,
+                    bits: int) -> PrimFunc | None:
+    return _build(a_shape, b_shape, dtype, dtype, bits, lambda acc, i, j: acc)
+
+
+def scheduled_batch_matmul(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str,
+                           bits: int = 0) -> PrimFunc | None:
+    """The scheduled ``a @ b`` of an N-d ``a`` and a 2-d ``b`` (rows flattened), or of
+    operands of equal batch shapes; None for other forms (broadcast batches, vectors) and
+    shapes that do not fit the tiles."""
+    return _cached_batched(tuple(a_shape), tuple(b_shape), dtype, bits or vector_bits())
+
+
+def _unravel(flat: PrimExpr, dims: tuple[int, ...]) -> tuple[PrimExpr, ...]:
+    """Indices of ``flat`` in C order over ``dims`` (extent-1 dims index 0)."""
+    out: list = []
+    for d in reversed(dims):
+        out.append(0 if d == 1 else flat % d)
+        flat = flat // d
+    return tuple(reversed(out))
+
+
+def _build(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str, odt: str,
+           bits: int, finish: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr]
+           ) -> PrimFunc | None:
+    """The problem as (batches, rows, K, N) with index maps into the real buffers."""
+    if dtype not in ("float32", "float64") or len(a_shape) < 2 or len(b_shape) < 2:
+        return None
+    *a_batch, m, k = a_shape
+    *b_batch, k2, n = b_shape
+    if k != k2:
+        return None
+    if not b_batch:  # x[..., M, K] @ w[K, N]: one matmul over every row
+        batches, rows, row_dims = 1, math.prod(a_batch) * m, (*a_batch, m)
+    elif tuple(a_batch) == tuple(b_batch):
+        batches, rows, row_dims = math.prod(a_batch), m, (m,)
+    else:
+        return None
+    if batches * rows * n * k < MIN_WORK or k == 0:
+        return None
+    tile = _tile(rows, n, k, dtype, bits)
+    if tile is None:
+        return None
+    out_shape = (*(a_batch if not b_batch else b_batch), m, n)
+    return _schedule(batches, rows, n, k, tile, dtype, odt, finish, a_shape, b_shape,
+                     out_shape, tuple(b_batch), row_dims)
+
+
+def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # noqa: C901
+              dtype: str, odt: str, finish: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr],
+              a_shape: tuple[int, ...], b_shape: tuple[int, ...], out_shape: tuple[int, ...],
+              batch_dims: tuple[int, ...], row_dims: tuple[int, ...]) -> PrimFunc:
+    """One task per (batch, NR-wide column panel); its row blocks stream past the panel.
 
     Specialized at trace time (plain Python ``if``/``for``): with several row blocks
-    the panel is packed first (see the module docstring); with one (M == MR) each
-    panel is read once, so a packed copy would only add a pass, and the row-block
-    loop disappears.
+    the panel is packed first (see the module docstring); with one each panel is read
+    once, so a packed copy would only add a pass, and the row-block loop disappears.
     """
-    rows = m // mr
-    pack = rows > 1
+    mr, nr = tile
+    blocks, rtail = divmod(m, mr)
+    pack = blocks + (rtail > 0) > 1
     full, tail = divmod(n, nr)
+    tasks = batches * full
+    parallel = batches * m * n * k >= PARALLEL_MIN_MACS and tasks > 1
 
-    def tile(x0, io, width, b_of, name):
-        """Emit one ``MR x width`` register tile of rows ``io * MR...``: zeroed, then exact
+    def batch_index(b):
+        return () if not batch_dims else _unravel(b, batch_dims)
+
+    def a_at(x0, b, r, kk):
+        return x0[(*batch_index(b), *_unravel(r, row_dims), kk)]
+
+    def b_at(x1, b, kk, j):
+        return x1[(*batch_index(b), kk, j)]
+
+    def tile_of(x0, b, row0, height, width, b_of, name):
+        """Emit one ``height x width`` register tile of rows ``row0...``: zeroed, then exact
         fma over K (``b_of(kk, ji)`` reads B); the caller stores it once."""
-        acc = T.alloc_buffer((mr, width), dtype, name=name)
-        for ii in T.unroll(mr):
+        acc = T.alloc_buffer((height, width), dtype, name=name)
+        for ii in T.unroll(height):
             for ji in T.vectorized(width):
                 acc[ii, ji] = 0.0
         for kk in T.serial(k):
-            for ii in T.unroll(mr):
+            for ii in T.unroll(height):
                 for ji in T.vectorized(width):
-                    acc[ii, ji] = T.fma(x0[io * mr + ii, kk], b_of(kk, ji), acc[ii, ji])
+                    acc[ii, ji] = T.fma(a_at(x0, b, row0 + ii, kk), b_of(kk, ji), acc[ii, ji])
         return acc
 
-    def store(out, acc, io, col0, width):
-        for ii in T.unroll(mr):
+    def store(out, acc, b, row0, height, col0, width):
+        for ii in T.unroll(height):
             for ji in T.vectorized(width):
-                out[io * mr + ii, col0 + ji] = finish(acc[ii, ji], io * mr + ii, col0 + ji)
+                r = row0 + ii
+                out[(*batch_index(b), *_unravel(r, row_dims), col0 + ji)] = finish(
+                    acc[ii, ji], r, col0 + ji)
+
+    def row_blocks(x0, out, b, col0, width, b_of, names):
+        """Every row block of one column panel: full tiles, then the ``M % MR`` rows."""
+        for io in T.serial(blocks) if blocks > 1 else ((0,) if blocks else ()):
+            acc = tile_of(x0, b, io * mr, mr, width, b_of, names[0])
+            store(out, acc, b, io * mr, mr, col0, width)
+        if rtail:
+            racc = tile_of(x0, b, blocks * mr, rtail, width, b_of, names[1])
+            store(out, racc, b, blocks * mr, rtail, col0, width)
 
     @T.prim_func(private=True)
-    def matmul(x0: T.Buffer((m, k), dtype), x1: T.Buffer((k, n), dtype),
-               out: T.Buffer((m, n), odt)):
-        for jo in T.parallel(full):
+    def matmul(x0: T.Buffer(a_shape, dtype), x1: T.Buffer(b_shape, dtype),
+               out: T.Buffer(out_shape, odt)):
+        for task in T.parallel(tasks) if parallel else T.serial(tasks):
+            b = task // full if batches > 1 else 0
+            jo = task % full if batches > 1 else task
             if pack:
                 panel = T.alloc_buffer((k, nr), dtype)
                 for kk in T.serial(k):
                     for ji in T.vectorized(nr):
-                        panel[kk, ji] = x1[kk, jo * nr + ji]
-            for io in T.serial(rows) if pack else (0,):
-                acc = tile(x0, io, nr, (lambda kk, ji: panel[kk, ji]) if pack  # noqa: B023
-                           else (lambda kk, ji: x1[kk, jo * nr + ji]), "acc")  # noqa: B023
-                store(out, acc, io, jo * nr, nr)
-        if tail:  # the last n % nr columns: one narrower, unpacked panel
-            for io in T.serial(rows):
-                # its own name: FuseTIR renames a callee's allocations by name
-                tacc = tile(x0, io, tail, lambda kk, ji: x1[kk, full * nr + ji], "tacc")
-                store(out, tacc, io, full * nr, tail)
+                        panel[kk, ji] = b_at(x1, b, kk, jo * nr + ji)
+            # scratch names are unique per shape: FuseTIR renames a callee's allocations
+            row_blocks(x0, out, b, jo * nr, nr,
+                       (lambda kk, ji: panel[kk, ji]) if pack  # noqa: B023
+                       else (lambda kk, ji: b_at(x1, b, kk, jo * nr + ji)),  # noqa: B023
+                       ("acc", "racc"))
+        if tail:  # the last n % nr columns: one narrower, unpacked panel per batch
+            for b in T.serial(batches) if batches > 1 else (0,):
+                row_blocks(x0, out, b, full * nr, tail,
+                           lambda kk, ji: b_at(x1, b, kk, full * nr + ji),  # noqa: B023
+                           ("tacc", "rtacc"))
     return matmul
 
 
-__all__ = ["MIN_WORK", "WIDE_PANEL_BYTES", "matmul_with_epilogue", "scheduled_matmul"]
+__all__ = ["MIN_WORK", "PARALLEL_MIN_MACS", "WIDE_PANEL_BYTES", "matmul_with_epilogue",
+           "scheduled_batch_matmul", "scheduled_matmul"]

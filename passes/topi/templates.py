@@ -358,10 +358,12 @@ def _concat(types: Sequence[TensorType], attrs: Mapping[str, Any], result: Tenso
 
 def _matmul(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorType) -> PrimFunc:
     (ca, sa), (_cb, sb) = types
-    if len(sa) == 2 and len(sb) == 2 and ca in FLOAT_DTYPES:
-        from passes.topi.matmul import scheduled_matmul
+    if len(sa) >= 2 and len(sb) >= 2 and ca in FLOAT_DTYPES:
+        from passes.topi.matmul import scheduled_batch_matmul, scheduled_matmul
 
-        fast = scheduled_matmul(sa[0], sb[1], sa[1], DTYPE_NAMES[ca])
+        fast = scheduled_matmul(sa[0], sb[1], sa[1], DTYPE_NAMES[ca]) \
+            if len(sa) == 2 and len(sb) == 2 else \
+            scheduled_batch_matmul(tuple(sa), tuple(sb), DTYPE_NAMES[ca])
         if fast is not None:
             return fast.with_attr("op_name", "matmul").with_attr(
                 "op_pattern", OUT_EWISE_FUSABLE)

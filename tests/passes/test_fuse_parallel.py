@@ -87,26 +87,35 @@ def test_independence_proof() -> None:
     assert work(_nest("i")) == 1 << 18
 
 
-@pytest.mark.parametrize(("m", "n", "k", "dtype", "tile"), [
-    (16, 128, 64, "float32", (4, 64)),   # wide tile, packed panels
-    (4, 64, 32, "float32", (4, 64)),     # one row block: unpacked
-    (24, 96, 40, "float32", (8, 32)),    # N not a multiple of 64
-    (6, 48, 16, "float32", (6, 16)),
-    (8, 64, 24, "float64", (4, 32)),
-    (16, 64, 2048, "float32", (8, 32)),  # K too deep for the wide panel to stay in L2
-    (1, 1000, 64, "float32", (1, 16)),   # N % 16 = 8: a narrower tail panel (a classifier)
-    (6, 37, 24, "float32", (6, 16)),     # tail of 5 columns, packed panels
+@pytest.mark.parametrize(("m", "n", "k", "dtype", "bits", "tile"), [
+    # 32 vector registers (AVX-512): sixteen accumulators
+    (16, 128, 64, "float32", 512, (4, 64)),   # wide tile, packed panels
+    (4, 64, 32, "float32", 512, (4, 64)),     # one row block: unpacked
+    (24, 96, 40, "float32", 512, (8, 32)),    # N not a multiple of 64
+    (6, 48, 16, "float32", 512, (6, 16)),
+    (8, 64, 24, "float64", 512, (4, 32)),
+    (16, 64, 2048, "float32", 512, (8, 32)),  # K too deep for the wide panel to stay in L2
+    (1, 1000, 64, "float32", 512, (1, 16)),   # N % 16 = 8: a narrower tail panel
+    (6, 37, 24, "float32", 512, (6, 16)),     # tail of 5 columns, packed panels
+    # 16 vector registers (AVX2, SSE): twelve accumulators, row tails
+    (16, 128, 64, "float32", 256, (6, 16)),   # two 6-row blocks and a 4-row tail
+    (4, 64, 32, "float32", 256, (4, 24)),     # few rows: a wider tile, a 16-column tail
+    (1, 1000, 64, "float32", 256, (1, 32)),   # a GEMV row: 4 vectors, tail of 8
+    (5, 20, 48, "float32", 256, (5, 16)),     # tail of 4 columns
+    (7, 8, 96, "float64", 256, (6, 8)),       # a 1-row tail
+    (13, 10, 40, "float32", 256, (8, 8)),     # one vector wide: 8 rows
+    (3, 9, 160, "float32", 128, (3, 8)),      # SSE: 4 lanes
 ])
-def test_scheduled_matmul_variants(m: int, n: int, k: int, dtype: str,
+def test_scheduled_matmul_variants(m: int, n: int, k: int, dtype: str, bits: int,
                                    tile: tuple[int, int]) -> None:
-    pf = scheduled_matmul(m, n, k, dtype)
+    pf = scheduled_matmul(m, n, k, dtype, bits)
     assert pf is not None
     acc = [b for b in tir.post_order(pf.body) if isinstance(b, tir.Allocate)
            and b.buffer.name == "acc"]
     assert tuple(int(s.value) for s in acc[0].buffer.shape) == tile
     packed = any(isinstance(b, tir.Allocate) and b.buffer.name == "panel"
                  for b in tir.post_order(pf.body))
-    assert packed == (m // tile[0] > 1)
+    assert packed == (-(-m // tile[0]) > 1)
     rng = np.random.default_rng(m * n + k)
     a = rng.standard_normal((m, k)).astype(dtype)
     b = rng.standard_normal((k, n)).astype(dtype)
