@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from runtime.abi import CallingConvention
 from runtime.jit import Engine
 from runtime.launcher import KERNEL_TYPE
-from runtime.threadpool import take_error
+from runtime import threadpool  # noqa: F401  (the parallel launch symbol, before kernels load)
 
 if TYPE_CHECKING:
     from irkernel.ir.module import IRModule
@@ -60,14 +60,9 @@ class Kernel:
         ------
         TypeError, ValueError
             For a bad argument, naming it; nothing runs in that case.
-        RuntimeError
-            When the thread pool failed to run a parallel loop.
         """
         slots = self._convention.pack(args, kwargs)
         self._cfunc(slots.ctypes.data)
-        error = take_error()
-        if error is not None:
-            raise RuntimeError(f"{self.name}: a parallel loop failed to run") from error
 
     def __repr__(self) -> str:
         return f"<Kernel {self.signature}>"

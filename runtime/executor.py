@@ -44,7 +44,6 @@ from runtime.launch_table import (
 )
 from runtime.launcher import run_steps
 from runtime.memory_plan import ALIGN, MemoryPlan, plan_memory
-from runtime.threadpool import take_error
 
 MAX_CALL_DEPTH = 64
 
@@ -148,8 +147,6 @@ class GraphExecutor:
             Wrong number of inputs or outputs, or a wrong dtype (naming it).
         ValueError
             A wrong shape, layout or overlap (naming the input or output).
-        RuntimeError
-            When the thread pool failed to run a parallel loop of a kernel.
         """
         arrays = check_inputs(self.func, self.name, inputs)
         outs = None if out is None else self._check_out(out, arrays)
@@ -217,10 +214,6 @@ class GraphExecutor:
                     self._call_func(call, binding, values, ptrs, depth)
         finally:
             self._free.append(binding)
-        error = take_error()
-        if error is not None:
-            raise RuntimeError(f"{self.name}: a parallel loop of a kernel failed to run") \
-                from error
         results = []
         for k, (fresh, source) in enumerate(self._outputs):
             if fresh:

@@ -1,4 +1,5 @@
-"""The parallel-loop thread pool: chunking, dynamic scheduling, thread-count changes.
+"""The parallel-loop thread pool: every iteration once, thread-count changes, concurrent
+launches, fork.
 
 The kernels record which iterations ran (each writes its own index), so a
 chunk run twice, skipped or run out of range shows up as a wrong array.
@@ -6,8 +7,10 @@ chunk run twice, skipped or run out of range shows up as a wrong array.
 
 from __future__ import annotations
 
-import itertools
+import os
+import signal
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -22,18 +25,6 @@ def _restore_threads():
     previous = runtime.get_num_threads()
     yield
     runtime.set_num_threads(previous)
-
-
-@pytest.mark.parametrize(("n", "k"), [(0, 3), (1, 4), (7, 3), (16, 16), (1000, 24), (5, 8)])
-def test_chunks_partition_the_range(n: int, k: int) -> None:
-    ranges = threadpool.chunks(n, k)
-    assert len(ranges) == k
-    assert ranges[0][0] == 0
-    assert ranges[-1][1] == n
-    assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
-    sizes = [e - b for b, e in ranges]
-    assert max(sizes) - min(sizes) <= 1
-    assert min(sizes) >= 0
 
 
 def _iota(n: int):
@@ -59,42 +50,73 @@ def test_every_iteration_runs_exactly_once(n: int, threads: int) -> None:
     np.testing.assert_array_equal(hits, 5)  # no chunk ran twice or was skipped
 
 
-def test_changing_the_thread_count_keeps_the_pool() -> None:
+def test_workers_are_kept_when_the_count_shrinks() -> None:
     kernel = _iota(64)
     out, hits = np.zeros(64, np.int64), np.zeros(64, np.int64)
     runtime.set_num_threads(3)
     kernel(out, hits)
-    pool = threadpool._state["pool"]
+    made = threadpool.worker_count()
+    assert made >= 2
     for n in (1, 2, 3, 2):
         runtime.set_num_threads(n)
         kernel(out, hits)
-        assert threadpool._state["pool"] is pool  # shrinking never re-spawns workers
-    runtime.set_num_threads(int(threadpool._state["workers"]) + 2)  # more than it has
+        assert threadpool.worker_count() == made  # shrinking never re-spawns workers
+    runtime.set_num_threads(made + 2)  # more than it has: the next launch adds one
     kernel(out, hits)
-    assert threadpool._state["pool"] is not pool  # growing replaces it
+    assert threadpool.worker_count() == made + 1
     np.testing.assert_array_equal(hits, 6)
+    np.testing.assert_array_equal(out, np.arange(64) * 3)
 
 
-def test_a_late_worker_is_not_waited_for() -> None:
-    """The launcher returns once all chunks ran, even if a worker has not started yet."""
-    kernel = _iota(64)
-    out, hits = np.zeros(64, np.int64), np.zeros(64, np.int64)
+def test_concurrent_launches_from_python_threads() -> None:
+    """One launch uses the pool at a time; a concurrent one runs its loop on its own
+    thread: every call still runs every iteration exactly once."""
+    kernel = _iota(1001)
     runtime.set_num_threads(2)
-    kernel(out, hits)  # the pool exists
-    pool = threadpool._state["pool"]
-    release = threading.Event()
-    blocker = pool.submit(release.wait)  # occupies the only worker
-    returned = threading.Event()
+    outs = [np.zeros(1001, np.int64) for _ in range(4)]
+    hits = [np.zeros(1001, np.int64) for _ in range(4)]
 
-    def call() -> None:
-        kernel(out, hits)  # the launch's worker task queues behind the blocker
-        returned.set()
+    def work(k: int) -> None:
+        for _ in range(50):
+            kernel(outs[k], hits[k])
 
-    caller = threading.Thread(target=call)
-    caller.start()
-    ok = returned.wait(timeout=5.0)  # an implementation that waits for the worker hangs here
-    release.set()
-    caller.join()
-    blocker.result()
-    assert ok, "the launch waited for a worker that had not started"
-    np.testing.assert_array_equal(hits, 2)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for out, hit in zip(outs, hits, strict=True):
+        np.testing.assert_array_equal(out, np.arange(1001) * 3)
+        np.testing.assert_array_equal(hit, 50)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_makes_its_own_workers() -> None:
+    """The parent's workers do not exist in a fork's child: its launches must not wait
+    for them (a hang) or count on them (skipped chunks)."""
+    kernel = _iota(257)
+    runtime.set_num_threads(2)
+    out, hits = np.zeros(257, np.int64), np.zeros(257, np.int64)
+    kernel(out, hits)  # the parent's pool has its worker
+    pid = os.fork()
+    if pid == 0:  # the child: exit status 0 only when the parallel loop ran completely
+        code = 1
+        try:
+            o, h = np.zeros(257, np.int64), np.zeros(257, np.int64)
+            for _ in range(20):
+                kernel(o, h)
+            ok = (o == np.arange(257) * 3).all() and (h == 20).all()
+            code = 0 if ok and threadpool.worker_count() >= 1 else 1
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 60
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung in a parallel loop")
+        time.sleep(0.05)
+    assert os.waitstatus_to_exitcode(status) == 0
