@@ -73,6 +73,7 @@ def _vit() -> torch.nn.Module:
 # tests run in seconds on naive kernels (the architectures are unchanged).
 MODELS = {
     "resnet18": (lambda: torchvision.models.resnet18(), (1, 3, 64, 64)),
+    "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(), (1, 3, 64, 64)),
     "mobilenet_v3_small": (lambda: torchvision.models.mobilenet_v3_small(), (1, 3, 64, 64)),
     "efficientnet_b0": (lambda: torchvision.models.efficientnet_b0(), (1, 3, 64, 64)),
     "densenet121": (lambda: torchvision.models.densenet121(), (1, 3, 64, 64)),
