@@ -12,7 +12,9 @@ which are libm/libmvec's, and fast math when enabled):
   NumPy, and ``-0.0 < 0.0``, which the interpreter follows); ``//`` on floats is ``floor(a / b)``, ``%`` NumPy's remainder;
 * float -> int casts are ``llvm.fptosi.sat`` (saturating, NaN is 0);
 * bools are ``i1`` in registers and one byte in memory;
-* math calls are LLVM intrinsics (``llvm.exp.f32`` ...), except ``fmod`` (the
+* float32 ``exp`` is inline IR (``runtime/inline_math.py``: a loop holding it still
+  vectorizes);
+* other math calls are LLVM intrinsics (``llvm.exp.f64`` ...), except ``fmod`` (the
   ``frem`` instruction) and ``erf`` (libm's ``erf``/``erff``, called once per lane:
   LLVM has no erf intrinsic); a *vector* call of a
   transcendental becomes calls of glibc's libmvec variants (``_ZGVeN16v_expf``)
@@ -30,6 +32,7 @@ from typing import Any
 
 from llvmlite import ir
 
+from runtime.inline_math import exp_f32
 from irkernel.tir import dtype as dt
 from irkernel.tir.buffer import Buffer, BufferLoad
 from irkernel.tir.expr import (
@@ -72,6 +75,8 @@ _INTRINSIC = {"exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log", "log2":
               "sqrt": "llvm.sqrt", "tanh": "llvm.tanh", "sin": "llvm.sin", "cos": "llvm.cos",
               "fabs": "llvm.fabs", "floor": "llvm.floor", "ceil": "llvm.ceil",
               "round": "llvm.roundeven", "pow": "llvm.pow", "fma": "llvm.fma"}
+#: Intrinsics of two operands (for declaring them).
+_BINARY_INTRINSICS = frozenset({"llvm.minnum", "llvm.maxnum"})
 #: Math ops that are plain libm calls (no LLVM intrinsic).
 _LIBM = frozenset({"erf"})
 #: Math ops with libmvec variants (the rest are single instructions on x86).
@@ -407,6 +412,10 @@ class ExprCodegen:
         if e.op == "abs":
             fn = self.intrinsic("llvm.abs", args[0].type, [args[0].type, I1], [args[0].type])
             return self.builder.call(fn, [args[0], I1(0)])
+        if e.op == "exp" and dt.element(e.dtype) == "float32":
+            return exp_f32(self.builder, args[0], self.const,
+                           lambda name, typ: self.intrinsic(name, typ, [typ] * 2 if name in
+                                                            _BINARY_INTRINSICS else [typ], [typ]))
         if e.lanes > 1 and e.op in _MVEC and self.mvec is not None:
             return self.vector_math(e.op, args, dt.element(e.dtype))
         return self.math(e.op, args)
