@@ -251,51 +251,71 @@ def scheduled_conv2d(  # noqa: C901 (trace-time specialization)
 
 #: Lanes of the channel-vectorized dot products of ``scheduled_gemv``.
 GEMV_LANES = 16
+#: Most pixels a 1x1 conv may have to run as dot products (the pixel-tiled schedule fills
+#: ``P`` of its 16 lanes: at 2x2 it ran at 6 GFLOP/s).
+GEMV_MAX_PIXELS = 8
 
 
 def gemv_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int, dtype: str,
             out_hw: tuple[int, ...], pads: tuple[int, ...]) -> bool:
-    """Whether a conv is a matrix-vector product: float32, groups 1, one input and one
-    output pixel, 1x1 kernel, no padding (a squeeze-excite block's 1x1 convs on a pooled
-    image). The pixel-tiled schedule would waste 15 of its 16 lanes there."""
+    """Whether a conv is a few matrix-vector products: float32, groups 1, a 1x1 kernel
+    without padding mapping each of at most ``GEMV_MAX_PIXELS`` input pixels to the same
+    output pixel (squeeze-excite convs on a pooled image; pointwise convs at the end of a
+    network on a 2x2 image). The pixel-tiled schedule would waste most of its lanes."""
     return (dtype == "float32" and groups == 1 and len(x_shape) == 4 and len(w_shape) == 4
-            and x_shape[2:] == (1, 1) and w_shape[2:] == (1, 1) and tuple(out_hw) == (1, 1)
-            and not any(pads))
+            and w_shape[2:] == (1, 1) and tuple(out_hw) == tuple(x_shape[2:])
+            and math.prod(out_hw) <= GEMV_MAX_PIXELS and not any(pads))
 
 
 @lru_cache(maxsize=256)
 def scheduled_gemv(x_shape: tuple[int, int, int, int],
                    w_shape: tuple[int, int, int, int]) -> PrimFunc:
-    """``out[n, o] = sum_c W[o, c] * x[n, c]`` (see ``gemv_ok``): each output channel is a
-    dot product along the weights' contiguous rows, ``GEMV_LANES`` channels at a time with
-    exact fma into a vector accumulator, then the lanes and the channel tail summed in
-    scalar; one store per output (FuseTIR's epilogue goes there). Parallel over output
-    channels when the work is large enough."""
-    n_, c_, _, _ = x_shape
+    """``out[n, o, p] = sum_c W[o, c] * x[n, c, p]`` for the ``P`` pixels of a 1x1 conv
+    (see ``gemv_ok``): per output channel, ``P`` dot products along the weights'
+    contiguous row, ``GEMV_LANES`` channels at a time with exact fma into ``P`` vector
+    accumulators (each weight vector loaded once for all pixels), then the lanes and the
+    channel tail summed in scalar; one store per output (FuseTIR's epilogue goes there).
+    With more than one pixel the image is first copied transposed (``xt[p, c]``, a few
+    KiB) so the pixel's channels are contiguous too. Parallel over output channels when
+    the work is large enough."""
+    n_, c_, h_, w_ = x_shape
     o_ = w_shape[0]
+    p_ = h_ * w_
     full, tail = divmod(c_, GEMV_LANES)
     dtype = "float32"
 
     @T.prim_func(private=True)
-    def gemv(x0: T.Buffer((n_, c_, 1, 1), dtype), x1: T.Buffer((o_, c_, 1, 1), dtype),
-             out: T.Buffer((n_, o_, 1, 1), dtype)):
+    def gemv(x0: T.Buffer((n_, c_, h_, w_), dtype), x1: T.Buffer((o_, c_, 1, 1), dtype),
+             out: T.Buffer((n_, o_, h_, w_), dtype)):
         for n in T.serial(n_):
-            for o in _over(o_ * c_)(o_):
-                lanes = T.alloc_buffer((GEMV_LANES,), dtype)
-                total = T.alloc_buffer((1,), dtype)
-                for ji in T.vectorized(GEMV_LANES):
-                    lanes[ji] = 0.0
-                for cc in T.serial(full):
+            if p_ > 1:
+                xt = T.alloc_buffer((p_ * c_,), dtype)
+                for c in T.serial(c_):
+                    for p in T.unroll(p_):
+                        xt[p * c_ + c] = x0[n, c, p // w_, p % w_]
+
+            def pixel(p, c):
+                return x0[n, c, 0, 0] if p_ == 1 else xt[p * c_ + c]  # noqa: B023
+
+            for o in _over(o_ * c_ * p_)(o_):
+                lanes = T.alloc_buffer((p_, GEMV_LANES), dtype)
+                total = T.alloc_buffer((p_,), dtype)
+                for p in T.unroll(p_):
                     for ji in T.vectorized(GEMV_LANES):
-                        lanes[ji] = T.fma(x1[o, cc * GEMV_LANES + ji, 0, 0],
-                                          x0[n, cc * GEMV_LANES + ji, 0, 0], lanes[ji])
-                total[0] = 0.0
-                for ji in T.serial(GEMV_LANES):
-                    total[0] = total[0] + lanes[ji]
-                for ci in T.serial(tail):
-                    total[0] = T.fma(x1[o, full * GEMV_LANES + ci, 0, 0],
-                                     x0[n, full * GEMV_LANES + ci, 0, 0], total[0])
-                out[n, o, 0, 0] = total[0]
+                        lanes[p, ji] = 0.0
+                for cc in T.serial(full):
+                    for p in T.unroll(p_):
+                        for ji in T.vectorized(GEMV_LANES):
+                            lanes[p, ji] = T.fma(x1[o, cc * GEMV_LANES + ji, 0, 0],
+                                                 pixel(p, cc * GEMV_LANES + ji), lanes[p, ji])
+                for p in T.unroll(p_):
+                    total[p] = 0.0
+                    for ji in T.serial(GEMV_LANES):
+                        total[p] = total[p] + lanes[p, ji]
+                    for ci in T.serial(tail):
+                        total[p] = T.fma(x1[o, full * GEMV_LANES + ci, 0, 0],
+                                         pixel(p, full * GEMV_LANES + ci), total[p])
+                    out[n, o, p // w_, p % w_] = total[p]
 
     return gemv
 
@@ -408,6 +428,7 @@ def plane_window(  # noqa: C901 (trace-time specialization)
 
 __all__ = [
     "GEMV_LANES",
+    "GEMV_MAX_PIXELS",
     "MAX_TAPS",
     "MIN_WORK",
     "conv_ok",
