@@ -26,8 +26,9 @@ from irkernel.tir.expr import IntImm, Var
 from irkernel.tir.functor import post_order
 from irkernel.tir.stmt import Allocate, BufferStore, For, SeqStmt, Stmt
 
-#: Innermost iterations below which a nest stays serial (~50 us of elementwise work).
-PARALLEL_MIN_WORK = 1 << 17
+#: Innermost iterations below which a nest stays serial (~10 us of elementwise work; the
+#: native pool's launch costs a few us: ``runtime/threadpool.py``).
+PARALLEL_MIN_WORK = 1 << 15
 
 
 def work(stmt: Stmt) -> int:

@@ -52,8 +52,8 @@ from passes.topi.vector import registers, vector_bits
 MIN_WORK = 16 * 16 * 16
 
 #: Multiply-adds from which the column panels run on the thread pool (below it a launch
-#: costs more than the second core saves: ~25 us of work at one thread).
-PARALLEL_MIN_MACS = 1 << 19
+#: costs more than the second core saves: ~3 us of work at one thread).
+PARALLEL_MIN_MACS = 1 << 16
 
 #: Largest packed panel (bytes) for the wide 4 x (4 lanes) tile; above it a narrower
 #: panel keeps the packed block in L2.
