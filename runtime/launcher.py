@@ -76,12 +76,13 @@ def _launcher() -> _Launcher:
         return _Launcher()
 
 
-def run_steps(fns: np.ndarray, starts: np.ndarray, slots: np.ndarray, begin: int,
-              end: int) -> None:
-    """Run launches ``[begin, end)`` of a table (int64 arrays, C-contiguous, kept alive
-    by the caller for the duration of the call)."""
+def run_steps(fns: int, starts: int, slots: int, begin: int, end: int) -> None:
+    """Run launches ``[begin, end)`` of a table, given the data addresses of its int64
+    arrays (C-contiguous, kept alive by the caller for the duration of the call):
+    addresses, not arrays, because ``ndarray.ctypes`` costs a microsecond or more per
+    call and a small model's whole run is a few hundred."""
     if begin < end:
-        _launcher().call(fns.ctypes.data, starts.ctypes.data, slots.ctypes.data, begin, end)
+        _launcher().call(fns, starts, slots, begin, end)
 
 
 __all__ = ["KERNEL_TYPE", "SYMBOL", "run_steps"]
