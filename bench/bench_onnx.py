@@ -2,7 +2,7 @@
 
 Run as a script (it is not a pytest suite):
 
-    PYTHONPATH=.:tests/frontend .venv/bin/python bench/bench_onnx.py [--runs 15] [model ...]
+    PYTHONPATH=.:tests/frontend .venv/bin/python bench/bench_onnx.py [--runs 15] [--size 224] [model ...]
 
 Models: the PyTorch exports of ``tests/frontend/models`` (weights regenerated from seed 0
 by ``tests/frontend/model_weights.py``, input sizes as in the tests) and ``light:<name>``
@@ -40,7 +40,26 @@ DEFAULT_MODELS = ["resnet18", "mobilenet_v3_small", "efficientnet_b0", "squeezen
 THREADS = (1, 2)
 
 
-def bench_model(name: str, runs: int, warmups: int, pause: float) -> dict[str, object]:
+def resized(model, size: int):  # noqa: ANN001, ANN201 (onnx types: an optional extra)
+    """``model`` with the spatial dims of its 4-d image input set to ``size`` (the test
+    models are exported at 64x64; their graphs are size-agnostic: global pooling, then
+    flatten). Shape annotations of intermediate values are dropped, to be re-inferred."""
+    out = type(model)()
+    out.CopyFrom(model)
+    inits = {i.name for i in out.graph.initializer}
+    for info in out.graph.input:
+        dims = info.type.tensor_type.shape.dim
+        if info.name not in inits and len(dims) == 4:
+            dims[2].dim_value = dims[3].dim_value = size
+    del out.graph.value_info[:]
+    for info in out.graph.output:
+        for d in info.type.tensor_type.shape.dim:
+            d.dim_param = "d"
+    return out
+
+
+def bench_model(name: str, runs: int, warmups: int, pause: float,
+                size: int = 0) -> dict[str, object]:
     import onnxruntime as ort
     from bench_onnx_import import _load, _median_time
     from test_onnx_models import _inputs
@@ -49,6 +68,8 @@ def bench_model(name: str, runs: int, warmups: int, pause: float) -> dict[str, o
     from irkernel.frontend.onnx import from_onnx
 
     model = _load(name)
+    if size:
+        model = resized(model, size)
     inputs = _inputs(model)
     args = list(inputs.values())
     start = time.perf_counter()
@@ -120,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pause", type=float, default=0.3, help="seconds between blocks")
     parser.add_argument("--conv", action="store_true", help="also the conv GFLOP/s figure")
     parser.add_argument("--no-models", action="store_true")
+    parser.add_argument("--size", type=int, default=0,
+                        help="image side for the CNNs (default: the test models' 64)")
     args = parser.parse_args(argv)
     os.environ["IRKERNEL_CACHE_DIR"] = tempfile.mkdtemp(prefix="irkernel-bench-onnx-")
     print(f"medians of {args.runs} runs after {args.warmups} warm-ups; ratio = irkernel / ort")
@@ -137,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     ratios: dict[int, list[float]] = {t: [] for t in THREADS}
     for name in args.models or DEFAULT_MODELS:
         try:
-            r = bench_model(name, args.runs, args.warmups, args.pause)
+            r = bench_model(name, args.runs, args.warmups, args.pause, args.size)
         except Exception as exc:  # a table row per model, whatever fails
             print(f"| {name} | failed: {type(exc).__name__}: {str(exc)[:100]} |", flush=True)
             continue
