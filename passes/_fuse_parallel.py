@@ -12,7 +12,8 @@ serial, so LLVM still vectorizes them.
 The proof is syntactic and conservative: the outer loop ``v`` is serial, the
 nest has no allocation and no parallel loop inside, every store's first index
 is ``v`` itself, and every read of a buffer stored in the nest also has ``v``
-as its first index. Iteration ``v`` then only touches slice ``v`` of the
+as its first index (outer loops of extent 1 are looked through: then ``v`` must
+be the index at their depth). Iteration ``v`` then only touches slice ``v`` of the
 buffers it writes (buffers never alias: ``noalias`` on every kernel argument),
 so iterations commute. Nests with less than ``PARALLEL_MIN_WORK`` innermost
 iterations stay serial: a launch costs microseconds.
@@ -41,12 +42,14 @@ def work(stmt: Stmt) -> int:
     return 1
 
 
-def _at(indices: tuple, var: Var) -> bool:
-    return bool(indices) and isinstance(indices[0], Var) and indices[0].name == var.name
+def _at(indices: tuple, var: Var, pos: int) -> bool:
+    return len(indices) > pos and isinstance(indices[pos], Var) and indices[pos].name == var.name
 
 
-def independent_outer(stmt: Stmt) -> bool:
-    """Whether ``stmt`` is a serial loop whose iterations provably commute (see above)."""
+def independent_outer(stmt: Stmt, pos: int = 0) -> bool:
+    """Whether ``stmt`` is a serial loop whose iterations provably commute (see above):
+    every store, and every load of a buffer stored in it, has the loop variable as index
+    ``pos`` (two iterations then touch disjoint slices, whatever the other indices)."""
     if not isinstance(stmt, For) or stmt.kind != "serial" or stmt.annotations:
         return False
     var = stmt.loop_var
@@ -56,22 +59,37 @@ def independent_outer(stmt: Stmt) -> bool:
         if isinstance(n, Allocate) or (isinstance(n, For) and n.kind == "parallel"):
             return False
         if isinstance(n, BufferStore):
-            if not _at(n.indices, var):
+            if not _at(n.indices, var, pos):
                 return False
             written.add(n.buffer.name)
     return bool(written) and all(
-        _at(n.indices, var) for n in nodes
+        _at(n.indices, var, pos) for n in nodes
         if isinstance(n, BufferLoad) and n.buffer.name in written)
 
 
 def parallelize(stmt: Stmt, min_work: int = PARALLEL_MIN_WORK) -> Stmt:
-    """``stmt`` with its outer loop ``parallel`` when that is safe and worth a launch."""
+    """``stmt`` with its outer loop ``parallel`` when that is safe and worth a launch.
+
+    Loops of extent 1 (the batch axis of a batch-1 model) are looked through: the first
+    loop with more iterations is the one split. Before, such nests never ran in parallel,
+    so no elementwise kernel of a one-image CNN used the second core."""
     if not isinstance(stmt, For) or work(stmt) < min_work:
         return stmt
-    extent = stmt.extent.value if isinstance(stmt.extent, IntImm) else 0
-    if extent < 2 or not independent_outer(stmt):
+    outer: list[For] = []
+    loop = stmt
+    while (isinstance(loop, For) and loop.kind == "serial" and not loop.annotations
+           and isinstance(loop.extent, IntImm) and loop.extent.value == 1
+           and isinstance(loop.body, For)):
+        outer.append(loop)
+        loop = loop.body
+    extent = loop.extent.value if isinstance(loop, For) and isinstance(loop.extent, IntImm) \
+        else 0
+    if extent < 2 or not independent_outer(loop, len(outer)):
         return stmt
-    return stmt.replace(kind="parallel")
+    result: Stmt = loop.replace(kind="parallel")
+    for o in reversed(outer):
+        result = o.replace(body=result)
+    return result
 
 
 __all__ = ["PARALLEL_MIN_WORK", "independent_outer", "parallelize", "work"]

@@ -44,6 +44,26 @@ def test_large_chain_gets_a_parallel_outer_loop_small_stays_serial() -> None:
     assert all(n.kind == "serial" for n in tir.post_order(small.body) if isinstance(n, tir.For))
 
 
+def test_a_batch_of_one_parallelizes_its_first_longer_axis() -> None:
+    """The batch axis of a one-image CNN has extent 1: the channel axis below it is the
+    one split (regression: no elementwise kernel of a batch-1 model ran in parallel)."""
+    pf = _fused(_chain((1, 1, 64, 1024)))
+    loops = [n for n in tir.post_order(pf.body) if isinstance(n, tir.For)]
+    kinds = {int(n.extent.value): n.kind for n in loops}
+    assert kinds[64] == "parallel" and kinds[1] == "serial" and kinds[1024] == "serial"
+    mod = _chain((1, 1, 300, 1000))
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((1, 1, 300, 1000)).astype(np.float32)
+    b = rng.standard_normal(1000).astype(np.float32)
+    previous = runtime.get_num_threads()
+    runtime.set_num_threads(2)
+    try:
+        (got,) = runtime.build(mod)["main"](a, b)
+    finally:
+        runtime.set_num_threads(previous)
+    np.testing.assert_array_equal(got, ik.interpret(mod, a, b)[0])
+
+
 def test_parallel_chain_runs_correctly_on_two_threads() -> None:
     mod = _chain((300, 1000))  # 300 rows do not split evenly into the pool's chunks
     rng = np.random.default_rng(1)
