@@ -92,4 +92,16 @@ def parallelize(stmt: Stmt, min_work: int = PARALLEL_MIN_WORK) -> Stmt:
     return result
 
 
-__all__ = ["PARALLEL_MIN_WORK", "independent_outer", "parallelize", "work"]
+def parallelize_nests(body: Stmt) -> Stmt:
+    """``body`` (a nest or a sequence of nests) with each nest parallelized where safe:
+    for kernels no fusion produced (a lone reduction, an unfused elementwise op), whose
+    nests FuseTIR never saw."""
+    if isinstance(body, SeqStmt):
+        stmts = tuple(parallelize(s) for s in body.stmts)
+        return body if all(a is b for a, b in zip(stmts, body.stmts, strict=True)) \
+            else SeqStmt(stmts)
+    return parallelize(body)
+
+
+__all__ = ["PARALLEL_MIN_WORK", "independent_outer", "parallelize", "parallelize_nests",
+           "work"]

@@ -39,6 +39,7 @@ from irkernel import transform
 from irkernel.ir.module import IRModule
 from irkernel.tir.analysis import trip_count
 from irkernel.tir.function import Attrs, PrimFunc
+from passes._fuse_parallel import parallelize_nests
 from passes.tir import LOWERING
 from runtime.cache import DiskCache, digest
 from runtime.jit import TIERS, compile_ir
@@ -129,11 +130,16 @@ def lower_tir(name: str, func: PrimFunc) -> PrimFunc:
 
     Shape-generic kernels (``passes.topi.generic``) are written in lowered form
     (flat buffers, serial loops) and skip the passes: lowering simple kernels
-    directly is what makes a hundred of them cheap.
+    directly is what makes a hundred of them cheap. Other kernels of graph lowering
+    get their provably independent outer loops parallel first (FuseTIR does that for
+    the kernels it fuses; a lone reduction or elementwise op never passes through it).
     """
     if "generic_name" in func.attrs:
         func.verify(name)
         return func
+    if "op_name" in func.attrs:  # graph lowering's kernels: independent nests in parallel
+        body = parallelize_nests(func.body)
+        func = func if body is func.body else func.replace(body=body)
     pipeline = transform.Sequential([transform.get_pass(p) for p in LOWERING], name="LowerTIR")
     lowered = pipeline(IRModule({name: func}))[name]
     lowered.verify(name)

@@ -43,8 +43,8 @@ from llvmlite import ir
 
 from irkernel.tir import dtype as dt
 from irkernel.tir.analysis import const_int
-from irkernel.tir.buffer import Buffer
-from irkernel.tir.expr import IntImm, Var
+from irkernel.tir.buffer import Buffer, BufferLoad
+from irkernel.tir.expr import Add, IntImm, Var
 from irkernel.tir.function import PrimFunc
 from irkernel.tir.functor import free_vars, used_buffers
 from irkernel.tir.stmt import (
@@ -129,6 +129,9 @@ class Lowerer(ExprCodegen):
         self.in_parallel = False
         self.nontemporal = False
         self.x86 = target.triple.startswith("x86_64")
+        # graph-lowered kernels (templates, FuseTIR): their float reductions are documented
+        # to agree with the interpreter within rounding, so accumulations may reassociate
+        self.reassociate = "op_name" in func.attrs
         self.state: _FnState
 
     # the ExprCodegen state lives on the current function's state
@@ -201,7 +204,9 @@ class Lowerer(ExprCodegen):
                 self.stmt(x)
         elif isinstance(s, BufferStore):
             index = s.indices[0] if s.indices else IntImm(0)
-            self.store(s.buffer, index, self.expr(s.value), s.value.lanes)
+            value = self.accumulation(s) if self.reassociate else None
+            self.store(s.buffer, index, self.expr(s.value) if value is None else value,
+                       s.value.lanes)
         elif isinstance(s, For):
             streaming = bool(dict(s.annotations).get(NONTEMPORAL, False)) and not self.nontemporal
             self.nontemporal |= streaming
@@ -224,6 +229,21 @@ class Lowerer(ExprCodegen):
             self.expr(s.value)
         else:
             raise TypeError(f"codegen: unsupported statement {type(s).__name__}")
+
+    def accumulation(self, s: BufferStore) -> ir.Value | None:
+        """``buf[i] + v`` of a store ``buf[i] = buf[i] + v`` (float, scalar) as an fadd
+        marked ``reassoc``, else None: LLVM's loop vectorizer then splits the sum into
+        vector lanes (a global average pool ran at 1 ns an element, one add per add's
+        latency). Only in graph-lowered kernels (``self.reassociate``)."""
+        v = s.value
+        if not isinstance(v, Add) or v.lanes != 1 or not dt.is_float(v.dtype):
+            return None
+        for acc, other in ((v.a, v.b), (v.b, v.a)):
+            if isinstance(acc, BufferLoad) and acc.buffer.name == s.buffer.name \
+                    and acc.indices == s.indices:
+                return self.builder.fadd(self.expr(acc), self.expr(other),
+                                         flags=("reassoc", *self._fm))
+        return None
 
     def serial(self, var: Var, lo: ir.Value, extent: ir.Value, body: Stmt) -> None:
         bld, fn = self.builder, self.state.fn
