@@ -17,9 +17,11 @@ onnxruntime's runs, each side in a block of its own after ``--warmups`` runs, wi
 provider, default graph optimizations). ``ratio`` = irkernel ms / onnxruntime ms
 (< 1: irkernel is faster).
 
-``--conv`` adds the conv throughput figure of the issue: a 3x3 conv 64 -> 64 channels on
+``--conv`` adds the conv throughput figures of the issue: a 3x3 conv 64 -> 64 channels on
 56x56 (batch 1, pad 1) against the scheduled matmul kernel of the same FLOP count
-(``64 x 576 @ 576 x 3136``), GFLOP/s at 1 and 2 threads.
+(``64 x 576 @ 576 x 3136``), GFLOP/s at 1 and 2 threads; and a depthwise 3x3 conv's
+GB/s against NumPy copying the same bytes. The GFLOP column of the model table counts
+the convs and matmuls (2 per multiply-add).
 """
 
 from __future__ import annotations
@@ -58,6 +60,24 @@ def resized(model, size: int):  # noqa: ANN001, ANN201 (onnx types: an optional 
     return out
 
 
+def model_flops(mod) -> int:  # noqa: ANN001
+    """Floating-point operations of the convs and matmuls of ``mod["main"]`` (2 per
+    multiply-add; the rest of a CNN or transformer is a few percent): the GFLOP/s column."""
+    func = mod["main"]
+    total = 0
+    for node in range(func.num_nodes):  # a bench, not a pass: a Python loop is fine here
+        name = func.op(node).name
+        if name not in ("conv", "matmul"):
+            continue
+        out = func.shapes[int(func.shape_id[node])]
+        first, second = (func.shapes[int(func.shape_id[o])] for o in func.operands(node)[:2])
+        if name == "matmul":
+            total += 2 * math.prod(out) * first[-1]
+        else:  # weight (O, C / groups, *kernel): each output reads C/groups * kernel taps
+            total += 2 * math.prod(out) * math.prod(second[1:])
+    return total
+
+
 def bench_model(name: str, runs: int, warmups: int, pause: float,
                 size: int = 0) -> dict[str, object]:
     import onnxruntime as ort
@@ -82,6 +102,7 @@ def bench_model(name: str, runs: int, warmups: int, pause: float,
     runtime.build(from_onnx(model))
     t_cached = time.perf_counter() - start - t_import  # the import is not the build
     row: dict[str, object] = {"model": name, "import_s": t_import, "build_s": t_cold,
+                              "gflop": model_flops(mod) / 1e9,
                               "cached_build_s": t_cached,
                               "input": "x".join(str(d) for d in args[0].shape)}
     for threads in THREADS:
@@ -130,6 +151,38 @@ def bench_conv(runs: int, warmups: int, pause: float) -> dict[str, float]:
         time.sleep(pause)
         out[f"matmul_gflops_{threads}"] = flops / _median_time(
             lambda: mm["main"](*mm_args), runs, warmups) / 1e9
+    out.update(bench_depthwise(runs, warmups, pause))
+    return out
+
+
+def bench_depthwise(runs: int, warmups: int, pause: float) -> dict[str, float]:
+    """GB/s of a depthwise 3x3 conv (144 channels, 56x56, pad 1: mobilenet_v2's shape
+    class) counting one read of the image and one write of the output, against NumPy
+    copying the same bytes (``np.copyto``: the memory bandwidth one call reaches)."""
+    import numpy as np
+    from bench_onnx_import import _median_time
+
+    import irkernel as ik
+    import runtime
+
+    shape = (1, 144, 56, 56)
+    bb = ik.GraphBuilder("main")
+    x, w = bb.param("x", shape, "float32"), bb.param("w", (144, 1, 3, 3), "float32")
+    dw = runtime.build(ik.IRModule({"main": bb.finish(
+        [bb.conv(x, w, padding=[1] * 4, groups=144)])}))["main"]
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(shape).astype(np.float32),
+            rng.standard_normal((144, 1, 3, 3)).astype(np.float32)]
+    nbytes = 2 * args[0].nbytes
+    src, dst = args[0], np.empty_like(args[0])
+    out: dict[str, float] = {}
+    for threads in THREADS:
+        runtime.set_num_threads(threads)
+        time.sleep(pause)
+        out[f"depthwise_gbs_{threads}"] = nbytes / _median_time(
+            lambda: dw(*args), runs, warmups) / 1e9
+    time.sleep(pause)
+    out["copy_gbs"] = nbytes / _median_time(lambda: np.copyto(dst, src), runs, warmups) / 1e9
     return out
 
 
@@ -152,11 +205,16 @@ def main(argv: list[str] | None = None) -> int:
             conv, mm = c[f"conv_gflops_{t}"], c[f"matmul_gflops_{t}"]
             print(f"conv 3x3 64->64 56x56, {t} thread(s): {conv:.1f} GFLOP/s; matmul "
                   f"64x576x3136: {mm:.1f} GFLOP/s; conv / matmul = {conv / mm:.2f}")
+        for t in THREADS:
+            print(f"depthwise 3x3 144 ch 56x56, {t} thread(s): "
+                  f"{c[f'depthwise_gbs_{t}']:.1f} GB/s (image + output); NumPy copy of the "
+                  f"same bytes: {c['copy_gbs']:.1f} GB/s")
     if args.no_models:
         return 0
-    print("\n| model | input | build s (cold) | build s (cached) "
-          "| 1T irkernel ms | 1T ort ms | 1T ratio | 2T irkernel ms | 2T ort ms | 2T ratio |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("\n| model | input | GFLOP | build s (cold) | build s (cached) "
+          "| 1T irkernel ms | 1T ort ms | 1T ratio | 1T GFLOP/s "
+          "| 2T irkernel ms | 2T ort ms | 2T ratio | 2T GFLOP/s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     ratios: dict[int, list[float]] = {t: [] for t in THREADS}
     for name in args.models or DEFAULT_MODELS:
         try:
@@ -166,9 +224,13 @@ def main(argv: list[str] | None = None) -> int:
             continue
         for t in THREADS:
             ratios[t].append(float(r[f"ratio_{t}"]))  # type: ignore[arg-type]
-        print(f"| {name} | {r['input']} | {r['build_s']:.2f} | {r['cached_build_s']:.2f} | "
+        gflop = float(r["gflop"])  # type: ignore[arg-type]
+        print(f"| {name} | {r['input']} | {gflop:.3f} | {r['build_s']:.2f} | "
+              f"{r['cached_build_s']:.2f} | "
               + " | ".join(f"{r[f'ours_ms_{t}']:.2f} | {r[f'ort_ms_{t}']:.2f} | "
-                           f"{r[f'ratio_{t}']:.2f}" for t in THREADS) + " |", flush=True)
+                           f"{r[f'ratio_{t}']:.2f} | "
+                           f"{gflop / (float(r[f'ours_ms_{t}']) / 1e3):.1f}"  # type: ignore[arg-type]
+                           for t in THREADS) + " |", flush=True)
     for t in THREADS:
         if ratios[t]:
             geo = math.exp(sum(math.log(v) for v in ratios[t]) / len(ratios[t]))
