@@ -2,7 +2,8 @@
 
 Run as a script (it is not a pytest suite):
 
-    PYTHONPATH=.:tests/frontend .venv/bin/python bench/bench_onnx.py [--runs 15] [--size 224] [model ...]
+    PYTHONPATH=.:tests/frontend .venv/bin/python bench/bench_onnx.py \\
+        [--runs 15] [--size 224] [model ...]
 
 Models: the PyTorch exports of ``tests/frontend/models`` (weights regenerated from seed 0
 by ``tests/frontend/model_weights.py``, input sizes as in the tests) and ``light:<name>``
@@ -42,7 +43,7 @@ DEFAULT_MODELS = ["resnet18", "mobilenet_v3_small", "efficientnet_b0", "squeezen
 THREADS = (1, 2)
 
 
-def resized(model, size: int):  # noqa: ANN001, ANN201 (onnx types: an optional extra)
+def resized(model, size: int):
     """``model`` with the spatial dims of its 4-d image input set to ``size`` (the test
     models are exported at 64x64; their graphs are size-agnostic: global pooling, then
     flatten). Shape annotations of intermediate values are dropped, to be re-inferred."""
@@ -60,7 +61,7 @@ def resized(model, size: int):  # noqa: ANN001, ANN201 (onnx types: an optional 
     return out
 
 
-def model_flops(mod) -> int:  # noqa: ANN001
+def model_flops(mod) -> int:
     """Floating-point operations of the convs and matmuls of ``mod["main"]`` (2 per
     multiply-add; the rest of a CNN or transformer is a few percent): the GFLOP/s column."""
     func = mod["main"]

@@ -32,7 +32,6 @@ from typing import Any
 
 from llvmlite import ir
 
-from runtime.inline_math import exp_f32
 from irkernel.tir import dtype as dt
 from irkernel.tir.buffer import Buffer, BufferLoad
 from irkernel.tir.expr import (
@@ -65,6 +64,7 @@ from irkernel.tir.expr import (
     Sub,
     Var,
 )
+from runtime.inline_math import exp_f32
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 F32, F64 = ir.FloatType(), ir.DoubleType()

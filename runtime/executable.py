@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from runtime import threadpool  # noqa: F401  (the parallel launch symbol, before kernels load)
 from runtime.abi import CallingConvention
 from runtime.jit import Engine
 from runtime.launcher import KERNEL_TYPE
-from runtime import threadpool  # noqa: F401  (the parallel launch symbol, before kernels load)
 
 if TYPE_CHECKING:
     from irkernel.ir.module import IRModule

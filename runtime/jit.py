@@ -131,4 +131,16 @@ class Engine:
         return int(addr)
 
 
-__all__ = ["TIERS", "Compiled", "Engine", "assembly", "compile_ir", "optimize", "optimized_ir"]
+def load_host_ir(body: str) -> Engine:
+    """An engine holding ``body`` (LLVM IR without the target lines) compiled for the
+    host: the runtime's own native pieces (the launcher, the thread pool)."""
+    target = host()
+    text = (f'target triple = "{target.triple}"\n'
+            f'target datalayout = "{target.data_layout}"\n{body}')
+    engine = Engine()
+    engine.add_objects([compile_ir(text).obj])
+    return engine
+
+
+__all__ = ["TIERS", "Compiled", "Engine", "assembly", "compile_ir", "load_host_ir", "optimize",
+           "optimized_ir"]

@@ -22,10 +22,7 @@ import ctypes
 import functools
 import threading
 
-import numpy as np
-
-from runtime.jit import Engine, compile_ir
-from runtime.target import host
+from runtime.jit import load_host_ir
 
 SYMBOL = "irkernel_run_steps"
 
@@ -62,11 +59,7 @@ class _Launcher:
     __slots__ = ("call", "engine")
 
     def __init__(self) -> None:
-        target = host()
-        text = (f'target triple = "{target.triple}"\n'
-                f'target datalayout = "{target.data_layout}"\n{_IR}')
-        self.engine = Engine()
-        self.engine.add_objects([compile_ir(text).obj])
+        self.engine = load_host_ir(_IR)
         self.call = _LAUNCHER_TYPE(self.engine.address(SYMBOL))
 
 

@@ -44,7 +44,7 @@ import warnings
 
 import llvmlite.binding as llvm
 
-from runtime.jit import Engine, compile_ir
+from runtime.jit import load_host_ir
 from runtime.lower import LAUNCH_SYMBOL
 from runtime.target import host
 
@@ -271,11 +271,7 @@ class _Pool:
     """The compiled pool and typed views of its globals."""
 
     def __init__(self) -> None:
-        target = host()
-        text = (f'target triple = "{target.triple}"\n'
-                f'target datalayout = "{target.data_layout}"\n{_ir(target.triple)}')
-        self.engine = Engine()
-        self.engine.add_objects([compile_ir(text).obj])
+        self.engine = load_host_ir(_ir(host().triple))
         self.launch_address = self.engine.address(LAUNCH_SYMBOL)
         addr = {name: self.engine.data_address(name) for name in _GLOBALS}
         self.threads = ctypes.c_int64.from_address(addr["irk_pool_threads"])

@@ -268,7 +268,7 @@ def gemv_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int, dty
 
 
 @lru_cache(maxsize=256)
-def scheduled_gemv(x_shape: tuple[int, int, int, int],
+def scheduled_gemv(x_shape: tuple[int, int, int, int],  # noqa: C901 (trace-time)
                    w_shape: tuple[int, int, int, int]) -> PrimFunc:
     """``out[n, o, p] = sum_c W[o, c] * x[n, c, p]`` for the ``P`` pixels of a 1x1 conv
     (see ``gemv_ok``): per output channel, ``P`` dot products along the weights'
@@ -285,8 +285,9 @@ def scheduled_gemv(x_shape: tuple[int, int, int, int],
     dtype = "float32"
 
     @T.prim_func(private=True)
-    def gemv(x0: T.Buffer((n_, c_, h_, w_), dtype), x1: T.Buffer((o_, c_, 1, 1), dtype),
-             out: T.Buffer((n_, o_, h_, w_), dtype)):
+    def gemv(  # noqa: C901 (trace-time specialization)
+            x0: T.Buffer((n_, c_, h_, w_), dtype), x1: T.Buffer((o_, c_, 1, 1), dtype),
+            out: T.Buffer((n_, o_, h_, w_), dtype)):
         for n in T.serial(n_):
             if p_ > 1:
                 xt = T.alloc_buffer((p_ * c_,), dtype)

@@ -155,7 +155,7 @@ def _build(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str, odt: 
     tile = _tile(rows, n, k, dtype, bits)
     if tile is None:
         return None
-    out_shape = (*(a_batch if not b_batch else b_batch), m, n)
+    out_shape = (*(b_batch or a_batch), m, n)
     return _schedule(batches, rows, n, k, tile, dtype, odt, finish, a_shape, b_shape,
                      out_shape, tuple(b_batch), row_dims)
 
