@@ -16,7 +16,9 @@ target (within 1.5x of OpenBLAS at batch 64, hidden 1024). The schedule:
   stays in L2 (``K * NR * 4`` bytes: 256 KiB at K = 1024, NR = 64) and is read
   sequentially. Measured on this VM at 64 x 1024 x 1024, one thread: 1.57 ms
   unpacked 8x32 -> 1.04 ms packed 4x64 (medians; ~185 GFLOP/s at best, near
-  the FMA peak);
+  the FMA peak). With narrower panels (16 columns, AVX2) a task packs a *group* of
+  up to four panels in one pass over B's rows, 256 bytes of each row instead of 64
+  (each row of a large B is its own page: a page walk per row read);
 * an ``MR x NR`` accumulator tile is updated with exact ``fma`` over the whole K
   loop, then stored once. Storing once (no K blocking that re-reads C) is what lets
   FuseTIR fold an elementwise epilogue (bias, relu) into the store. The tile is sized
@@ -125,11 +127,33 @@ def scheduled_batch_matmul(a_shape: tuple[int, ...], b_shape: tuple[int, ...], d
     return _cached_batched(tuple(a_shape), tuple(b_shape), dtype, bits or vector_bits())
 
 
+#: Bytes of each B row a task packs at least (panels are grouped up to this): every row
+#: of a packed panel is a separate page of B when N is large, so a 64-byte panel row
+#: costs a TLB walk per 64 bytes; four panels per pass read 256.
+PACK_ROW_BYTES = 256
+#: Most bytes of a task's packed panels (they stay in L2 while its row blocks stream).
+PACK_MAX_BYTES = 512 * 1024
+#: Fewest tasks grouping may leave (balance over the pool's threads).
+MIN_TASKS = 8
+
+
+def _group(full: int, k: int, nr: int, itemsize: int) -> int:
+    """Panels per task: up to ``PACK_ROW_BYTES`` per packed row, dividing the panel count,
+    within ``PACK_MAX_BYTES`` and leaving ``MIN_TASKS`` tasks."""
+    for group in range(max(1, PACK_ROW_BYTES // (nr * itemsize)), 1, -1):
+        if (full % group == 0 and full // group >= MIN_TASKS
+                and group * k * nr * itemsize <= PACK_MAX_BYTES):
+            return group
+    return 1
+
+
 def _unravel(flat: PrimExpr, dims: tuple[int, ...]) -> tuple[PrimExpr, ...]:
-    """Indices of ``flat`` in C order over ``dims`` (extent-1 dims index 0)."""
+    """Indices of ``flat`` (below ``prod(dims)``) in C order over ``dims`` (extent-1 dims
+    index 0; the outermost takes what is left, with no modulo)."""
     out: list = []
-    for d in reversed(dims):
-        out.append(0 if d == 1 else flat % d)
+    for pos in range(len(dims) - 1, -1, -1):
+        d = dims[pos]
+        out.append(0 if d == 1 else flat if pos == 0 else flat % d)
         flat = flat // d
     return tuple(reversed(out))
 
@@ -174,7 +198,8 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
     blocks, rtail = divmod(m, mr)
     pack = blocks + (rtail > 0) > 1
     full, tail = divmod(n, nr)
-    tasks = batches * full
+    group = _group(full, k, nr, 4 if dtype == "float32" else 8) if pack else 1
+    tasks = batches * full // group
     parallel = batches * m * n * k >= PARALLEL_MIN_MACS and tasks > 1
 
     def batch_index(b):
@@ -219,18 +244,21 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
     def matmul(x0: T.Buffer(a_shape, dtype), x1: T.Buffer(b_shape, dtype),
                out: T.Buffer(out_shape, odt)):
         for task in T.parallel(tasks) if parallel else T.serial(tasks):
-            b = task // full if batches > 1 else 0
-            jo = task % full if batches > 1 else task
-            if pack:
-                panel = T.alloc_buffer((k, nr), dtype)
+            per = full // group  # tasks per batch
+            b = task // per if batches > 1 else 0
+            jg = (task % per if batches > 1 else task) * group  # the task's first panel
+            if pack:  # its ``group`` panels in one pass over B's rows
+                panel = T.alloc_buffer((group, k, nr), dtype)
                 for kk in T.serial(k):
-                    for ji in T.vectorized(nr):
-                        panel[kk, ji] = b_at(x1, b, kk, jo * nr + ji)
-            # scratch names are unique per shape: FuseTIR renames a callee's allocations
-            row_blocks(x0, out, b, jo * nr, nr,
-                       (lambda kk, ji: panel[kk, ji]) if pack  # noqa: B023
-                       else (lambda kk, ji: b_at(x1, b, kk, jo * nr + ji)),  # noqa: B023
-                       ("acc", "racc"))
+                    for g in T.unroll(group):
+                        for ji in T.vectorized(nr):
+                            panel[g, kk, ji] = b_at(x1, b, kk, (jg + g) * nr + ji)
+            for g in T.serial(group) if group > 1 else (0,):
+                # scratch names are unique per shape: FuseTIR renames a callee's allocations
+                row_blocks(x0, out, b, (jg + g) * nr, nr,
+                           (lambda kk, ji: panel[g, kk, ji]) if pack  # noqa: B023
+                           else (lambda kk, ji: b_at(x1, b, kk, (jg + g) * nr + ji)),  # noqa: B023
+                           ("acc", "racc"))
         if tail:  # the last n % nr columns: one narrower, unpacked panel per batch
             for b in T.serial(batches) if batches > 1 else (0,):
                 row_blocks(x0, out, b, full * nr, tail,
