@@ -81,8 +81,7 @@ def model_flops(mod) -> int:
 
 def bench_model(name: str, runs: int, warmups: int, pause: float,
                 size: int = 0) -> dict[str, object]:
-    import onnxruntime as ort
-    from bench_onnx_import import _load, _median_time
+    from bench_onnx_import import _load, _median_time, ort_time
     from test_onnx_models import _inputs
 
     import runtime
@@ -111,12 +110,7 @@ def bench_model(name: str, runs: int, warmups: int, pause: float,
         runtime.set_num_threads(threads)
         ours = _median_time(lambda: graph(*args), runs, warmups)
         time.sleep(pause)
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        sess = ort.InferenceSession(model.SerializeToString(), opts,
-                                    providers=["CPUExecutionProvider"])
-        theirs = _median_time(lambda: sess.run(None, inputs), runs, warmups)  # noqa: B023
+        theirs = ort_time(model, inputs, threads, runs, warmups)
         row[f"ours_ms_{threads}"] = ours * 1e3
         row[f"ort_ms_{threads}"] = theirs * 1e3
         row[f"ratio_{threads}"] = ours / theirs

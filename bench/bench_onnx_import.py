@@ -53,8 +53,20 @@ def _median_time(fn, runs: int, warmups: int) -> float:  # noqa: ANN001
     return statistics.median(times)
 
 
-def bench(name: str, threads: int, runs: int, warmups: int, pause: float) -> dict[str, float]:
+def ort_time(model, inputs: dict, threads: int, runs: int, warmups: int) -> float:
+    """Median seconds of onnxruntime running ``model`` (CPU provider, default graph
+    optimizations, ``threads`` intra-op threads, one inter-op thread)."""
     import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(model.SerializeToString(), opts,
+                                providers=["CPUExecutionProvider"])
+    return _median_time(lambda: sess.run(None, inputs), runs, warmups)
+
+
+def bench(name: str, threads: int, runs: int, warmups: int, pause: float) -> dict[str, float]:
     from test_onnx_models import _inputs
 
     import runtime
@@ -74,12 +86,7 @@ def bench(name: str, threads: int, runs: int, warmups: int, pause: float) -> dic
     runtime.set_num_threads(threads)
     t_ours = _median_time(lambda: graph(*args), runs, warmups)
     time.sleep(pause)
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    sess = ort.InferenceSession(model.SerializeToString(), opts,
-                                providers=["CPUExecutionProvider"])
-    t_ort = _median_time(lambda: sess.run(None, inputs), runs, warmups)
+    t_ort = ort_time(model, inputs, threads, runs, warmups)
     return {"import": t_import, "build": t_build, "ours": t_ours, "ort": t_ort,
             "nodes": mod["main"].num_nodes}
 

@@ -22,6 +22,7 @@ Imports irkernel.tir only.
 
 from __future__ import annotations
 
+from irkernel.tir.analysis import trip_count
 from irkernel.tir.buffer import BufferLoad
 from irkernel.tir.expr import IntImm, Var
 from irkernel.tir.functor import post_order
@@ -34,12 +35,7 @@ PARALLEL_MIN_WORK = 1 << 15
 
 def work(stmt: Stmt) -> int:
     """Innermost iterations of ``stmt`` (constant extents; a symbolic one counts as 1)."""
-    if isinstance(stmt, For):
-        extent = stmt.extent.value if isinstance(stmt.extent, IntImm) else 1
-        return int(extent) * work(stmt.body)
-    if isinstance(stmt, SeqStmt):
-        return sum(work(s) for s in stmt.stmts)
-    return 1
+    return trip_count(stmt, symbolic=1) or 0
 
 
 def _at(indices: tuple, var: Var, pos: int) -> bool:

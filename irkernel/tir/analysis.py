@@ -184,31 +184,32 @@ def linear_extremes(form: LinearForm, env: Mapping[str, Interval]) -> Interval |
     return lo, hi
 
 
-def trip_count(stmt: Stmt) -> int | None:
-    """How many innermost statements ``stmt`` executes (the larger branch of an ``if``),
-    or None when a loop extent is not a constant.
+def trip_count(stmt: Stmt, symbolic: int | None = None) -> int | None:
+    """How many innermost statements ``stmt`` executes (the larger branch of an ``if``);
+    a loop extent that is not a constant counts as ``symbolic``, or makes the answer None.
 
     A measure of a kernel's work that buffer sizes miss: a matmul of 4,096-element
     buffers runs ``M * N * K`` fma, not 4,096 (the runtime picks the LLVM tier by it).
     """
     if isinstance(stmt, For):
         extent = const_int(stmt.extent)
-        inner = trip_count(stmt.body)
+        extent = symbolic if extent is None else extent
+        inner = trip_count(stmt.body, symbolic)
         return None if extent is None or inner is None else max(extent, 0) * inner
     if isinstance(stmt, SeqStmt):
         total = 0
         for s in stmt.stmts:
-            count = trip_count(s)
+            count = trip_count(s, symbolic)
             if count is None:
                 return None
             total += count
         return total
     if isinstance(stmt, IfThenElse):
-        then = trip_count(stmt.then_case)
-        other = 0 if stmt.else_case is None else trip_count(stmt.else_case)
+        then = trip_count(stmt.then_case, symbolic)
+        other = 0 if stmt.else_case is None else trip_count(stmt.else_case, symbolic)
         return None if then is None or other is None else max(then, other)
     if isinstance(stmt, (LetStmt, Allocate)):
-        return trip_count(stmt.body)
+        return trip_count(stmt.body, symbolic)
     return 1
 
 
