@@ -50,8 +50,8 @@ from runtime.target import Target, host
 #: Attributes that do not change generated code (left out of a kernel's key).
 _NEUTRAL_ATTRS = ("global_symbol", "op_name", "op_pattern", "generic_name")
 #: Config: kernels made by graph lowering whose loops run at most this many innermost
-#: iterations, and shape-generic kernels, compile in the fast LLVM tier (0: every kernel in
-#: full O3).
+#: iterations compile in the fast LLVM tier, shape-generic kernels in the lean one (0:
+#: every kernel in full O3).
 FAST_TIER_MAX_ELEMENTS = "runtime.fast_tier_max_elements"
 transform.register_pass_config(
     FAST_TIER_MAX_ELEMENTS, int, 4096,
@@ -98,9 +98,9 @@ def _sanitize(name: str) -> str:
 def tier_of(func: PrimFunc, fast_max: int) -> str:
     """The LLVM tier of a kernel (``runtime/jit.py``): the attr ``llvm_tier`` when set (a
     template that knows better: a concat of many parts); ``lean`` for shape-generic
-    kernels; ``fast`` for kernels of graph lowering (they carry
-    ``op_name``) whose loop nests run at most ``fast_max`` innermost iterations; else
-    ``full`` (user PrimFuncs always).
+    kernels; ``fast`` for kernels of graph lowering (they carry ``op_name``) whose loop
+    nests run at most ``fast_max`` innermost iterations; else ``full`` (user PrimFuncs
+    always).
 
     Iterations, not buffer sizes: a matmul or conv of small tensors still runs ``M * N *
     K`` fma, and without the vectorizer of the full tier it ran 2-5x slower (a transformer
