@@ -2,7 +2,7 @@
 
 Importing this package registers every built-in pass with
 ``irkernel.transform.register_pass`` (and so fills the named pipelines
-``O1``..``O3``).
+``O1``..``O3``), and the pipelines of ``runtime.build`` (``passes/pipelines.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from passes.fold_constant import FoldConstant
 from passes.fuse_ops import FuseOps
 from passes.fuse_tir import FuseTIR
 from passes.legalize_ops import LegalizeOps
+from passes.pipelines import GRAPH_LOWERING, LOWER_TIR
 from passes.simplify_arith import SimplifyArith
 from passes.split_concat import SplitConcat
 
@@ -33,6 +34,8 @@ def fixpoint(*passes: transform.Pass) -> transform.Pass:
 
 
 __all__ = [
+    "GRAPH_LOWERING",
+    "LOWER_TIR",
     "O2",
     "DeadCodeElimination",
     "EliminateCommonSubexpr",

@@ -27,8 +27,8 @@ nodes, is materialized into a scratch buffer instead: TIR trees are depth-capped
 at ``tir.MAX_DEPTH`` so visitors cannot overflow the stack, and every later walk
 (TIR passes, codegen) sees a tree, so a value inlined into several reads at
 several levels would double per level (a chain of ``x // x`` through reshapes
-took minutes). So is one read with vector indices. A large nest whose outer iterations provably commute gets a
-``parallel`` outer loop (``passes._fuse_parallel``). Identical fused PrimFuncs
+took minutes). So is one read with vector indices. A large nest whose outer iterations
+provably commute gets a ``parallel`` outer loop (``passes.tir.parallelize``). Identical fused PrimFuncs
 are shared (structural digest).
 Callers' ``call_func`` nodes to Primitive functions become ``call_tir`` (a
 kind/attribute rewrite over the columns) and the Primitive functions go.
@@ -61,8 +61,8 @@ from passes._fuse_epilogue import (
     static_extents,
 )
 from passes._fuse_memo import CalleeInfo, RunCache, callee_info, interned_buffer
-from passes._fuse_parallel import parallelize
 from passes.fuse_ops import _group_name, _sanitize
+from passes.tir.parallelize import parallelize
 
 #: Deepest inlined expression before a virtual value is materialized (tir.MAX_DEPTH is 200;
 #: the margin leaves room for the consumer's own expression around the inlined one).

@@ -4,19 +4,24 @@ The phases, each a pass under the current ``PassContext`` (so instruments,
 ``disabled_pass`` and config apply, and ``PassTimingInstrument`` /
 ``--time-passes`` show where build time goes):
 
-1. ``GraphLowering`` (graph modules only): the Sequential of
-   :data:`GRAPH_PIPELINE`: graph simplification, ``LegalizeOps`` (graph ops ->
-   ``call_tir``; small tensors call shape-generic kernels), ``FuseOps`` +
-   ``FuseTIR`` (fused PrimFuncs) and ``DeadCodeElimination`` (drops unused
-   PrimFuncs).
+1. ``GraphLowering`` (graph modules only): the registered pipeline of that
+   name (``passes/pipelines.py``; :func:`graph_pipeline`): graph simplification,
+   ``LegalizeOps`` (graph ops -> ``call_tir``; small tensors call shape-generic
+   kernels), ``FuseOps`` + ``FuseTIR`` (fused PrimFuncs) and
+   ``DeadCodeElimination`` (drops unused PrimFuncs).
 2. ``CompileKernels``: every distinct PrimFunc (by kernel key, see
-   ``runtime/compile.py``) is found in the on-disk cache or lowered
-   (``LowerTIR``: the TIR passes of ``passes.tir.LOWERING``, nested here) and
-   compiled to machine code in batches, LLVM running on a worker thread while
-   the next batch is lowered. Reports ``kernels``, ``cached``, ``compiled``,
-   ``batches`` and ``llvm_s``.
-3. ``Link``: the batch objects are loaded into one JIT engine.
+   ``runtime/compile.py``) is found in the on-disk cache or lowered (the
+   registered ``LowerTIR`` pipeline, nested here) and compiled to machine code
+   in batches, LLVM running on a worker thread while the next batch is
+   lowered. Reports ``kernels``, ``cached``, ``compiled``, ``batches`` and
+   ``llvm_s``. Its record: :class:`CompiledKernels`.
+3. ``Link``: the batch objects are loaded into one JIT engine
+   (:class:`LinkedKernels`).
 4. ``GraphExecutors``: a memory plan and a launch table per graph function.
+
+Both pipelines are text a context can replace (config ``pipeline.GraphLowering``,
+``pipeline.LowerTIR``); the kernel key digests the LowerTIR text in use and the
+source of what lowering imports (``runtime/code_digest.py``).
 
 ``build(mod, opt_level=N)`` runs all of it in a context derived from the
 current one with only ``opt_level`` replaced (see :func:`build_context`).
@@ -28,71 +33,61 @@ installed.
 from __future__ import annotations
 
 import contextlib
-import functools
-import hashlib
-import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import irkernel
 from irkernel import transform
 from irkernel.ir.module import IRModule
 from irkernel.tir.function import PrimFunc
 from passes.tir import FAST_MATH
-from passes.tir.unroll_loop import CONFIG_KEY as UNROLL_KEY
 
+from runtime import code_digest
 from runtime import threadpool  # noqa: F401  (registers irkernel_parallel_launch with LLVM)
 from runtime.abi import CallingConvention
 from runtime.cache import DiskCache
 from runtime.compile import (
     FAST_TIER_MAX_ELEMENTS,
+    LOWERING_PIPELINE,
     Compiler,
     Job,
+    LoweringSettings,
     Progress,
     kernel_key,
     lower_tir,
     tier_of,
     tty_progress,
 )
-from runtime.executable import Executable, Kernel
+from runtime.executable import (
+    Executable,
+    Kernel,
+    KernelSymbol,
+    SavedExecutable,
+    SavedObject,
+)
 from runtime.executor import GraphExecutor, make_kernels
 from runtime.jit import Engine, assembly, optimized_ir
 from runtime.lower import lower
 from runtime.objfile import object_problem
 from runtime.target import host
 
-_SOURCE_DIRS = ("runtime", "passes/tir", "irkernel/tir")
-_LOG = logging.getLogger("runtime.build")
-
-#: The default lowering pipeline of graph modules (registered pass names, in order).
-GRAPH_PIPELINE = ("FoldConstant", "FoldBatchNorm", "SimplifyArith", "EliminateCommonSubexpr",
-                  "DeadCodeElimination", "SplitConcat", "LegalizeOps", "FuseOps", "FuseTIR",
-                  "DeadCodeElimination")
+#: The registered pipeline graph modules are lowered by (``passes/pipelines.py``).
+GRAPH_PIPELINE = "GraphLowering"
+_T = TypeVar("_T")
 
 
-@functools.cache
-def code_version() -> str:
-    """A digest of the code that turns TIR into objects (part of every kernel key)."""
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.blake2b(digest_size=16)
-    h.update(irkernel.__version__.encode())
-    for sub in _SOURCE_DIRS:
-        for path in sorted((root / sub).glob("*.py")):
-            h.update(path.name.encode())
-            h.update(path.read_bytes())
-    return h.hexdigest()
+def code_version(pipeline_text: str | None = None) -> str:
+    """A digest of the code that turns TIR into objects with the given LowerTIR text
+    (default: the current context's), part of every kernel key: the text and the
+    source of every module lowering imports (``runtime/code_digest.py``)."""
+    if pipeline_text is None:
+        pipeline_text = transform.pipeline_text_of(LOWERING_PIPELINE)
+    return code_digest.code_version(pipeline_text)
 
 
-def _settings(ctx: transform.PassContext) -> tuple[Any, ...]:
-    """What of the context changes lowering (part of the key; replayed for sources)."""
-    unroll = ctx.get_config(UNROLL_KEY)
-    return (ctx.opt_level, tuple(sorted(ctx.disabled_pass)),
-            bool(ctx.get_config(FAST_MATH)), tuple(sorted(dict(unroll).items())))
-
-
-def _source(job: Job, settings: tuple[Any, ...]) -> Callable[[str], str]:
+def _source(job: Job, settings: LoweringSettings) -> Callable[[str], str]:
     """``source("tir" | "llvm" | "asm")`` of one kernel (optimized LLVM IR and assembly in
     its tier), lowered again on demand: builds keep no lowered TIR or IR text (most never
     ask, and a large build would hold megabytes)."""
@@ -100,12 +95,10 @@ def _source(job: Job, settings: tuple[Any, ...]) -> Callable[[str], str]:
 
     def source(kind: str) -> str:
         if not memo:
-            opt_level, disabled, fast_math, unroll = settings
-            with transform.PassContext(opt_level=opt_level, disabled_pass=list(disabled),
-                                       config={FAST_MATH: fast_math, UNROLL_KEY: dict(unroll)}):
+            with settings.context():
                 lowered = lower_tir(job.name, job.func)
             memo["tir"] = lowered.script(job.name)
-            memo["ir"] = lower(lowered, job.symbol, host(), fast_math)
+            memo["ir"] = lower(lowered, job.symbol, host(), settings.fast_math)
         if kind not in memo:
             make = optimized_ir if kind == "llvm" else assembly
             memo[kind] = make(memo["ir"], job.tier)
@@ -125,21 +118,17 @@ transform.register_pass_config(
 
 
 def graph_pipeline(ctx: transform.PassContext | None = None) -> transform.Sequential:
-    """:data:`GRAPH_PIPELINE` as one Sequential; unregistered passes are skipped (logged).
+    """The :data:`GRAPH_PIPELINE` of ``ctx`` (its config ``pipeline.GraphLowering`` or
+    the registered text) as one Sequential.
 
-    LegalizeOps gets ``generic_max_elements`` from the context's config
-    ``runtime.generic_max_elements``: small tensors are not worth a kernel of
-    their own (a build of 1e5 small ops would compile thousands), large ones are.
+    A bare ``LegalizeOps`` in the text gets ``generic_max_elements`` from the
+    context's config ``runtime.generic_max_elements``: small tensors are not worth
+    a kernel of their own (a build of 1e5 small ops would compile thousands),
+    large ones are.
     """
     ctx = ctx if ctx is not None else transform.PassContext.current()
-    known = set(transform.list_passes())
-    missing = [name for name in GRAPH_PIPELINE if name not in known]
-    if missing:
-        _LOG.warning("runtime.build: passes %s are not registered; the graph lowering "
-                     "pipeline runs without them", ", ".join(dict.fromkeys(missing)))
     options = {"LegalizeOps": {"generic_max_elements": int(ctx.get_config(GENERIC_MAX_ELEMENTS))}}
-    return transform.Sequential([transform.get_pass(n, **options.get(n, {}))
-                                 for n in GRAPH_PIPELINE if n in known], name="GraphLowering")
+    return transform.make_pipeline(GRAPH_PIPELINE, ctx, options)
 
 
 @contextmanager
@@ -168,14 +157,40 @@ def build_context(opt_level: int | None) -> Iterator[transform.PassContext]:
             derived._set_instruments(())
 
 
-def _phase(name: str, step: Callable[[IRModule, transform.PassContext], None]
-           ) -> transform.ModulePass:
-    """A build step as a pass that returns its module unchanged (so instruments time it)."""
-    def run(mod: IRModule, ctx: transform.PassContext) -> IRModule:
-        step(mod, ctx)
-        return mod
+@dataclass(frozen=True)
+class CompiledKernels:
+    """What ``CompileKernels`` hands to ``Link``: one job per distinct PrimFunc, the job
+    of each module name, the object bytes by batch key, and the batch keys read from
+    the cache (loaded under the cache's crash markers)."""
 
-    return transform.ModulePass(run, transform.PassInfo(0, name))
+    jobs: tuple[Job, ...]
+    of_name: Mapping[str, Job]
+    objects: Mapping[str, bytes]
+    cached: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LinkedKernels:
+    """What ``Link`` makes: the JIT engine, a callable Kernel per module name, and each
+    kernel's ``source(kind)`` (lowered again on demand)."""
+
+    engine: Engine
+    kernels: Mapping[str, Kernel]
+    sources: Mapping[str, Callable[[str], str]]
+
+
+def _phase(name: str, mod: IRModule, ctx: transform.PassContext,
+           step: Callable[[IRModule, transform.PassContext], _T]) -> _T:
+    """Run a build step as a pass that returns its module unchanged (so instruments see
+    and time it); the step's record is the result."""
+    made: list[_T] = []
+
+    def run(m: IRModule, c: transform.PassContext) -> IRModule:
+        made.append(step(m, c))
+        return m
+
+    transform.ModulePass(run, transform.PassInfo(0, name))(mod, ctx)
+    return made[0]
 
 
 def build(mod: IRModule | PrimFunc, opt_level: int | None = None, *,
@@ -273,8 +288,8 @@ def _open_engine(engine: Any, stack: contextlib.ExitStack) -> Any:
 
 def _jobs(mod: IRModule, ctx: transform.PassContext) -> tuple[list[Job], dict[str, Job]]:
     """One job per distinct PrimFunc of ``mod`` (verified), and each name's job."""
-    settings = _settings(ctx)
-    target, version = host(), code_version()
+    settings = LoweringSettings.of(ctx)
+    target, version = host(), code_version(settings.pipeline)
     fast_max = int(ctx.get_config(FAST_TIER_MAX_ELEMENTS))
     by_key: dict[str, Job] = {}
     of_name: dict[str, Job] = {}
@@ -300,44 +315,41 @@ def _jobs(mod: IRModule, ctx: transform.PassContext) -> tuple[list[Job], dict[st
 
 def _build_lowered(mod: IRModule, ctx: transform.PassContext, disk: DiskCache | None,
                    has_graphs: bool, progress: Progress | None, executor: Any) -> Executable:
-    state: dict[str, Any] = {}
+    settings = LoweringSettings.of(ctx)
 
-    def compile_kernels(m: IRModule, c: transform.PassContext) -> None:
+    def compile_kernels(m: IRModule, c: transform.PassContext) -> CompiledKernels:
         jobs, of_name = _jobs(m, c)
-        compiler = Compiler(jobs, bool(c.get_config(FAST_MATH)), disk, progress, executor)
-        compiler.run(code_version())
+        compiler = Compiler(jobs, settings.fast_math, disk, progress, executor)
+        compiler.run(code_version(settings.pipeline))
         for key, value in compiler.stats.items():
             c.stat(key, value)
-        state.update(jobs=jobs, of_name=of_name, objects=compiler.objects,
-                     cached=sorted(compiler.cached_objects))
+        return CompiledKernels(tuple(jobs), of_name, compiler.objects,
+                               tuple(sorted(compiler.cached_objects)))
 
-    def link(m: IRModule, c: transform.PassContext) -> None:
+    compiled = _phase("CompileKernels", mod, ctx, compile_kernels)
+
+    def link(m: IRModule, c: transform.PassContext) -> LinkedKernels:
         # Markers around loading cached objects: a process that dies in the JIT linker
         # leaves them, and the next one quarantines those entries instead of dying too.
-        loading = disk.loading("obj", *state["cached"]) if disk is not None and state["cached"] \
+        loading = disk.loading("obj", *compiled.cached) if disk is not None and compiled.cached \
             else contextlib.nullcontext()
         with loading:
-            engine = _engine_of(state["objects"].values())
-        jobs = state["of_name"]
-        state.update(engine=engine, kernels=_kernels(m, jobs, engine),
-                     sources={n: _source(j, _settings(c)) for n, j in jobs.items()})
+            engine = _engine_of(compiled.objects.values())
+        return LinkedKernels(engine, _kernels(m, compiled.of_name, engine),
+                             {n: _source(j, settings) for n, j in compiled.of_name.items()})
 
-    def executors(m: IRModule, c: transform.PassContext) -> None:
-        state["graphs"] = _graph_executors(m, state["kernels"])
-
-    steps = [_phase("CompileKernels", compile_kernels), _phase("Link", link)]
-    if has_graphs:
-        steps.append(_phase("GraphExecutors", executors))
-    for step in steps:
-        step(mod, ctx)
-    jobs = state["of_name"]
+    linked = _phase("Link", mod, ctx, link)
+    graphs = _phase("GraphExecutors", mod, ctx,
+                    lambda m, c: _graph_executors(m, linked.kernels)) if has_graphs else {}
+    jobs = compiled.of_name
     defines = {j.batch: j.symbol for j in jobs.values()}  # one symbol each object defines
-    saved = (mod, {n: (j.symbol, j.tier) for n, j in jobs.items()},
-             [(obj, defines[key]) for key, obj in state["objects"].items() if key in defines],
-             _settings(ctx), has_graphs, host().key)
-    return Executable(state["kernels"], state["sources"], state["engine"],
-                      state.get("graphs", {}), mod if has_graphs else None,
-                      pickled=(load_executable, saved))
+    saved = SavedExecutable(
+        mod, {n: KernelSymbol(j.symbol, j.tier) for n, j in jobs.items()},
+        tuple(SavedObject(obj, defines[key]) for key, obj in compiled.objects.items()
+              if key in defines),
+        settings, has_graphs, host().key)
+    return Executable(dict(linked.kernels), dict(linked.sources), linked.engine, graphs,
+                      mod if has_graphs else None, saved=saved, loader=load_executable)
 
 
 def _engine_of(objects: Iterable[bytes]) -> Engine:
@@ -346,12 +358,12 @@ def _engine_of(objects: Iterable[bytes]) -> Engine:
     return engine
 
 
-def _kernels(m: IRModule, jobs: dict[str, Job], engine: Engine) -> dict[str, Kernel]:
+def _kernels(m: IRModule, jobs: Mapping[str, Job], engine: Engine) -> dict[str, Kernel]:
     return {name: Kernel(name, CallingConvention(m.functions[name], name),
                          engine.address(job.symbol), engine) for name, job in jobs.items()}
 
 
-def _graph_executors(m: IRModule, kernels: dict[str, Kernel]) -> dict[str, GraphExecutor]:
+def _graph_executors(m: IRModule, kernels: Mapping[str, Kernel]) -> dict[str, GraphExecutor]:
     graphs: dict[str, GraphExecutor] = {}
     native = make_kernels(kernels)
     for name, func in m.functions.items():
@@ -360,9 +372,7 @@ def _graph_executors(m: IRModule, kernels: dict[str, Kernel]) -> dict[str, Graph
     return graphs
 
 
-def load_executable(mod: IRModule, symbols: dict[str, tuple[str, str]],
-                    objects: list[tuple[bytes, str]],
-                    settings: tuple[Any, ...], has_graphs: bool, target_key: str) -> Executable:
+def load_executable(saved: SavedExecutable) -> Executable:
     """Rebuild a pickled Executable: its lowered module and object bytes, linked here.
 
     Raises
@@ -371,27 +381,32 @@ def load_executable(mod: IRModule, symbols: dict[str, tuple[str, str]],
         When the objects were compiled for another CPU than this process's, or one is
         not a loadable object for this target (checked before the JIT linker sees it).
     """
+    if not isinstance(saved, SavedExecutable):
+        raise TypeError(f"load_executable: expected a SavedExecutable, got "
+                        f"{type(saved).__name__} (a pickle of an older irkernel: build again)")
     target = host()
-    if target_key != target.key:
-        raise RuntimeError(f"unpickled Executable was compiled for {target_key}; this process "
-                           f"runs on {target.key}: build the module again here")
+    if saved.target_key != target.key:
+        raise RuntimeError(f"unpickled Executable was compiled for {saved.target_key}; this "
+                           f"process runs on {target.key}: build the module again here")
+    mod = saved.module
     jobs: dict[str, Job] = {}
-    for name, (symbol, tier) in symbols.items():
+    for name, where in saved.kernels.items():
         func = mod.functions.get(name)
         if not transform.is_prim_func(func):
             raise RuntimeError(f"unpickled Executable: {name!r} is not a PrimFunc of its module")
-        jobs[name] = Job("", name, func, symbol=symbol, tier=tier)
-    for k, (obj, symbol) in enumerate(objects):
-        problem = object_problem(obj, symbol, target.triple)
+        jobs[name] = Job("", name, func, symbol=where.symbol, tier=where.tier)
+    for k, saved_obj in enumerate(saved.objects):
+        problem = object_problem(saved_obj.obj, saved_obj.symbol, target.triple)
         if problem is not None:
             raise RuntimeError(f"unpickled Executable: object {k} is not loadable here: "
                                f"{problem}")
-    engine = _engine_of(obj for obj, _ in objects)
+    engine = _engine_of(o.obj for o in saved.objects)
     kernels = _kernels(mod, jobs, engine)
-    graphs = _graph_executors(mod, kernels) if has_graphs else {}
-    saved = (mod, symbols, objects, settings, has_graphs, target_key)
-    return Executable(kernels, {n: _source(j, settings) for n, j in jobs.items()}, engine,
-                      graphs, mod if has_graphs else None, pickled=(load_executable, saved))
+    graphs = _graph_executors(mod, kernels) if saved.has_graphs else {}
+    return Executable(kernels, {n: _source(j, saved.settings) for n, j in jobs.items()},
+                      engine, graphs, mod if saved.has_graphs else None, saved=saved,
+                      loader=load_executable)
 
-__all__ = ["GENERIC_MAX_ELEMENTS", "GRAPH_PIPELINE", "build", "build_context", "code_version",
-           "graph_pipeline", "load_executable"]
+
+__all__ = ["GENERIC_MAX_ELEMENTS", "GRAPH_PIPELINE", "CompiledKernels", "LinkedKernels", "build",
+           "build_context", "code_version", "graph_pipeline", "load_executable"]

@@ -39,8 +39,8 @@ from irkernel import transform
 from irkernel.ir.module import IRModule
 from irkernel.tir.analysis import trip_count
 from irkernel.tir.function import Attrs, PrimFunc
-from passes._fuse_parallel import parallelize_nests
-from passes.tir import LOWERING
+from passes.tir import FAST_MATH
+from passes.tir.unroll_loop import CONFIG_KEY as UNROLL_KEY
 from runtime.cache import DiskCache, digest
 from runtime.jit import TIERS, compile_ir
 from runtime.lower import lower, lower_batch
@@ -65,6 +65,35 @@ BATCH_KERNELS = 64
 BATCH_NODES = 20_000
 
 Progress = Callable[[int, int], None]
+#: The registered pipeline every PrimFunc is lowered by (``passes/pipelines.py``).
+LOWERING_PIPELINE = "LowerTIR"
+
+
+@dataclass(frozen=True)
+class LoweringSettings:
+    """What of a PassContext changes the code a PrimFunc compiles to: part of every
+    kernel key, kept by an executable (and its pickle) to lower a kernel again for
+    ``get_source``."""
+
+    opt_level: int
+    disabled: tuple[str, ...]
+    fast_math: bool
+    unroll: tuple[tuple[str, Any], ...]  # config tir.UnrollLoop, sorted items
+    pipeline: str  # the text of the LowerTIR pipeline in this context
+
+    @classmethod
+    def of(cls, ctx: transform.PassContext) -> LoweringSettings:
+        return cls(ctx.opt_level, tuple(sorted(ctx.disabled_pass)),
+                   bool(ctx.get_config(FAST_MATH)),
+                   tuple(sorted(dict(ctx.get_config(UNROLL_KEY)).items())),
+                   transform.pipeline_text_of(LOWERING_PIPELINE, ctx))
+
+    def context(self) -> transform.PassContext:
+        """A context that lowers as the one these settings came from."""
+        return transform.PassContext(
+            opt_level=self.opt_level, disabled_pass=list(self.disabled),
+            config={FAST_MATH: self.fast_math, UNROLL_KEY: dict(self.unroll),
+                    transform.pipeline_config_key(LOWERING_PIPELINE): self.pipeline})
 
 
 @dataclass
@@ -117,7 +146,7 @@ def tier_of(func: PrimFunc, fast_max: int) -> str:
     return "fast" if count is not None and count <= fast_max else "full"
 
 
-def kernel_key(func: PrimFunc, settings: tuple[Any, ...], target: Target, version: str,
+def kernel_key(func: PrimFunc, settings: LoweringSettings, target: Target, version: str,
                tier: str) -> str:
     """The key of the code ``func`` compiles to under ``settings`` on ``target``."""
     attrs = {k: v for k, v in func.attrs.items() if k not in _NEUTRAL_ATTRS}
@@ -126,21 +155,18 @@ def kernel_key(func: PrimFunc, settings: tuple[Any, ...], target: Target, versio
 
 
 def lower_tir(name: str, func: PrimFunc) -> PrimFunc:
-    """The TIR lowering pipeline (``passes.tir.LOWERING``) as passes, then verify.
+    """The ``LowerTIR`` pipeline of the current context, then verify.
 
     Shape-generic kernels (``passes.topi.generic``) are written in lowered form
     (flat buffers, serial loops) and skip the passes: lowering simple kernels
-    directly is what makes a hundred of them cheap. Other kernels of graph lowering
-    get their provably independent outer loops parallel first (FuseTIR does that for
-    the kernels it fuses; a lone reduction or elementwise op never passes through it).
+    directly is what makes a hundred of them cheap. Everything else that happens to a
+    PrimFunc before LLVM is a pass of the pipeline (``passes/pipelines.py``), so the
+    kernel key, which digests the pipeline's text, covers it.
     """
     if "generic_name" in func.attrs:
         func.verify(name)
         return func
-    if "op_name" in func.attrs:  # graph lowering's kernels: independent nests in parallel
-        body = parallelize_nests(func.body)
-        func = func if body is func.body else func.replace(body=body)
-    pipeline = transform.Sequential([transform.get_pass(p) for p in LOWERING], name="LowerTIR")
+    pipeline = transform.make_pipeline(LOWERING_PIPELINE)
     lowered = pipeline(IRModule({name: func}))[name]
     lowered.verify(name)
     return lowered
@@ -153,8 +179,6 @@ class Compiler:
     ----------
     jobs : list of Job
         Distinct PrimFuncs (by key).
-    settings : tuple
-        The lowering settings of the context (part of every key; see build.py).
     fast_math : bool
     cache : DiskCache or None
     progress : callable, optional
@@ -356,5 +380,6 @@ def tty_progress() -> Progress | None:
     return report
 
 
-__all__ = ["BATCH_KERNELS", "BATCH_NODES", "FAST_TIER_MAX_ELEMENTS", "Compiler", "Job",
-           "kernel_key", "lower_tir", "tier_of", "tty_progress"]
+__all__ = ["BATCH_KERNELS", "BATCH_NODES", "FAST_TIER_MAX_ELEMENTS", "LOWERING_PIPELINE",
+           "Compiler", "Job", "LoweringSettings", "kernel_key", "lower_tir", "tier_of",
+           "tty_progress"]

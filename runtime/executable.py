@@ -7,12 +7,15 @@ or the host assembly (``"asm"``/``"s"``) of every kernel. Sources of kernels
 that came from the on-disk cache are regenerated on demand.
 
 The executable owns the JIT engine; kernels keep a reference to it, so a
-kernel stays callable after the executable is dropped.
+kernel stays callable after the executable is dropped. It pickles as a
+:class:`SavedExecutable`: the lowered module, the object bytes and where each
+kernel's code lives, linked again by ``runtime.build.load_executable``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from runtime import threadpool  # noqa: F401  (the parallel launch symbol, before kernels load)
@@ -22,8 +25,51 @@ from runtime.launcher import KERNEL_TYPE
 
 if TYPE_CHECKING:
     from irkernel.ir.module import IRModule
+    from runtime.compile import LoweringSettings
     from runtime.executor import GraphExecutor
     from runtime.memory_plan import MemoryPlan
+
+
+@dataclass(frozen=True)
+class KernelSymbol:
+    """Where a kernel's code lives: its symbol in the linked objects, and its LLVM tier."""
+
+    symbol: str
+    tier: str
+
+
+@dataclass(frozen=True)
+class SavedObject:
+    """One batch object, and a symbol it defines (checked before it is linked again)."""
+
+    obj: bytes
+    symbol: str
+
+
+@dataclass(frozen=True)
+class SavedExecutable:
+    """The pickled form of an :class:`Executable`: enough to link it again on the same CPU.
+
+    Attributes
+    ----------
+    module : IRModule
+        The lowered module (PrimFuncs, and graph functions when ``has_graphs``).
+    kernels : Mapping[str, KernelSymbol]
+        Each PrimFunc's symbol and tier, by module name.
+    objects : tuple of SavedObject
+    settings : LoweringSettings
+        How the kernels were lowered (``get_source`` lowers again with them).
+    has_graphs : bool
+    target_key : str
+        The CPU the objects were compiled for (``runtime.target.Target.key``).
+    """
+
+    module: IRModule
+    kernels: Mapping[str, KernelSymbol]
+    objects: tuple[SavedObject, ...]
+    settings: LoweringSettings
+    has_graphs: bool
+    target_key: str
 
 
 class Kernel:
@@ -79,11 +125,10 @@ class Executable(Mapping[str, "Kernel | GraphExecutor"]):
 
     def __init__(self, kernels: dict[str, Kernel], sources: dict[str, Callable[[str], str]],
                  engine: Engine, graphs: dict[str, GraphExecutor] | None = None,
-                 lowered: IRModule | None = None,
-                 pickled: tuple[Callable[..., Executable], tuple[Any, ...]] | None = None
-                 ) -> None:
+                 lowered: IRModule | None = None, *, saved: SavedExecutable | None = None,
+                 loader: Callable[[SavedExecutable], Executable] | None = None) -> None:
         self._kernels = kernels
-        self._pickled = pickled  # (loader, state): the lowered module and the object bytes
+        self._saved, self._loader = saved, loader  # what pickles, and what loads it
         self._sources = sources
         self._engine = engine
         self._graphs = graphs or {}
@@ -91,12 +136,13 @@ class Executable(Mapping[str, "Kernel | GraphExecutor"]):
         #: The module after the lowering pipeline (None for a module of PrimFuncs only).
         self.lowered_module = lowered
 
-    def __reduce__(self) -> tuple[Callable[..., Executable], tuple[Any, ...]]:
-        """Pickles as its lowered module plus object bytes; loading links them again in the
-        loading process (same CPU only: ``runtime.build.load_executable``)."""
-        if self._pickled is None:
+    def __reduce__(self) -> tuple[Callable[[SavedExecutable], Executable],
+                                  tuple[SavedExecutable]]:
+        """Pickles as its :class:`SavedExecutable`; loading links the objects again in
+        the loading process (same CPU only: ``runtime.build.load_executable``)."""
+        if self._saved is None or self._loader is None:
             raise TypeError("this Executable was not made by runtime.build and cannot pickle")
-        return self._pickled
+        return self._loader, (self._saved,)
 
     def __getitem__(self, name: str) -> Kernel | GraphExecutor:
         found = self._graphs.get(name) or self._kernels.get(name)
@@ -155,4 +201,4 @@ class Executable(Mapping[str, "Kernel | GraphExecutor"]):
         return f"<Executable: {', '.join(self) or 'empty'}>"
 
 
-__all__ = ["Executable", "Kernel"]
+__all__ = ["Executable", "Kernel", "KernelSymbol", "SavedExecutable", "SavedObject"]

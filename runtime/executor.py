@@ -35,10 +35,10 @@ from irkernel.ir.ids import NUMPY_DTYPES
 from irkernel.ir.interp import check_inputs
 from irkernel.ir.validate import validate_function
 from runtime.launch_table import (
-    _ARENA,
-    _CONST,
+    ArenaOperand,
     CallFunc,
     CompiledKernel,
+    ConstOperand,
     build_table,
     check_kernel_call,
 )
@@ -114,12 +114,12 @@ class GraphExecutor:
         """Per output: (True, dynamic index) when a kernel writes it, else (False, what to
         copy: a dynamic index (a parameter, a call_func result, a repeated output) or an
         array (a constant))."""
-        fresh = dict(self._table.fresh)
+        fresh = {f.node: f.index for f in self._table.fresh}
         seen: set[int] = set()
         plan: list[tuple[bool, Any]] = []
         params = {int(p): k for k, p in enumerate(self.func.params.tolist())}
-        func_results = {seg[2].node: seg[2].result for seg in self._table.segments
-                        if seg[2] is not None}
+        func_results = {seg.call.node: seg.call.result for seg in self._table.segments
+                        if seg.call is not None}
         for node in self.func.outputs.tolist():
             kind = int(self.func.kind[node])
             if node in fresh and node not in seen:
@@ -221,10 +221,10 @@ class GraphExecutor:
         try:
             binding.slots[table.dyn_pos] = ptrs[table.dyn_index]
             fns, starts = self._table_addresses
-            for begin, end, call in table.segments:
-                run_steps(fns, starts, binding.slots_address, begin, end)
-                if call is not None:
-                    self._call_func(call, binding, values, ptrs, depth)
+            for seg in table.segments:
+                run_steps(fns, starts, binding.slots_address, seg.begin, seg.end)
+                if seg.call is not None:
+                    self._call_func(seg.call, binding, values, ptrs, depth)
         finally:
             self._free.append(binding)
         results = []
@@ -262,16 +262,17 @@ class GraphExecutor:
             raise IRError(f"{self.name}: call_func callee {call.callee!r} is not a graph "
                           "function of the built module")
         args = []
-        for kind, source in call.sources:
-            if kind == _CONST:
-                args.append(source)
-            elif kind == _ARENA:
-                offset, dtype, shape = source
+        for operand in call.operands:
+            if isinstance(operand, ConstOperand):
+                args.append(operand.value)
+            elif isinstance(operand, ArenaOperand):
                 assert binding.arena is not None
-                nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-                args.append(binding.arena[offset:offset + nbytes].view(dtype).reshape(shape))
+                dtype, offset = operand.dtype, operand.offset
+                nbytes = int(np.prod(operand.shape, dtype=np.int64)) * dtype.itemsize
+                args.append(binding.arena[offset:offset + nbytes].view(dtype)
+                            .reshape(operand.shape))
             else:
-                args.append(values[source])
+                args.append(values[operand.index])
         result = target.run(args, depth + 1)[0]
         index = call.result
         values[index], ptrs[index] = _usable(result, int(self._table.dyn_align[index]))

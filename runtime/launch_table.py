@@ -18,8 +18,9 @@ Everything is whole-array NumPy over the nodes. Python runs once per kernel
 and once per distinct (kernel, operand types) signature, which is where each
 call is checked against its kernel (buffer count, dtypes, static extents,
 shape vars, layout, only the output written), so the run can use raw
-pointers. ``call_func`` nodes split the launches into segments; the executor
-runs the callee in Python between them.
+pointers. ``call_func`` nodes split the launches into :class:`Segment` s; the
+executor runs the callee in Python between them, with operands that are a
+:class:`ConstOperand`, an :class:`ArenaOperand` or a :class:`DynamicOperand`.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from irkernel.tir.expr import IntImm, Var
 from runtime.abi import CallingConvention
 from runtime.memory_plan import ALIGN, MemoryPlan
 
-# Where a node's buffer lives.
+# Where a node's buffer lives (a column over the nodes while the table is built).
 _NONE, _CONST, _ARENA, _DYNAMIC = 0, 1, 2, 3
 
 
@@ -144,15 +145,57 @@ def _flat_check(kern: CompiledKernel, dtypes: np.ndarray, sizes: np.ndarray
         if conv.shape_vars else np.zeros((len(sizes), 0), np.int64)
 
 
-@dataclass
+@dataclass(frozen=True)
+class ConstOperand:
+    """A ``call_func`` operand that is a constant of the module."""
+
+    value: np.ndarray
+
+
+@dataclass(frozen=True)
+class ArenaOperand:
+    """A ``call_func`` operand that is an intermediate: a view of the arena."""
+
+    offset: int
+    dtype: np.dtype
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class DynamicOperand:
+    """A ``call_func`` operand known per call (an input, an output, a call's result)."""
+
+    index: int  # into the call's dynamic values
+
+
+Operand = ConstOperand | ArenaOperand | DynamicOperand
+
+
+@dataclass(frozen=True)
 class CallFunc:
-    """One ``call_func`` between native segments: its operands' sources and result."""
+    """One ``call_func`` between native segments: its operands and result."""
 
     node: int
     callee: str
-    sources: list[tuple[int, Any]]  # (_CONST, array) | (_ARENA, (offset, dtype, shape)) |
-    #                                 (_DYNAMIC, index)
+    operands: tuple[Operand, ...]
     result: int  # dynamic index of the result
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Launches ``[begin, end)`` of the table, then ``call`` (None after the last)."""
+
+    begin: int
+    end: int
+    call: CallFunc | None
+
+
+@dataclass(frozen=True)
+class FreshOutput:
+    """An output a kernel writes: its node, and its index among the dynamic values."""
+
+    node: int
+    index: int
 
 
 @dataclass
@@ -166,8 +209,8 @@ class LaunchTable:
     dyn_pos: np.ndarray  # int64: slots holding dynamic values ...
     dyn_index: np.ndarray  # int64: ... and which (index into the dynamic values)
     dyn_align: np.ndarray  # int64[n_dynamic]: alignment every use of a value needs
-    segments: list[tuple[int, int, CallFunc | None]]  # [begin, end) then a call_func
-    fresh: list[tuple[int, int]]  # (output node, dynamic index) of outputs kernels write
+    segments: list[Segment]
+    fresh: list[FreshOutput]
     n_dynamic: int
     keep: list[Any]  # arrays whose addresses are in ``slots`` (constants)
 
@@ -239,11 +282,11 @@ def build_table(name: str, func: Function, kernels: dict[str, CompiledKernel],
     src[plan.node_ids] = _ARENA
     value[plan.node_ids] = plan.offsets
     n_dynamic = len(params)
-    fresh: list[tuple[int, int]] = []
+    fresh: list[FreshOutput] = []
     for node in dict.fromkeys(func.outputs.tolist()):  # outputs kernels write, once each
         if is_tir[node]:
             src[node], value[node] = _DYNAMIC, n_dynamic
-            fresh.append((node, n_dynamic))
+            fresh.append(FreshOutput(node, n_dynamic))
             n_dynamic += 1
     func_nodes = np.nonzero(is_func)[0]
     src[func_nodes] = _DYNAMIC
@@ -357,29 +400,32 @@ def build_table(name: str, func: Function, kernels: dict[str, CompiledKernel],
 
 def _segments(func: Function, calls: np.ndarray, func_nodes: np.ndarray,
               callee_of: dict[int, str], src: np.ndarray, value: np.ndarray,
-              csr: Any) -> list[tuple[int, int, CallFunc | None]]:
+              csr: Any) -> list[Segment]:
     """Runs of launches split at ``call_func`` nodes (one Python step per call_func)."""
     if not len(func_nodes):
-        return [(0, len(calls), None)]
+        return [Segment(0, len(calls), None)]
     split = np.searchsorted(calls, func_nodes).tolist()
-    out: list[tuple[int, int, CallFunc | None]] = []
+    out: list[Segment] = []
     begin = 0
     for node, at in zip(func_nodes.tolist(), split, strict=True):
-        sources: list[tuple[int, Any]] = []
+        operands: list[Operand] = []
         for j in csr.of(node).tolist():
             kind = int(src[j])
             if kind == _CONST:
-                sources.append((_CONST, func.const_value(j)))
+                operands.append(ConstOperand(func.const_value(j)))
             elif kind == _ARENA:
-                dtype = NUMPY_DTYPES[int(func.dtype[j])]
-                sources.append((_ARENA, (int(value[j]), dtype, func.shapes[int(func.shape_id[j])])))
+                operands.append(ArenaOperand(int(value[j]), NUMPY_DTYPES[int(func.dtype[j])],
+                                             tuple(func.shapes[int(func.shape_id[j])])))
             else:
-                sources.append((_DYNAMIC, int(value[j])))
-        call = CallFunc(node, callee_of[int(func.attr_id[node])], sources, int(value[node]))
-        out.append((begin, at, call))
+                operands.append(DynamicOperand(int(value[j])))
+        call = CallFunc(node, callee_of[int(func.attr_id[node])], tuple(operands),
+                        int(value[node]))
+        out.append(Segment(begin, at, call))
         begin = at
-    out.append((begin, len(calls), None))
+    out.append(Segment(begin, len(calls), None))
     return out
 
 
-__all__ = ["CallFunc", "CompiledKernel", "LaunchTable", "build_table", "check_kernel_call"]
+__all__ = ["ArenaOperand", "CallFunc", "CompiledKernel", "ConstOperand", "DynamicOperand",
+           "FreshOutput", "LaunchTable", "Operand", "Segment", "build_table",
+           "check_kernel_call"]

@@ -7,9 +7,10 @@ docstring has the ordering design note), ``pass_text`` (spelling of a pass
 with options), ``registry`` (name -> factory; finds the built-in passes
 through entry points), ``pass_base`` (Pass, the runner, ``get_pass``),
 ``pass_kinds`` (Module/Function/PrimFunc passes, Sequential, FixedPoint),
-``decorators``, ``pipelines`` (O0..O3), ``pipeline_text`` (textual pipelines),
-``bisect``, ``engines`` (where tasks run: serial, threads, local processes,
-Executors, Dask, Ray) with ``shared_files`` (their /dev/shm transport),
+``decorators``, ``pipelines`` (O0..O3 and pipelines given as text),
+``pipeline_text`` (textual pipelines), ``bisect``, ``engines`` (where tasks run:
+serial, threads, local processes, Executors, Dask, Ray) with ``shared_files``
+(their /dev/shm transport),
 ``pipeline_portable`` (a pipeline as text a worker rebuilds) and ``batch``
 (``map_modules``). May import ``irkernel.ir``; never ``instrument``,
 ``passes`` or ``runtime``. See docs/pass_infra.md and docs/scale_out.md.
@@ -45,7 +46,14 @@ from irkernel.transform.pass_kinds import (
     Sequential,
 )
 from irkernel.transform.pipeline_text import PipelineParseError, parse_pipeline
-from irkernel.transform.pipelines import PIPELINES
+from irkernel.transform.pipelines import (
+    PIPELINE_TEXTS,
+    PIPELINES,
+    make_pipeline,
+    pipeline_config_key,
+    pipeline_text_of,
+    register_pipeline,
+)
 from irkernel.transform.registry import list_passes, register_pass
 
 
@@ -80,6 +88,7 @@ register_pass("PrintIR", PrintIR)
 
 __all__ = [
     "PIPELINES",
+    "PIPELINE_TEXTS",
     "BisectResult",
     "FixedPoint",
     "FunctionPass",
@@ -100,11 +109,15 @@ __all__ = [
     "is_prim_func",
     "list_passes",
     "local_executor",
+    "make_pipeline",
     "map_modules",
     "module_pass",
     "open_engine",
     "parse_pipeline",
+    "pipeline_config_key",
+    "pipeline_text_of",
     "prim_func_pass",
     "register_pass",
     "register_pass_config",
+    "register_pipeline",
 ]

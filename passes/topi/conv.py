@@ -55,7 +55,7 @@ from functools import lru_cache
 
 from irkernel.tir import script as T
 from irkernel.tir.function import PrimFunc
-from passes._fuse_parallel import PARALLEL_MIN_WORK
+from passes.tir.parallelize import PARALLEL_MIN_WORK
 
 #: Below this many multiply-adds the canonical template is used (the copies of this
 #: schedule would dominate). As for matmul: 16 x 16 x 16.

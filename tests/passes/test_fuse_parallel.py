@@ -1,4 +1,4 @@
-"""FuseTIR's parallel outer loops (``passes._fuse_parallel``) and the packed matmul schedule.
+"""FuseTIR's parallel outer loops (``passes.tir.parallelize``) and the packed matmul schedule.
 
 Checked: a large fused chain gets a parallel outer loop and a small one stays
 serial; the independence proof rejects nests whose iterations interact; the
@@ -16,7 +16,7 @@ import passes
 import runtime
 from irkernel import tir
 from irkernel.tir import script as T
-from passes._fuse_parallel import PARALLEL_MIN_WORK, independent_outer, parallelize, work
+from passes.tir.parallelize import PARALLEL_MIN_WORK, independent_outer, parallelize, work
 from passes.topi.matmul import matmul_with_epilogue, scheduled_matmul
 
 

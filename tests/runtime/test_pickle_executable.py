@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 
 import numpy as np
@@ -12,6 +13,7 @@ import runtime
 from irkernel.testing.strategies import functions_with_inputs
 from irkernel.tir import script as T
 from runtime.build import load_executable
+from runtime.executable import SavedExecutable, SavedObject
 
 
 @settings(max_examples=8, deadline=None)
@@ -44,10 +46,17 @@ def test_a_kernel_executable_round_trips_with_its_sources() -> None:
 
 def test_another_cpu_or_a_bad_object_is_refused() -> None:
     ex = runtime.build(twice, cache=False)
-    loader, (mod, symbols, objects, settings_, graphs, key) = ex.__reduce__()
+    loader, (saved,) = ex.__reduce__()
     assert loader is load_executable
+    assert isinstance(saved, SavedExecutable)
+    assert saved.kernels["twice"].symbol.startswith("twice_")
     with pytest.raises(RuntimeError, match="compiled for"):
-        loader(mod, symbols, objects, settings_, graphs, "another-cpu")
-    bad = [(b"\x7fELF" + bytes(60), symbol) for _, symbol in objects]
+        loader(dataclasses.replace(saved, target_key="another-cpu"))
+    bad = tuple(SavedObject(b"\x7fELF" + bytes(60), o.symbol) for o in saved.objects)
     with pytest.raises(RuntimeError, match="object 0 is not loadable"):
-        loader(mod, symbols, bad, settings_, graphs, key)
+        loader(dataclasses.replace(saved, objects=bad))
+
+
+def test_an_old_pickle_state_is_a_clear_error() -> None:
+    with pytest.raises(TypeError, match="SavedExecutable"):
+        load_executable(("mod", {}, [], (), False, "cpu"))  # type: ignore[arg-type]

@@ -47,7 +47,7 @@ def _apply(name: str, func: tir.PrimFunc, config: dict[str, object] | None = Non
 
 def _lowered(func: tir.PrimFunc) -> tir.PrimFunc:
     with transform.PassContext(config={"tir.UnrollLoop": AUTO_UNROLL}):
-        pipeline = transform.Sequential([transform.get_pass(p) for p in pt.LOWERING])
+        pipeline = transform.get_pass("LowerTIR")
         return pipeline(ik.IRModule({"f": func}))["f"]
 
 

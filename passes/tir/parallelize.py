@@ -1,4 +1,4 @@
-"""Parallel outer loops for FuseTIR's large loop nests.
+"""Parallel outer loops for large loop nests (FuseTIR's and graph lowering's kernels).
 
 Why: a fused elementwise chain over 1e7 floats is one serial loop nest that
 LLVM vectorizes but that runs on one core; the machine has more. FuseTIR
@@ -17,14 +17,22 @@ be the index at their depth). Iteration ``v`` then only touches slice ``v`` of t
 buffers it writes (buffers never alias: ``noalias`` on every kernel argument),
 so iterations commute. Nests with less than ``PARALLEL_MIN_WORK`` innermost
 iterations stay serial: a launch costs microseconds.
-Imports irkernel.tir only.
+
+FuseTIR calls :func:`parallelize` on the nests it emits; the registered pass
+``ParallelizeNests`` (first in the ``LowerTIR`` pipeline, ``passes/pipelines.py``)
+does the same for kernels of graph lowering that no fusion produced (a lone
+reduction, an unfused elementwise op). Imports irkernel only.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from irkernel import transform
 from irkernel.tir.analysis import trip_count
 from irkernel.tir.buffer import BufferLoad
 from irkernel.tir.expr import IntImm, Var
+from irkernel.tir.function import PrimFunc
 from irkernel.tir.functor import post_order
 from irkernel.tir.stmt import Allocate, BufferStore, For, SeqStmt, Stmt
 
@@ -99,5 +107,21 @@ def parallelize_nests(body: Stmt) -> Stmt:
     return parallelize(body)
 
 
-__all__ = ["PARALLEL_MIN_WORK", "independent_outer", "parallelize", "parallelize_nests",
-           "work"]
+def ParallelizeNests() -> transform.PrimFuncPass:
+    """:func:`parallelize_nests` on kernels of graph lowering (PrimFuncs with ``op_name``;
+    opt level 0). User PrimFuncs keep the loops their author wrote."""
+
+    def run(func: PrimFunc, mod: Any, ctx: transform.PassContext) -> PrimFunc:
+        del mod, ctx
+        if "op_name" not in func.attrs:
+            return func
+        body = parallelize_nests(func.body)
+        return func if body is func.body else func.replace(body=body)
+
+    return transform.prim_func_pass(run, opt_level=0, name="ParallelizeNests")
+
+
+transform.register_pass("ParallelizeNests", ParallelizeNests)
+
+__all__ = ["PARALLEL_MIN_WORK", "ParallelizeNests", "independent_outer", "parallelize",
+           "parallelize_nests", "work"]
