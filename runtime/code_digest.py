@@ -8,9 +8,10 @@ lower a PrimFunc to an object (``runtime.compile``, ``runtime.lower``,
 ``runtime.jit``) and the modules of the passes the lowering pipeline names,
 every module named by an ``import`` or ``from`` statement anywhere in them
 (functions included: lazy imports count), transitively, within the packages
-``irkernel``, ``passes`` and ``runtime``, is read and hashed. Parsing the
-closure takes tens of milliseconds; it is done once per process and pipeline
-text. A parent package's ``__init__`` counts only when it is itself imported.
+``irkernel``, ``passes`` and ``runtime``, is read and hashed. Only the import
+statements are parsed (``ast``), once per process and pipeline text. A parent
+package's ``__init__`` counts only when it is itself imported; a docstring line
+that reads as an import may add a module (the digest errs towards changing).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -49,12 +51,31 @@ def _read(path: Path) -> bytes:
     return path.read_bytes()
 
 
+#: An import statement at the start of a line (indented ones too: lazy imports), its
+#: parenthesized names across lines. Only these are parsed: parsing whole modules took
+#: half a second per process, the statements take milliseconds.
+_IMPORT = re.compile(rb"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]*(?:\([^)]*\)|[^\n]*)"
+                     rb"|import[ \t]+[^\n]*)", re.M)
+
+
+def _statements(path: Path, source: bytes) -> list[ast.stmt]:
+    """The import statements of ``source``; a match that does not parse (prose in a
+    docstring that starts like one) is skipped."""
+    found: list[ast.stmt] = []
+    for match in _IMPORT.finditer(source):
+        try:
+            found.extend(ast.parse(match.group().strip(), filename=str(path)).body)
+        except SyntaxError:
+            continue
+    return found
+
+
 def _imported(name: str, path: Path, source: bytes) -> list[str]:
     """Modules named by the import statements of ``source`` (module ``name`` at ``path``):
     for ``from m import x``, ``m.x`` when it is a submodule, else ``m``."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: list[str] = []
-    for node in ast.walk(ast.parse(source, filename=str(path))):
+    for node in _statements(path, source):
         if isinstance(node, ast.Import):
             found.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
