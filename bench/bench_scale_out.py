@@ -32,8 +32,7 @@ from typing import Any
 
 import irkernel as ik
 from irkernel import testing, transform
-from irkernel.transform.engine_base import pack
-from irkernel.transform.engines import open_engine
+from irkernel.scaleout import open_engine, pack
 
 PAUSE_S = 2.0
 

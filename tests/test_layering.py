@@ -66,7 +66,7 @@ def test_import_passes_does_not_import_runtime():
 #: line are siblings: they do not import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("irkernel.ir",),
-    ("irkernel.text", "irkernel.tir", "irkernel.testing"),
+    ("irkernel.text", "irkernel.tir", "irkernel.testing", "irkernel.scaleout"),
     ("irkernel.transform", "irkernel.frontend", "irkernel.viz"),
     ("irkernel.instrument",),
     ("irkernel",),  # the public facade (irkernel/__init__.py)
