@@ -13,6 +13,8 @@ Imports the standard library, ``errors``, ``task`` and ``shared_files``.
 
 from __future__ import annotations
 
+# pyright: reportPrivateUsage=false
+# (TaskFuture collects through its engine's _collect/_done/_cancel: one class's parts)
 import collections
 import os
 import traceback
@@ -193,21 +195,21 @@ class TaskFuture:
     def done(self) -> bool:
         if self._outcome is not None or isinstance(self._handle, TaskError):
             return True
-        return self._engine._done(self._handle)  # pyright: ignore[reportPrivateUsage]
+        return self._engine._done(self._handle)
 
     def result(self) -> Any:
         if self._outcome is None:
-            self._outcome = (self._engine._collect(  # pyright: ignore[reportPrivateUsage]
-                self._handle, self.index, self.label),)
+            self._outcome = (self._engine._collect(self._handle, self.index, self.label),)
         value = self._outcome[0]
         if isinstance(value, TaskError):
             raise value
         return value
 
     def cancel(self) -> bool:
-        """Cancel the task if it has not started (best effort, as the engine allows)."""
+        """Cancel the task if it has not started (best effort, as the engine allows); False
+        once its outcome was collected."""
         if self._outcome is None and not isinstance(self._handle, TaskError):
-            self._engine._cancel([self._handle])  # pyright: ignore[reportPrivateUsage]
+            self._engine._cancel([self._handle])
         return self._outcome is None
 
     def __repr__(self) -> str:
