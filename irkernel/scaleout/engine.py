@@ -8,7 +8,12 @@ lowers the next batch while workers compile the last). Both report a failed
 task the same way: a :class:`TaskError` with the worker's traceback, a
 :class:`WorkerLostError` when the worker died. Subclasses (``engines``) say
 how to submit, wait and cancel. Every task runs inside :func:`call_task`.
-Imports the standard library, ``errors``, ``task`` and ``shared_files``.
+
+Alternatives considered: a home-made scheduler over ``multiprocessing``
+(retries, worker death detection and remote machines are what Dask already
+does well); ``Executor.map`` (no per-task error capture, no bounded window
+for Dask). Imports the standard library, ``errors``, ``task`` and
+``shared_files``.
 """
 
 from __future__ import annotations
