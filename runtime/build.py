@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import irkernel
-from irkernel import transform
+from irkernel import scaleout, transform
 from irkernel.ir.module import IRModule
 from irkernel.tir.function import PrimFunc
 from passes.tir import FAST_MATH
@@ -269,21 +269,12 @@ def build(mod: IRModule | PrimFunc, opt_level: int | None = None, *,
 
 
 def _open_engine(engine: Any, stack: contextlib.ExitStack) -> Any:
-    """The executor of ``build(engine=...)``: None, or an object with ``submit``; one the
-    build starts (``"local"``, an address) is closed with ``stack``."""
-    if engine is None or hasattr(engine, "submit"):
-        return engine
-    if engine == "local":
-        return stack.enter_context(transform.local_executor())
-    if isinstance(engine, str) and "://" in engine:
-        try:
-            from distributed import Client
-        except ImportError:
-            raise ImportError(f"build: engine {engine!r} needs Dask: pip install "
-                              "'irkernel[dask]'") from None
-        return stack.enter_context(Client(engine))
-    raise TypeError(f"build: engine must be None, 'local', a scheduler address, an Executor "
-                    f"or a Dask Client, got {engine!r}")
+    """The engine of ``build(engine=...)``: None (LLVM on a thread of this process), or
+    ``scaleout.open_engine(engine)`` (its ``submit`` feeds the compiler; its errors are
+    TaskError/WorkerLostError), closed with ``stack``."""
+    if engine is None:
+        return None
+    return stack.enter_context(scaleout.open_engine(engine))
 
 
 def _jobs(mod: IRModule, ctx: transform.PassContext) -> tuple[list[Job], dict[str, Job]]:

@@ -66,7 +66,7 @@ def test_import_passes_does_not_import_runtime():
 #: line are siblings: they do not import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("irkernel.ir",),
-    ("irkernel.text", "irkernel.tir", "irkernel.testing"),
+    ("irkernel.text", "irkernel.tir", "irkernel.testing", "irkernel.scaleout"),
     ("irkernel.transform", "irkernel.frontend", "irkernel.viz"),
     ("irkernel.instrument",),
     ("irkernel",),  # the public facade (irkernel/__init__.py)
@@ -131,6 +131,21 @@ def test_imports_point_down_the_layers():
             if not same and _rank(target) >= _rank(module):
                 bad.append(f"{module} -> {target}")
     assert not bad, "imports against the layering:\n" + "\n".join(sorted(bad))
+
+
+def test_scaleout_imports_no_other_irkernel_layer():
+    """The engines know nothing of IR or passes, so both transform and runtime can use them."""
+    bad = sorted(f"{module} -> {target}" for module, targets in _import_edges().items()
+                 if _package_of(module) == "irkernel.scaleout"
+                 for target in targets if _package_of(target) != "irkernel.scaleout")
+    assert not bad, "irkernel.scaleout imports other layers:\n" + "\n".join(bad)
+
+
+def test_transform_and_runtime_open_engines_through_scaleout():
+    """One way to name an engine: map_modules and runtime.build both resolve it there."""
+    edges = _import_edges()
+    assert "irkernel.scaleout.resolve" in edges["irkernel.transform.batch"]
+    assert "irkernel.scaleout" in edges["runtime.build"]
 
 
 def test_no_import_cycles():

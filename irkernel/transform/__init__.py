@@ -8,12 +8,13 @@ with options), ``registry`` (name -> factory; finds the built-in passes
 through entry points), ``pass_base`` (Pass, the runner, ``get_pass``),
 ``pass_kinds`` (Module/Function/PrimFunc passes, Sequential, FixedPoint),
 ``decorators``, ``pipelines`` (O0..O3 and pipelines given as text),
-``pipeline_text`` (textual pipelines), ``bisect``, ``engines`` (where tasks run:
-serial, threads, local processes, Executors, Dask, Ray) with ``shared_files``
-(their /dev/shm transport),
-``pipeline_portable`` (a pipeline as text a worker rebuilds) and ``batch``
-(``map_modules``). May import ``irkernel.ir``; never ``instrument``,
-``passes`` or ``runtime``. See docs/pass_infra.md and docs/scale_out.md.
+``pipeline_text`` (textual pipelines),
+``bisect``, ``pipeline_portable`` (a pipeline as text a worker rebuilds) and
+``batch`` (``map_modules``). Where tasks run (engines, their transport and
+errors, the warm local pool) is ``irkernel.scaleout``, below this layer; its
+public names are re-exported here. May import ``irkernel.ir`` and
+``irkernel.scaleout``; never ``instrument``, ``passes`` or ``runtime``.
+See docs/pass_infra.md and docs/scale_out.md.
 """
 
 from __future__ import annotations
@@ -24,18 +25,19 @@ import sys
 from typing import TextIO
 
 from irkernel.ir.module import IRModule, is_prim_func
+from irkernel.scaleout import (
+    RemoteError,
+    TaskError,
+    WorkerLostError,
+    local_executor,
+    on_worker_start,
+    open_engine,
+)
 from irkernel.transform.batch import map_modules
 from irkernel.transform.bisect import BisectResult, bisect
 from irkernel.transform.config import register_pass_config
 from irkernel.transform.context import PassContext
 from irkernel.transform.decorators import function_pass, module_pass, prim_func_pass
-from irkernel.transform.engines import (
-    RemoteError,
-    TaskError,
-    WorkerLostError,
-    local_executor,
-    open_engine,
-)
 from irkernel.transform.pass_base import Pass, get_pass
 from irkernel.transform.pass_info import PassInfo
 from irkernel.transform.pass_kinds import (
@@ -54,7 +56,11 @@ from irkernel.transform.pipelines import (
     pipeline_text_of,
     register_pipeline,
 )
-from irkernel.transform.registry import list_passes, register_pass
+from irkernel.transform.registry import discover, list_passes, register_pass
+
+# Local worker processes load the registered passes once when they start, not in their
+# first task (irkernel.scaleout knows nothing of passes: it sits below this layer).
+on_worker_start(discover)
 
 
 def PrintIR(header: str = "", file: TextIO | None = None) -> ModulePass:

@@ -25,12 +25,12 @@ context and its very instruments (no copies, nothing pickled).
 
 Errors: a module's exception is caught on the worker with its traceback
 text. ``on_error="raise"`` raises the first failure in module order as a
-:class:`~irkernel.transform.engines.TaskError` labelled ``module <i>``
+:class:`~irkernel.scaleout.TaskError` labelled ``module <i>``
 (``.index``, ``.exception``, ``.traceback``, ``.worker``) and cancels the
 rest; ``"return"`` puts that TaskError in the module's slot. A worker that
 dies fails every module of its chunk with a WorkerLostError (a TaskError).
 ``irkernel.bisect_limit`` counts per task on workers; bisect with ``"serial"``.
-Imports the transform layer below it.
+Imports the transform layer below it and ``irkernel.scaleout`` (the engines).
 """
 
 from __future__ import annotations
@@ -45,14 +45,9 @@ from typing import Any
 
 from irkernel.ir.module import IRModule
 from irkernel.transform.context import PassContext
-from irkernel.transform.engine_base import (
-    Engine,
-    TaskError,
-    check_on_error,
-    portable,
-    worker_name,
-)
-from irkernel.transform.engines import open_engine
+from irkernel.scaleout.engine import Engine
+from irkernel.scaleout.errors import TaskError, check_on_error, portable, worker_name
+from irkernel.scaleout.resolve import open_engine
 from irkernel.transform.instrument_protocol import merge_from_worker, worker_copy
 from irkernel.transform.pass_base import Pass
 from irkernel.transform.pipeline_portable import portable_text, rebuild
@@ -153,11 +148,12 @@ def map_modules(pipeline: Pass | str, modules: Iterable[IRModule], *, engine: An
         Workers rebuild it from text (see :mod:`~irkernel.transform.pipeline_portable`).
     modules : iterable of IRModule
     engine : str, Executor, dask Client or ray
-        ``"serial"``, ``"thread"``, ``"local"`` (default: a process pool started
-        for this call), a scheduler address, a ``concurrent.futures.Executor``
-        (e.g. :func:`~irkernel.transform.local_executor`, kept warm across
-        calls), a ``dask.distributed.Client`` or the ``ray`` module
-        (:func:`~irkernel.transform.engines.open_engine`).
+        ``"serial"``, ``"thread"``, ``"local"`` (default: the warm process pool,
+        kept across calls; ``irkernel.scaleout.shutdown()`` closes it), a
+        scheduler address, a ``concurrent.futures.Executor`` (e.g. a private
+        :func:`~irkernel.transform.local_executor`), a
+        ``dask.distributed.Client`` or the ``ray`` module
+        (:func:`~irkernel.scaleout.open_engine`).
     max_workers : int, optional
         Pool size of ``"thread"``/``"local"`` (default: CPU count).
     on_error : {"raise", "return"}

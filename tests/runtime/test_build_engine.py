@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 
 import runtime
-from irkernel import transform
+from irkernel import scaleout, transform
 from irkernel.testing.strategies import functions_with_inputs
 from runtime.cache import DiskCache
 
@@ -39,11 +39,24 @@ def test_builds_on_worker_processes_equal_in_process_builds(pool, case) -> None:
         np.testing.assert_array_equal(a, b)
 
 
-def test_engine_local_starts_and_stops_its_own_pool() -> None:
+def test_engine_local_compiles_on_the_warm_pool_of_map_modules() -> None:
     mod, inputs = _module()
     want = runtime.build(mod, cache=False)["main"](*inputs)
     got = runtime.build(mod, cache=False, engine="local")["main"](*inputs)
     np.testing.assert_array_equal(got[0], want[0])
+    pool = scaleout.warm_pool()
+    assert pool is not None  # given back, not shut down, when the build ended
+    runtime.build(mod, cache=False, engine="local")
+    assert scaleout.warm_pool() is pool
+
+
+def test_engine_serial_and_thread_build_the_same_kernels() -> None:
+    mod, inputs = _module()
+    with transform.PassContext(config=SPECIALIZED):
+        want = runtime.build(mod, cache=False)["main"](*inputs)
+        for engine in ("serial", "thread"):
+            got = runtime.build(mod, cache=False, engine=engine)["main"](*inputs)
+            np.testing.assert_array_equal(got[0], want[0])
 
 
 class _LostWorkers(ThreadPoolExecutor):
@@ -67,10 +80,20 @@ def test_a_lost_worker_names_the_kernels_and_leaves_no_cache_entry(tmp_path) -> 
         p for p in (tmp_path / "cache").rglob("*") if p.is_file() and "index" in p.parts]
 
 
-def test_a_bad_engine_is_a_type_error() -> None:
+def test_a_bad_engine_is_one_error_naming_it() -> None:
     mod, _ = _module()
     with pytest.raises(TypeError, match="engine must be"):
         runtime.build(mod, cache=False, engine=42)
+    with pytest.raises(ValueError, match="unknown engine 'processes'.*'serial', 'thread'"):
+        runtime.build(mod, cache=False, engine="processes")
+
+
+def test_a_failed_batch_chains_the_engines_task_error(tmp_path) -> None:
+    mod, _ = _module()
+    with _LostWorkers() as lost, pytest.raises(RuntimeError) as info:
+        with transform.PassContext(config=SPECIALIZED):
+            runtime.build(mod, cache=False, engine=lost)
+    assert isinstance(info.value.__cause__, scaleout.TaskError)
 
 
 def _module() -> tuple[Any, list[np.ndarray]]:

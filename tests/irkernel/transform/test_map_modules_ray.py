@@ -11,8 +11,8 @@ ray = pytest.importorskip("ray")
 
 import irkernel as ik  # noqa: E402
 from irkernel import testing, transform  # noqa: E402
+from irkernel.scaleout import call_task  # noqa: E402
 from irkernel.transform import TaskError, WorkerLostError, open_engine  # noqa: E402
-from irkernel.transform.engine_base import call_task  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,8 @@ import time
 
 import pytest
 
-from irkernel import transform
-from irkernel.transform import engines
-from irkernel.transform.engines import (
+from irkernel import scaleout, transform
+from irkernel.scaleout import (
     Engine,
     RemoteError,
     SerialEngine,
@@ -31,7 +30,7 @@ from irkernel.transform.engines import (
 @pytest.fixture(scope="module")
 def pool():
     """One warm local pool for the module (starting processes is the slow part)."""
-    with transform.local_executor(2) as executor:
+    with scaleout.local_executor(2) as executor:
         yield executor
 
 
@@ -48,11 +47,11 @@ def test_named_engines_and_their_properties():
         assert (eng.name, eng.in_process, eng.workers) == ("thread", True, 3)
     with open_engine("local", max_workers=1) as eng:
         assert (eng.name, eng.in_process, eng.workers) == ("local", False, 1)
-        assert eng.executor._mp_context.get_start_method() == engines.start_method()
+        assert eng.executor._mp_context.get_start_method() == scaleout.start_method()
 
 
 def test_start_method_is_never_fork():
-    assert engines.start_method() in ("forkserver", "spawn")
+    assert scaleout.start_method() in ("forkserver", "spawn")
 
 
 def test_existing_executors_are_borrowed_not_closed(pool):
@@ -190,7 +189,7 @@ def test_core_imports_without_dask():
     import subprocess
     import sys
 
-    code = ("import sys; import irkernel, irkernel.transform.engines; "
+    code = ("import sys; import irkernel, irkernel.scaleout; "
             "assert not {'distributed', 'dask', 'ray'} & set(sys.modules); print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
@@ -205,7 +204,7 @@ def test_core_imports_without_dask():
 def test_large_tasks_and_results_travel_through_ram_files(pool):
     import numpy as np
 
-    from irkernel.transform import shared_files
+    from irkernel.scaleout import shared_files
 
     if shared_files.ram_directory() is None:
         pytest.skip("no /dev/shm on this platform")
@@ -223,7 +222,7 @@ def test_large_tasks_and_results_travel_through_ram_files(pool):
 def test_ram_file_write_failure_falls_back_to_none(tmp_path):
     import numpy as np
 
-    from irkernel.transform.shared_files import write_shared
+    from irkernel.scaleout.shared_files import write_shared
 
     buffers = [np.zeros(1 << 17, np.uint8)]
     assert write_shared(b"h", buffers, str(tmp_path / "missing" / "f")) is None
