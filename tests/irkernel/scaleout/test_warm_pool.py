@@ -50,7 +50,9 @@ def test_local_engines_reuse_one_warm_pool_and_its_workers(fresh_pool):
     assert scaleout.warm_pool() is first and not _closed(first)  # closing gave it back
     with open_engine("local", max_workers=2) as eng:
         assert eng.executor is first
-        assert _pids(eng) <= pids  # the same worker processes
+        # the same worker processes: the executor starts workers on demand, so the first
+        # call may have used one of the two; no call starts a third
+        assert len(_pids(eng) | pids) <= 2
     assert os.getpid() not in pids
 
 
