@@ -62,23 +62,40 @@ PARALLEL_MIN_MACS = 1 << 16
 WIDE_PANEL_BYTES = 256 * 1024
 
 
+def accumulators(bits: int) -> int:
+    """Accumulator vectors a register tile may hold: the register file less the B vectors
+    of one K step and the broadcast of A (24 of 32 with AVX-512, 12 of 16 otherwise)."""
+    return 24 if registers(bits) >= 32 else 12
+
+
 def _tile(m: int, n: int, k: int, dtype: str, bits: int) -> tuple[int, int] | None:
     """(MR, NR) for a register file of ``registers(bits)`` vectors of ``bits``, or None
-    when N is narrower than one vector."""
+    when N is narrower than one vector.
+
+    The tile depends on the register file and on M only through "fewer rows than a
+    tile": rows and columns past a multiple of the tile go to tail tiles (which cost
+    in proportion to their size), so a prime M gets the same main tile as a round one.
+    Many rows: ``MR x V`` vectors with V = 4 (AVX-512: 6 x 4, 24 accumulators) or 2
+    (AVX2: 6 x 2, OpenBLAS's Haswell shape); a panel above ``WIDE_PANEL_BYTES`` halves
+    V to stay in L2. Fewer rows than MR (a batch-1 classifier, a GEMV) take wider tiles,
+    up to 8 vectors: independent accumulators hide the FMA latency, which a single
+    1-vector chain exposes (4 cycles per fma on a core that issues two a cycle).
+    """
     itemsize = 4 if dtype == "float32" else 8
     lanes = bits // (8 * itemsize)
-    if n < lanes:
-        return None
-    if registers(bits) >= 32:  # sixteen accumulators: 4 x 4 vectors when it fits
-        if m % 4 == 0 and n % (4 * lanes) == 0 and k * 4 * lanes * itemsize <= WIDE_PANEL_BYTES:
-            return 4, 4 * lanes
-        nr = next((c for c in (2 * lanes, lanes) if n % c == 0), lanes)
-        return next(c for c in (8, 6, 4, 3, 2, 1) if m % c == 0), nr
-    # twelve accumulators: 6 x 2 vectors; fewer rows take wider tiles (a GEMV row 1 x 4)
     vectors = n // lanes
-    if m >= 6:
-        return (6, 2 * lanes) if vectors >= 2 else (8, lanes)
-    return m, min(4, 12 // m, vectors) * lanes
+    if vectors == 0:
+        return None
+    budget = accumulators(bits)
+    wide = 4 if registers(bits) >= 32 else 2
+    if k * wide * lanes * itemsize > WIDE_PANEL_BYTES:
+        wide = max(1, wide // 2)
+    v = min(wide, vectors)
+    mr = min(budget // v, 8)
+    if m < mr:
+        mr = m
+        v = min(vectors, budget // m, 8)
+    return mr, v * lanes
 
 
 @lru_cache(maxsize=256)
@@ -180,27 +197,52 @@ def _build(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str, odt: 
     if tile is None:
         return None
     out_shape = (*(b_batch or a_batch), m, n)
+    lanes = bits // (8 * (4 if dtype == "float32" else 8))
     return _schedule(batches, rows, n, k, tile, dtype, odt, finish, a_shape, b_shape,
-                     out_shape, tuple(b_batch), row_dims)
+                     out_shape, tuple(b_batch), row_dims, lanes, bits)
+
+
+def _row_chunks(col_tasks: int, blocks: int) -> int:
+    """Row chunks per column task, so that a matmul with few column panels (N of one or
+    two panels, M in the thousands) still has ``MIN_TASKS`` tasks; each chunk keeps at
+    least two row blocks (a chunk packs its own copy of the panel)."""
+    if col_tasks >= MIN_TASKS:
+        return 1
+    return max(1, min(-(-MIN_TASKS // col_tasks), blocks // 2))
 
 
 def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # noqa: C901
               dtype: str, odt: str, finish: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr],
               a_shape: tuple[int, ...], b_shape: tuple[int, ...], out_shape: tuple[int, ...],
-              batch_dims: tuple[int, ...], row_dims: tuple[int, ...]) -> PrimFunc:
-    """One task per (batch, NR-wide column panel); its row blocks stream past the panel.
+              batch_dims: tuple[int, ...], row_dims: tuple[int, ...],
+              lanes: int, bits: int) -> PrimFunc:
+    """One task per (batch, row chunk, column panel group); its row blocks stream past
+    the packed panel.
 
     Specialized at trace time (plain Python ``if``/``for``): with several row blocks
     the panel is packed first (see the module docstring); with one each panel is read
     once, so a packed copy would only add a pass, and the row-block loop disappears.
+    The ``N % NR`` tail columns are one more task per (batch, row chunk), in the same
+    parallel loop: packed, its panel is zero-padded to whole vectors, so the tile runs
+    full-width fmas and only the store is narrower; unpacked (one row block), its whole
+    vectors take one tile and the last ``N % lanes`` columns a row-at-a-time tile.
+    Every output element is accumulated by one task in K order, so results do not
+    depend on the thread count.
     """
     mr, nr = tile
+    itemsize = 4 if dtype == "float32" else 8
     blocks, rtail = divmod(m, mr)
     pack = blocks + (rtail > 0) > 1
     full, tail = divmod(n, nr)
-    group = _group(full, k, nr, 4 if dtype == "float32" else 8) if pack else 1
-    tasks = batches * full // group
+    group = _group(full, k, nr, itemsize) if pack else 1
+    main = full // group  # main column tasks per (batch, chunk)
+    col_tasks = main + (tail > 0)
+    chunks = _row_chunks(batches * col_tasks, blocks) if pack else 1
+    per_chunk = -(-blocks // chunks)  # row blocks per chunk (the last may have fewer)
+    tasks = batches * chunks * col_tasks
     parallel = batches * m * n * k >= PARALLEL_MIN_MACS and tasks > 1
+    tpad = -(-tail // lanes) * lanes  # the packed tail panel, whole vectors
+    tvec = tail // lanes * lanes      # unpacked: the tail's whole vectors
 
     def batch_index(b):
         return () if not batch_dims else _unravel(b, batch_dims)
@@ -231,39 +273,77 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
                 out[(*batch_index(b), *_unravel(r, row_dims), col0 + ji)] = finish(
                     acc[ii, ji], r, col0 + ji)
 
-    def row_blocks(x0, out, b, col0, width, b_of, names):
-        """Every row block of one column panel: full tiles, then the ``M % MR`` rows."""
-        for io in T.serial(blocks) if blocks > 1 else ((0,) if blocks else ()):
-            acc = tile_of(x0, b, io * mr, mr, width, b_of, names[0])
-            store(out, acc, b, io * mr, mr, col0, width)
+    def row_blocks(x0, out, b, chunk, col0, width, stored, b_of, name):
+        """The chunk's row blocks of one panel (``width`` columns computed, ``stored``
+        kept), then, in the last chunk, the ``M % MR`` rows."""
+        if chunks == 1:
+            loop = T.serial(blocks) if blocks > 1 else ((0,) if blocks else ())
+        else:
+            loop = T.serial(chunk * per_chunk, T.min(blocks, (chunk + 1) * per_chunk))
+        for io in loop:
+            acc = tile_of(x0, b, io * mr, mr, width, b_of, name)
+            store(out, acc, b, io * mr, mr, col0, stored)
         if rtail:
-            racc = tile_of(x0, b, blocks * mr, rtail, width, b_of, names[1])
-            store(out, racc, b, blocks * mr, rtail, col0, width)
+            def rows():
+                racc = tile_of(x0, b, blocks * mr, rtail, width, b_of, "r" + name)
+                store(out, racc, b, blocks * mr, rtail, col0, stored)
+            if chunks == 1:
+                rows()
+            else:
+                with T.If(T.eq(chunk, chunks - 1)):
+                    rows()
+
+    def main_panels(x0, x1, out, b, chunk, ct):
+        jg = ct * group  # the task's first panel
+        if pack:  # its ``group`` panels in one pass over B's rows
+            panel = T.alloc_buffer((group, k, nr), dtype)
+            for kk in T.serial(k):
+                for g in T.unroll(group):
+                    for ji in T.vectorized(nr):
+                        panel[g, kk, ji] = b_at(x1, b, kk, (jg + g) * nr + ji)
+        for g in T.serial(group) if group > 1 else (0,):
+            # scratch names are unique per shape: FuseTIR renames a callee's allocations
+            row_blocks(x0, out, b, chunk, (jg + g) * nr, nr, nr,
+                       (lambda kk, ji: panel[g, kk, ji]) if pack  # noqa: B023
+                       else (lambda kk, ji: b_at(x1, b, kk, (jg + g) * nr + ji)),  # noqa: B023
+                       "acc")
+
+    def tail_panel(x0, x1, out, b, chunk):
+        col0 = full * nr
+        if pack:
+            tpanel = T.alloc_buffer((k, tpad), dtype)
+            for kk in T.serial(k):
+                for ji in T.vectorized(tail):
+                    tpanel[kk, ji] = b_at(x1, b, kk, col0 + ji)
+                for ji in T.vectorized(tpad - tail):
+                    tpanel[kk, tail + ji] = 0.0
+            row_blocks(x0, out, b, chunk, col0, tpad, tail,
+                       lambda kk, ji: tpanel[kk, ji], "tacc")
+            return
+        if tvec:
+            row_blocks(x0, out, b, chunk, col0, tvec, tvec,
+                       lambda kk, ji: b_at(x1, b, kk, col0 + ji), "tacc")
+        if tail > tvec:
+            for r in T.serial(m) if m > 1 else (0,):
+                acc = tile_of(x0, b, r, 1, tail - tvec,
+                              lambda kk, ji: b_at(x1, b, kk, col0 + tvec + ji), "eacc")
+                store(out, acc, b, r, 1, col0 + tvec, tail - tvec)
 
     @T.prim_func(private=True)
     def matmul(x0: T.Buffer(a_shape, dtype), x1: T.Buffer(b_shape, dtype),
                out: T.Buffer(out_shape, odt)):
         for task in T.parallel(tasks) if parallel else T.serial(tasks):
-            per = full // group  # tasks per batch
-            b = task // per if batches > 1 else 0
-            jg = (task % per if batches > 1 else task) * group  # the task's first panel
-            if pack:  # its ``group`` panels in one pass over B's rows
-                panel = T.alloc_buffer((group, k, nr), dtype)
-                for kk in T.serial(k):
-                    for g in T.unroll(group):
-                        for ji in T.vectorized(nr):
-                            panel[g, kk, ji] = b_at(x1, b, kk, (jg + g) * nr + ji)
-            for g in T.serial(group) if group > 1 else (0,):
-                # scratch names are unique per shape: FuseTIR renames a callee's allocations
-                row_blocks(x0, out, b, (jg + g) * nr, nr,
-                           (lambda kk, ji: panel[g, kk, ji]) if pack  # noqa: B023
-                           else (lambda kk, ji: b_at(x1, b, kk, (jg + g) * nr + ji)),  # noqa: B023
-                           ("acc", "racc"))
-        if tail:  # the last n % nr columns: one narrower, unpacked panel per batch
-            for b in T.serial(batches) if batches > 1 else (0,):
-                row_blocks(x0, out, b, full * nr, tail,
-                           lambda kk, ji: b_at(x1, b, kk, full * nr + ji),  # noqa: B023
-                           ("tacc", "rtacc"))
+            ct = task % col_tasks if col_tasks > 1 else 0
+            rest = task // col_tasks if col_tasks > 1 else task
+            chunk = rest % chunks if chunks > 1 else 0
+            b = rest // chunks if batches > 1 else 0
+            if not tail:
+                main_panels(x0, x1, out, b, chunk, ct)
+            else:
+                with T.If(ct < main):
+                    main_panels(x0, x1, out, b, chunk, ct)
+                with T.Else():
+                    tail_panel(x0, x1, out, b, chunk)
     return matmul
 
 
