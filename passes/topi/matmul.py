@@ -48,7 +48,8 @@ from irkernel.tir import script as T
 from irkernel.tir.buffer import Buffer
 from irkernel.tir.expr import PrimExpr
 from irkernel.tir.function import PrimFunc
-from passes.topi.vector import registers, vector_bits
+from irkernel.target import CPUTarget
+from passes.topi.vector import current_target
 
 #: Below this many multiply-adds the canonical (fusable) reduction is used instead.
 MIN_WORK = 16 * 16 * 16
@@ -57,38 +58,43 @@ MIN_WORK = 16 * 16 * 16
 #: costs more than the second core saves: ~3 us of work at one thread).
 PARALLEL_MIN_MACS = 1 << 16
 
-#: Largest packed panel (bytes) for the wide 4 x (4 lanes) tile; above it a narrower
-#: panel keeps the packed block in L2.
-WIDE_PANEL_BYTES = 256 * 1024
+#: Largest packed panel for the widest tile, as a fraction of L2 (256 KiB of a 1 MiB
+#: L2); above it a narrower panel keeps the packed block in L2 beside A's rows and C.
+WIDE_PANEL_L2_FRACTION = 4
 
 
-def accumulators(bits: int) -> int:
+def accumulators(target: CPUTarget) -> int:
     """Accumulator vectors a register tile may hold: the register file less the B vectors
     of one K step and the broadcast of A (24 of 32 with AVX-512, 12 of 16 otherwise)."""
-    return 24 if registers(bits) >= 32 else 12
+    return target.vector_registers * 3 // 4
 
 
-def _tile(m: int, n: int, k: int, dtype: str, bits: int) -> tuple[int, int] | None:
-    """(MR, NR) for a register file of ``registers(bits)`` vectors of ``bits``, or None
-    when N is narrower than one vector.
+def _target(bits: int) -> CPUTarget:
+    """The current target, tiled for ``bits``-wide vectors when ``bits`` is given."""
+    target = current_target()
+    return target.with_vector_bits(bits) if bits else target
+
+
+def _tile(m: int, n: int, k: int, dtype: str, target: CPUTarget) -> tuple[int, int] | None:
+    """(MR, NR) for ``target``'s register file, or None when N is narrower than one vector.
 
     The tile depends on the register file and on M only through "fewer rows than a
     tile": rows and columns past a multiple of the tile go to tail tiles (which cost
     in proportion to their size), so a prime M gets the same main tile as a round one.
     Many rows: ``MR x V`` vectors with V = 4 (AVX-512: 6 x 4, 24 accumulators) or 2
-    (AVX2: 6 x 2, OpenBLAS's Haswell shape); a panel above ``WIDE_PANEL_BYTES`` halves
-    V to stay in L2. Fewer rows than MR (a batch-1 classifier, a GEMV) take wider tiles,
+    (AVX2: 6 x 2, OpenBLAS's Haswell shape); a panel above ``l2 / WIDE_PANEL_L2_FRACTION`` halves
+    V to stay in L2 (a quarter of it). Fewer rows than MR (a batch-1 classifier, a GEMV) take wider tiles,
     up to 8 vectors: independent accumulators hide the FMA latency, which a single
     1-vector chain exposes (4 cycles per fma on a core that issues two a cycle).
     """
     itemsize = 4 if dtype == "float32" else 8
-    lanes = bits // (8 * itemsize)
+    lanes = target.lanes(dtype)
     vectors = n // lanes
     if vectors == 0:
         return None
-    budget = accumulators(bits)
-    wide = 4 if registers(bits) >= 32 else 2
-    if k * wide * lanes * itemsize > WIDE_PANEL_BYTES:
+    budget = accumulators(target)
+    wide = 4 if target.vector_registers >= 32 else 2
+    if k * wide * lanes * itemsize > target.l2 // WIDE_PANEL_L2_FRACTION:
         wide = max(1, wide // 2)
     v = min(wide, vectors)
     mr = min(budget // v, 8)
@@ -99,15 +105,15 @@ def _tile(m: int, n: int, k: int, dtype: str, bits: int) -> tuple[int, int] | No
 
 
 @lru_cache(maxsize=256)
-def _cached(m: int, n: int, k: int, dtype: str, bits: int) -> PrimFunc | None:
-    return matmul_with_epilogue(m, n, k, dtype, bits=bits)
+def _cached(m: int, n: int, k: int, dtype: str, target: CPUTarget) -> PrimFunc | None:
+    return _build((m, k), (k, n), dtype, dtype, target, lambda acc, i, j: acc)
 
 
 def scheduled_matmul(m: int, n: int, k: int, dtype: str, bits: int = 0) -> PrimFunc | None:
     """The scheduled PrimFunc ``(x0: (m, k), x1: (k, n), out: (m, n))``, or None when the
     shape does not fit the tiles (or is too small to be worth it). ``bits``: the vector
-    width to tile for (0: ``vector_bits()``)."""
-    return _cached(m, n, k, dtype, bits or vector_bits())
+    width to tile for (0: the current target's)."""
+    return _cached(m, n, k, dtype, _target(bits))
 
 
 def matmul_with_epilogue(m: int, n: int, k: int, dtype: str, extra: Sequence[Buffer] = (),
@@ -122,7 +128,7 @@ def matmul_with_epilogue(m: int, n: int, k: int, dtype: str, extra: Sequence[Buf
     vector loads). ``out_dtype`` defaults to ``dtype``. None when the shape does
     not fit the tiles.
     """
-    matmul = _build((m, k), (k, n), dtype, out_dtype or dtype, bits or vector_bits(),
+    matmul = _build((m, k), (k, n), dtype, out_dtype or dtype, _target(bits),
                     epilogue or (lambda acc, i, j: acc))
     if matmul is None or not extra:
         return matmul
@@ -132,8 +138,8 @@ def matmul_with_epilogue(m: int, n: int, k: int, dtype: str, extra: Sequence[Buf
 
 @lru_cache(maxsize=256)
 def _cached_batched(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str,
-                    bits: int) -> PrimFunc | None:
-    return _build(a_shape, b_shape, dtype, dtype, bits, lambda acc, i, j: acc)
+                    target: CPUTarget) -> PrimFunc | None:
+    return _build(a_shape, b_shape, dtype, dtype, target, lambda acc, i, j: acc)
 
 
 def scheduled_batch_matmul(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str,
@@ -141,25 +147,24 @@ def scheduled_batch_matmul(a_shape: tuple[int, ...], b_shape: tuple[int, ...], d
     """The scheduled ``a @ b`` of an N-d ``a`` and a 2-d ``b`` (rows flattened), or of
     operands of equal batch shapes; None for other forms (broadcast batches, vectors) and
     shapes that do not fit the tiles."""
-    return _cached_batched(tuple(a_shape), tuple(b_shape), dtype, bits or vector_bits())
+    return _cached_batched(tuple(a_shape), tuple(b_shape), dtype, _target(bits))
 
 
 #: Bytes of each B row a task packs at least (panels are grouped up to this): every row
 #: of a packed panel is a separate page of B when N is large, so a 64-byte panel row
 #: costs a TLB walk per 64 bytes; four panels per pass read 256.
 PACK_ROW_BYTES = 256
-#: Most bytes of a task's packed panels (they stay in L2 while its row blocks stream).
-PACK_MAX_BYTES = 512 * 1024
 #: Fewest tasks grouping may leave (balance over the pool's threads).
 MIN_TASKS = 8
 
 
-def _group(full: int, k: int, nr: int, itemsize: int) -> int:
+def _group(full: int, k: int, nr: int, itemsize: int, max_bytes: int) -> int:
     """Panels per task: up to ``PACK_ROW_BYTES`` per packed row, dividing the panel count,
-    within ``PACK_MAX_BYTES`` and leaving ``MIN_TASKS`` tasks."""
+    within ``max_bytes`` (half of L2: the panels stay there while the task's row blocks
+    stream) and leaving ``MIN_TASKS`` tasks."""
     for group in range(max(1, PACK_ROW_BYTES // (nr * itemsize)), 1, -1):
         if (full % group == 0 and full // group >= MIN_TASKS
-                and group * k * nr * itemsize <= PACK_MAX_BYTES):
+                and group * k * nr * itemsize <= max_bytes):
             return group
     return 1
 
@@ -176,7 +181,7 @@ def _unravel(flat: PrimExpr, dims: tuple[int, ...]) -> tuple[PrimExpr, ...]:
 
 
 def _build(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str, odt: str,
-           bits: int, finish: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr]
+           target: CPUTarget, finish: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr]
            ) -> PrimFunc | None:
     """The problem as (batches, rows, K, N) with index maps into the real buffers."""
     if dtype not in ("float32", "float64") or len(a_shape) < 2 or len(b_shape) < 2:
@@ -193,13 +198,12 @@ def _build(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str, odt: 
         return None
     if batches * rows * n * k < MIN_WORK or k == 0:
         return None
-    tile = _tile(rows, n, k, dtype, bits)
+    tile = _tile(rows, n, k, dtype, target)
     if tile is None:
         return None
     out_shape = (*(b_batch or a_batch), m, n)
-    lanes = bits // (8 * (4 if dtype == "float32" else 8))
     return _schedule(batches, rows, n, k, tile, dtype, odt, finish, a_shape, b_shape,
-                     out_shape, tuple(b_batch), row_dims, lanes, bits)
+                     out_shape, tuple(b_batch), row_dims, target)
 
 
 def _row_chunks(col_tasks: int, blocks: int) -> int:
@@ -215,7 +219,7 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
               dtype: str, odt: str, finish: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr],
               a_shape: tuple[int, ...], b_shape: tuple[int, ...], out_shape: tuple[int, ...],
               batch_dims: tuple[int, ...], row_dims: tuple[int, ...],
-              lanes: int, bits: int) -> PrimFunc:
+              target: CPUTarget) -> PrimFunc:
     """One task per (batch, row chunk, column panel group); its row blocks stream past
     the packed panel.
 
@@ -231,10 +235,11 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
     """
     mr, nr = tile
     itemsize = 4 if dtype == "float32" else 8
+    lanes = target.lanes(dtype)
     blocks, rtail = divmod(m, mr)
     pack = blocks + (rtail > 0) > 1
     full, tail = divmod(n, nr)
-    group = _group(full, k, nr, itemsize) if pack else 1
+    group = _group(full, k, nr, itemsize, target.l2 // 2) if pack else 1
     main = full // group  # main column tasks per (batch, chunk)
     col_tasks = main + (tail > 0)
     chunks = _row_chunks(batches * col_tasks, blocks) if pack else 1
@@ -347,5 +352,6 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
     return matmul
 
 
-__all__ = ["MIN_WORK", "PARALLEL_MIN_MACS", "WIDE_PANEL_BYTES", "matmul_with_epilogue",
+__all__ = ["MIN_WORK", "PARALLEL_MIN_MACS", "WIDE_PANEL_L2_FRACTION", "accumulators",
+           "matmul_with_epilogue",
            "scheduled_batch_matmul", "scheduled_matmul"]

@@ -114,7 +114,7 @@ def test_independence_proof() -> None:
     (24, 96, 40, "float32", 512, (6, 64)),    # a 32-column tail, zero-padded packed panel
     (6, 48, 16, "float32", 512, (6, 48)),     # three vectors wide
     (8, 64, 24, "float64", 512, (6, 32)),
-    (16, 64, 2048, "float32", 512, (8, 32)),  # K too deep for the wide panel to stay in L2
+    (16, 64, 8192, "float32", 512, (8, 32)),  # K too deep for the wide panel to stay in L2
     (1, 1000, 64, "float32", 512, (1, 128)),  # GEMV: 8 chains; tail of 6 vectors + 8
     (6, 37, 24, "float32", 512, (6, 32)),     # tail of 5 columns, unpacked
     # 16 vector registers (AVX2, SSE): twelve accumulators, row tails
