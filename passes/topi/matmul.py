@@ -76,7 +76,8 @@ def _target(bits: int) -> CPUTarget:
 
 
 def _tile(m: int, n: int, k: int, dtype: str, target: CPUTarget) -> tuple[int, int] | None:
-    """(MR, NR) for ``target``'s register file, or None when N is narrower than one vector.
+    """(MR, NR) for ``target``'s register file, or None when N is below 4 (fewer columns
+    than a vector take vectors of half the width, down to 4 lanes).
 
     The tile depends on the register file and on M only through "fewer rows than a
     tile": rows and columns past a multiple of the tile go to tail tiles (which cost
@@ -89,6 +90,8 @@ def _tile(m: int, n: int, k: int, dtype: str, target: CPUTarget) -> tuple[int, i
     """
     itemsize = 4 if dtype == "float32" else 8
     lanes = target.lanes(dtype)
+    while n < lanes and lanes > 4:  # narrow N: half-width vectors (same register file)
+        lanes //= 2
     vectors = n // lanes
     if vectors == 0:
         return None
@@ -235,7 +238,7 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
     """
     mr, nr = tile
     itemsize = 4 if dtype == "float32" else 8
-    lanes = target.lanes(dtype)
+    lanes = min(target.lanes(dtype), nr)  # a narrow N tiles with half-width vectors
     blocks, rtail = divmod(m, mr)
     pack = blocks + (rtail > 0) > 1
     full, tail = divmod(n, nr)
