@@ -48,7 +48,8 @@ from irkernel.tir import script as T
 from irkernel.tir.buffer import Buffer
 from irkernel.tir.expr import PrimExpr
 from irkernel.tir.function import PrimFunc
-from passes.topi.vector import registers, vector_bits
+from irkernel.target import CPUTarget
+from passes.topi.vector import current_target
 
 #: Below this many multiply-adds the canonical (fusable) reduction is used instead.
 MIN_WORK = 16 * 16 * 16
@@ -57,40 +58,65 @@ MIN_WORK = 16 * 16 * 16
 #: costs more than the second core saves: ~3 us of work at one thread).
 PARALLEL_MIN_MACS = 1 << 16
 
-#: Largest packed panel (bytes) for the wide 4 x (4 lanes) tile; above it a narrower
-#: panel keeps the packed block in L2.
-WIDE_PANEL_BYTES = 256 * 1024
+#: Largest packed panel for the widest tile, as a fraction of L2 (256 KiB of a 1 MiB
+#: L2); above it a narrower panel keeps the packed block in L2 beside A's rows and C.
+WIDE_PANEL_L2_FRACTION = 4
 
 
-def _tile(m: int, n: int, k: int, dtype: str, bits: int) -> tuple[int, int] | None:
-    """(MR, NR) for a register file of ``registers(bits)`` vectors of ``bits``, or None
-    when N is narrower than one vector."""
+def accumulators(target: CPUTarget) -> int:
+    """Accumulator vectors a register tile may hold: the register file less the B vectors
+    of one K step and the broadcast of A (24 of 32 with AVX-512, 12 of 16 otherwise)."""
+    return target.vector_registers * 3 // 4
+
+
+def _target(bits: int) -> CPUTarget:
+    """The current target, tiled for ``bits``-wide vectors when ``bits`` is given."""
+    target = current_target()
+    return target.with_vector_bits(bits) if bits else target
+
+
+def _tile(m: int, n: int, k: int, dtype: str, target: CPUTarget) -> tuple[int, int] | None:
+    """(MR, NR) for ``target``'s register file, or None when N is below 4 (fewer columns
+    than a vector take vectors of half the width, down to 4 lanes).
+
+    The tile depends on the register file and on M only through "fewer rows than a
+    tile": rows and columns past a multiple of the tile go to tail tiles (which cost
+    in proportion to their size), so a prime M gets the same main tile as a round one.
+    Many rows: ``MR x V`` vectors with V = 4 (AVX-512: 6 x 4, 24 accumulators) or 2
+    (AVX2: 6 x 2, OpenBLAS's Haswell shape); a panel above ``l2 / WIDE_PANEL_L2_FRACTION`` halves
+    V to stay in L2 (a quarter of it). Fewer rows than MR (a batch-1 classifier, a GEMV) take wider tiles,
+    up to 8 vectors: independent accumulators hide the FMA latency, which a single
+    1-vector chain exposes (4 cycles per fma on a core that issues two a cycle).
+    """
     itemsize = 4 if dtype == "float32" else 8
-    lanes = bits // (8 * itemsize)
-    if n < lanes:
-        return None
-    if registers(bits) >= 32:  # sixteen accumulators: 4 x 4 vectors when it fits
-        if m % 4 == 0 and n % (4 * lanes) == 0 and k * 4 * lanes * itemsize <= WIDE_PANEL_BYTES:
-            return 4, 4 * lanes
-        nr = next((c for c in (2 * lanes, lanes) if n % c == 0), lanes)
-        return next(c for c in (8, 6, 4, 3, 2, 1) if m % c == 0), nr
-    # twelve accumulators: 6 x 2 vectors; fewer rows take wider tiles (a GEMV row 1 x 4)
+    lanes = target.lanes(dtype)
+    while n < lanes and lanes > 4:  # narrow N: half-width vectors (same register file)
+        lanes //= 2
     vectors = n // lanes
-    if m >= 6:
-        return (6, 2 * lanes) if vectors >= 2 else (8, lanes)
-    return m, min(4, 12 // m, vectors) * lanes
+    if vectors == 0:
+        return None
+    budget = accumulators(target)
+    wide = 4 if target.vector_registers >= 32 else 2
+    if k * wide * lanes * itemsize > target.l2 // WIDE_PANEL_L2_FRACTION:
+        wide = max(1, wide // 2)
+    v = min(wide, vectors)
+    mr = min(budget // v, 8)
+    if m < mr:
+        mr = m
+        v = min(vectors, budget // m, 8)
+    return mr, v * lanes
 
 
 @lru_cache(maxsize=256)
-def _cached(m: int, n: int, k: int, dtype: str, bits: int) -> PrimFunc | None:
-    return matmul_with_epilogue(m, n, k, dtype, bits=bits)
+def _cached(m: int, n: int, k: int, dtype: str, target: CPUTarget) -> PrimFunc | None:
+    return _build((m, k), (k, n), dtype, dtype, target, lambda acc, i, j: acc)
 
 
 def scheduled_matmul(m: int, n: int, k: int, dtype: str, bits: int = 0) -> PrimFunc | None:
     """The scheduled PrimFunc ``(x0: (m, k), x1: (k, n), out: (m, n))``, or None when the
     shape does not fit the tiles (or is too small to be worth it). ``bits``: the vector
-    width to tile for (0: ``vector_bits()``)."""
-    return _cached(m, n, k, dtype, bits or vector_bits())
+    width to tile for (0: the current target's)."""
+    return _cached(m, n, k, dtype, _target(bits))
 
 
 def matmul_with_epilogue(m: int, n: int, k: int, dtype: str, extra: Sequence[Buffer] = (),
@@ -105,7 +131,7 @@ def matmul_with_epilogue(m: int, n: int, k: int, dtype: str, extra: Sequence[Buf
     vector loads). ``out_dtype`` defaults to ``dtype``. None when the shape does
     not fit the tiles.
     """
-    matmul = _build((m, k), (k, n), dtype, out_dtype or dtype, bits or vector_bits(),
+    matmul = _build((m, k), (k, n), dtype, out_dtype or dtype, _target(bits),
                     epilogue or (lambda acc, i, j: acc))
     if matmul is None or not extra:
         return matmul
@@ -115,8 +141,8 @@ def matmul_with_epilogue(m: int, n: int, k: int, dtype: str, extra: Sequence[Buf
 
 @lru_cache(maxsize=256)
 def _cached_batched(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str,
-                    bits: int) -> PrimFunc | None:
-    return _build(a_shape, b_shape, dtype, dtype, bits, lambda acc, i, j: acc)
+                    target: CPUTarget) -> PrimFunc | None:
+    return _build(a_shape, b_shape, dtype, dtype, target, lambda acc, i, j: acc)
 
 
 def scheduled_batch_matmul(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str,
@@ -124,25 +150,24 @@ def scheduled_batch_matmul(a_shape: tuple[int, ...], b_shape: tuple[int, ...], d
     """The scheduled ``a @ b`` of an N-d ``a`` and a 2-d ``b`` (rows flattened), or of
     operands of equal batch shapes; None for other forms (broadcast batches, vectors) and
     shapes that do not fit the tiles."""
-    return _cached_batched(tuple(a_shape), tuple(b_shape), dtype, bits or vector_bits())
+    return _cached_batched(tuple(a_shape), tuple(b_shape), dtype, _target(bits))
 
 
 #: Bytes of each B row a task packs at least (panels are grouped up to this): every row
 #: of a packed panel is a separate page of B when N is large, so a 64-byte panel row
 #: costs a TLB walk per 64 bytes; four panels per pass read 256.
 PACK_ROW_BYTES = 256
-#: Most bytes of a task's packed panels (they stay in L2 while its row blocks stream).
-PACK_MAX_BYTES = 512 * 1024
 #: Fewest tasks grouping may leave (balance over the pool's threads).
 MIN_TASKS = 8
 
 
-def _group(full: int, k: int, nr: int, itemsize: int) -> int:
+def _group(full: int, k: int, nr: int, itemsize: int, max_bytes: int) -> int:
     """Panels per task: up to ``PACK_ROW_BYTES`` per packed row, dividing the panel count,
-    within ``PACK_MAX_BYTES`` and leaving ``MIN_TASKS`` tasks."""
+    within ``max_bytes`` (half of L2: the panels stay there while the task's row blocks
+    stream) and leaving ``MIN_TASKS`` tasks."""
     for group in range(max(1, PACK_ROW_BYTES // (nr * itemsize)), 1, -1):
         if (full % group == 0 and full // group >= MIN_TASKS
-                and group * k * nr * itemsize <= PACK_MAX_BYTES):
+                and group * k * nr * itemsize <= max_bytes):
             return group
     return 1
 
@@ -159,7 +184,7 @@ def _unravel(flat: PrimExpr, dims: tuple[int, ...]) -> tuple[PrimExpr, ...]:
 
 
 def _build(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str, odt: str,
-           bits: int, finish: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr]
+           target: CPUTarget, finish: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr]
            ) -> PrimFunc | None:
     """The problem as (batches, rows, K, N) with index maps into the real buffers."""
     if dtype not in ("float32", "float64") or len(a_shape) < 2 or len(b_shape) < 2:
@@ -176,31 +201,73 @@ def _build(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str, odt: 
         return None
     if batches * rows * n * k < MIN_WORK or k == 0:
         return None
-    tile = _tile(rows, n, k, dtype, bits)
+    tile = _tile(rows, n, k, dtype, target)
     if tile is None:
         return None
     out_shape = (*(b_batch or a_batch), m, n)
     return _schedule(batches, rows, n, k, tile, dtype, odt, finish, a_shape, b_shape,
-                     out_shape, tuple(b_batch), row_dims)
+                     out_shape, tuple(b_batch), row_dims, target)
+
+
+def vector_pieces(width: int, lanes: int) -> list[tuple[int, int]]:
+    """``(offset, size)`` pieces of a row of ``width`` elements: whole vectors of ``lanes``,
+    then powers of two. LLVM scalarizes vector types of other lengths (a tile 3 vectors
+    wide written as one ``<48 x float>`` ran at 5 GFLOP/s instead of 40)."""
+    pieces, j = [], 0
+    while width - j >= lanes:
+        pieces.append((j, lanes))
+        j += lanes
+    size = lanes
+    while j < width:
+        size //= 2
+        if width - j >= size:
+            pieces.append((j, size))
+            j += size
+    return pieces
+
+
+def _row_chunks(col_tasks: int, blocks: int) -> int:
+    """Row chunks per column task, so that a matmul with few column panels (N of one or
+    two panels, M in the thousands) still has ``MIN_TASKS`` tasks; each chunk keeps at
+    least two row blocks (a chunk packs its own copy of the panel)."""
+    if col_tasks >= MIN_TASKS:
+        return 1
+    return max(1, min(-(-MIN_TASKS // col_tasks), blocks // 2))
 
 
 def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # noqa: C901
               dtype: str, odt: str, finish: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr],
               a_shape: tuple[int, ...], b_shape: tuple[int, ...], out_shape: tuple[int, ...],
-              batch_dims: tuple[int, ...], row_dims: tuple[int, ...]) -> PrimFunc:
-    """One task per (batch, NR-wide column panel); its row blocks stream past the panel.
+              batch_dims: tuple[int, ...], row_dims: tuple[int, ...],
+              target: CPUTarget) -> PrimFunc:
+    """One task per (batch, row chunk, column panel group); its row blocks stream past
+    the packed panel.
 
     Specialized at trace time (plain Python ``if``/``for``): with several row blocks
     the panel is packed first (see the module docstring); with one each panel is read
     once, so a packed copy would only add a pass, and the row-block loop disappears.
+    The ``N % NR`` tail columns are one more task per (batch, row chunk), in the same
+    parallel loop: packed, its panel is zero-padded to whole vectors, so the tile runs
+    full-width fmas and only the store is narrower; unpacked (one row block), its whole
+    vectors take one tile and the last ``N % lanes`` columns a row-at-a-time tile.
+    Every output element is accumulated by one task in K order, so results do not
+    depend on the thread count.
     """
     mr, nr = tile
+    itemsize = 4 if dtype == "float32" else 8
+    lanes = min(target.lanes(dtype), nr)  # a narrow N tiles with half-width vectors
     blocks, rtail = divmod(m, mr)
     pack = blocks + (rtail > 0) > 1
     full, tail = divmod(n, nr)
-    group = _group(full, k, nr, 4 if dtype == "float32" else 8) if pack else 1
-    tasks = batches * full // group
+    group = _group(full, k, nr, itemsize, target.l2 // 2) if pack else 1
+    main = full // group  # main column tasks per (batch, chunk)
+    col_tasks = main + (tail > 0)
+    chunks = _row_chunks(batches * col_tasks, blocks) if pack else 1
+    per_chunk = -(-blocks // chunks)  # row blocks per chunk (the last may have fewer)
+    tasks = batches * chunks * col_tasks
     parallel = batches * m * n * k >= PARALLEL_MIN_MACS and tasks > 1
+    tpad = -(-tail // lanes) * lanes  # the packed tail panel, whole vectors
+    tvec = tail // lanes * lanes      # unpacked: the tail's whole vectors
 
     def batch_index(b):
         return () if not batch_dims else _unravel(b, batch_dims)
@@ -216,56 +283,108 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
         fma over K (``b_of(kk, ji)`` reads B); the caller stores it once."""
         acc = T.alloc_buffer((height, width), dtype, name=name)
         for ii in T.unroll(height):
-            for ji in T.vectorized(width):
-                acc[ii, ji] = 0.0
+            for j0, size in vector_pieces(width, lanes):
+                for ji in T.vectorized(size):
+                    acc[ii, j0 + ji] = 0.0
         for kk in T.serial(k):
             for ii in T.unroll(height):
-                for ji in T.vectorized(width):
-                    acc[ii, ji] = T.fma(a_at(x0, b, row0 + ii, kk), b_of(kk, ji), acc[ii, ji])
+                for j0, size in vector_pieces(width, lanes):
+                    for ji in T.vectorized(size):
+                        acc[ii, j0 + ji] = T.fma(a_at(x0, b, row0 + ii, kk),
+                                                 b_of(kk, j0 + ji), acc[ii, j0 + ji])
         return acc
 
     def store(out, acc, b, row0, height, col0, width):
         for ii in T.unroll(height):
-            for ji in T.vectorized(width):
-                r = row0 + ii
-                out[(*batch_index(b), *_unravel(r, row_dims), col0 + ji)] = finish(
-                    acc[ii, ji], r, col0 + ji)
+            for j0, size in vector_pieces(width, lanes):
+                for ji in T.vectorized(size):
+                    r, j = row0 + ii, j0 + ji
+                    out[(*batch_index(b), *_unravel(r, row_dims), col0 + j)] = finish(
+                        acc[ii, j], r, col0 + j)
 
-    def row_blocks(x0, out, b, col0, width, b_of, names):
-        """Every row block of one column panel: full tiles, then the ``M % MR`` rows."""
-        for io in T.serial(blocks) if blocks > 1 else ((0,) if blocks else ()):
-            acc = tile_of(x0, b, io * mr, mr, width, b_of, names[0])
-            store(out, acc, b, io * mr, mr, col0, width)
+    def row_blocks(x0, out, b, chunk, col0, width, stored, b_of, name):
+        """The chunk's row blocks of one panel (``width`` columns computed, ``stored``
+        kept), then, in the last chunk, the ``M % MR`` rows."""
+        def block(io):
+            acc = tile_of(x0, b, io * mr, mr, width, b_of, name)
+            store(out, acc, b, io * mr, mr, col0, stored)
+        if chunks == 1:
+            for io in T.serial(blocks) if blocks > 1 else ((0,) if blocks else ()):
+                block(io)
+        else:  # constant extents (the LLVM tier is chosen by trip count): a guard, not a min
+            for jo in T.serial(per_chunk):
+                if blocks % chunks == 0:
+                    block(chunk * per_chunk + jo)
+                else:
+                    with T.If(chunk * per_chunk + jo < blocks):
+                        block(chunk * per_chunk + jo)
         if rtail:
-            racc = tile_of(x0, b, blocks * mr, rtail, width, b_of, names[1])
-            store(out, racc, b, blocks * mr, rtail, col0, width)
+            def rows():
+                racc = tile_of(x0, b, blocks * mr, rtail, width, b_of, "r" + name)
+                store(out, racc, b, blocks * mr, rtail, col0, stored)
+            if chunks == 1:
+                rows()
+            else:
+                with T.If(T.eq(chunk, chunks - 1)):
+                    rows()
+
+    def main_panels(x0, x1, out, b, chunk, ct):
+        jg = ct * group  # the task's first panel
+        if pack:  # its ``group`` panels in one pass over B's rows
+            panel = T.alloc_buffer((group, k, nr), dtype)
+            for kk in T.serial(k):
+                for g in T.unroll(group):
+                    for j0, size in vector_pieces(nr, lanes):
+                        for ji in T.vectorized(size):
+                            panel[g, kk, j0 + ji] = b_at(x1, b, kk, (jg + g) * nr + j0 + ji)
+        for g in T.serial(group) if group > 1 else (0,):
+            # scratch names are unique per shape: FuseTIR renames a callee's allocations
+            row_blocks(x0, out, b, chunk, (jg + g) * nr, nr, nr,
+                       (lambda kk, ji: panel[g, kk, ji]) if pack  # noqa: B023
+                       else (lambda kk, ji: b_at(x1, b, kk, (jg + g) * nr + ji)),  # noqa: B023
+                       "acc")
+
+    def tail_panel(x0, x1, out, b, chunk):
+        col0 = full * nr
+        if pack:
+            tpanel = T.alloc_buffer((k, tpad), dtype)
+            for kk in T.serial(k):
+                for j0, size in vector_pieces(tail, lanes):
+                    for ji in T.vectorized(size):
+                        tpanel[kk, j0 + ji] = b_at(x1, b, kk, col0 + j0 + ji)
+                for j0, size in vector_pieces(tpad - tail, lanes):
+                    for ji in T.vectorized(size):
+                        tpanel[kk, tail + j0 + ji] = 0.0
+            row_blocks(x0, out, b, chunk, col0, tpad, tail,
+                       lambda kk, ji: tpanel[kk, ji], "tacc")
+            return
+        if tvec:
+            row_blocks(x0, out, b, chunk, col0, tvec, tvec,
+                       lambda kk, ji: b_at(x1, b, kk, col0 + ji), "tacc")
+        if tail > tvec:
+            for r in T.serial(m) if m > 1 else (0,):
+                acc = tile_of(x0, b, r, 1, tail - tvec,
+                              lambda kk, ji: b_at(x1, b, kk, col0 + tvec + ji), "eacc")
+                store(out, acc, b, r, 1, col0 + tvec, tail - tvec)
 
     @T.prim_func(private=True)
     def matmul(x0: T.Buffer(a_shape, dtype), x1: T.Buffer(b_shape, dtype),
                out: T.Buffer(out_shape, odt)):
         for task in T.parallel(tasks) if parallel else T.serial(tasks):
-            per = full // group  # tasks per batch
-            b = task // per if batches > 1 else 0
-            jg = (task % per if batches > 1 else task) * group  # the task's first panel
-            if pack:  # its ``group`` panels in one pass over B's rows
-                panel = T.alloc_buffer((group, k, nr), dtype)
-                for kk in T.serial(k):
-                    for g in T.unroll(group):
-                        for ji in T.vectorized(nr):
-                            panel[g, kk, ji] = b_at(x1, b, kk, (jg + g) * nr + ji)
-            for g in T.serial(group) if group > 1 else (0,):
-                # scratch names are unique per shape: FuseTIR renames a callee's allocations
-                row_blocks(x0, out, b, (jg + g) * nr, nr,
-                           (lambda kk, ji: panel[g, kk, ji]) if pack  # noqa: B023
-                           else (lambda kk, ji: b_at(x1, b, kk, (jg + g) * nr + ji)),  # noqa: B023
-                           ("acc", "racc"))
-        if tail:  # the last n % nr columns: one narrower, unpacked panel per batch
-            for b in T.serial(batches) if batches > 1 else (0,):
-                row_blocks(x0, out, b, full * nr, tail,
-                           lambda kk, ji: b_at(x1, b, kk, full * nr + ji),  # noqa: B023
-                           ("tacc", "rtacc"))
+            ct = task % col_tasks if col_tasks > 1 else 0
+            rest = task // col_tasks if col_tasks > 1 else task
+            chunk = rest % chunks if chunks > 1 else 0
+            b = rest // chunks if batches > 1 else 0
+            if not tail:
+                main_panels(x0, x1, out, b, chunk, ct)
+            else:
+                with T.If(ct < main):
+                    main_panels(x0, x1, out, b, chunk, ct)
+                with T.Else():
+                    tail_panel(x0, x1, out, b, chunk)
     return matmul
 
 
-__all__ = ["MIN_WORK", "PARALLEL_MIN_MACS", "WIDE_PANEL_BYTES", "matmul_with_epilogue",
+__all__ = ["MIN_WORK", "PARALLEL_MIN_MACS", "WIDE_PANEL_L2_FRACTION", "accumulators",
+           "matmul_with_epilogue",
            "scheduled_batch_matmul", "scheduled_matmul"]

@@ -1,45 +1,49 @@
-"""The vector register width op templates tile for: the host's, or the config's.
+"""The target op templates tile for: the host's, or the one the PassContext names.
 
 Why a knob: a register tile is sized to the register file. The matmul tile of 4 rows x 4
 vectors needs 16 accumulators: with AVX-512 (32 registers of 16 float32) that leaves room
 for the loads; with AVX2 (16 registers of 8 float32) the same tile, 32 accumulators, spills
-on every fma and ran at a fifth of OpenBLAS's speed. The host's width is read from LLVM's
-view of the CPU (what the runtime compiles for); ``topi.vector_bits`` overrides it, so
-tests check every tile family on any machine and a build can target a narrower CPU.
-Imports irkernel.transform and llvmlite only.
+on every fma and ran at a fifth of OpenBLAS's speed. Every template reads its tiles from
+one :class:`irkernel.target.CPUTarget`: config ``target`` names it (``"host"``,
+``"x86-64-v3"``, ``"avx2"``, ...; the code generator compiles for the same one), and
+``topi.vector_bits`` still overrides only the width the tiles are sized for, so tests
+check every tile family on any machine. Imports irkernel.transform and irkernel.target.
 """
 
 from __future__ import annotations
 
-import functools
-
 from irkernel import transform
+from irkernel.target import ALIASES, LEVELS, CPUTarget, cpu_target
 
-#: Config: vector register width in bits the op templates tile for (0: the host's).
+#: Config: the CPU target templates tile for and the code generator compiles for.
+TARGET = "target"
+transform.register_pass_config(
+    TARGET, str, "host",
+    description="CPU target: 'host', or an x86-64 level the host can run: "
+                "x86-64-v2 (sse4.2), x86-64-v3 (avx2), x86-64-v4 (avx512)",
+    check=lambda v: None if v == "host" or v in LEVELS or v in ALIASES
+    else f"must be 'host' or one of {', '.join(sorted((*LEVELS, *ALIASES)))}")
+
+#: Config: vector register width in bits the op templates tile for (0: the target's).
 VECTOR_BITS = "topi.vector_bits"
 transform.register_pass_config(
     VECTOR_BITS, int, 0,
     description="vector register width (bits) the op templates size their register tiles "
-                "for: 512 (AVX-512), 256 (AVX2), 128 (SSE/NEON); 0: the host's",
+                "for: 512 (AVX-512), 256 (AVX2), 128 (SSE/NEON); 0: the target's",
     check=lambda v: None if v in (0, 128, 256, 512) else "must be 0, 128, 256 or 512")
 
 
-@functools.cache
-def host_vector_bits() -> int:
-    """512 with AVX-512F, 256 with AVX2 and FMA, else 128."""
-    import llvmlite.binding as llvm
-
-    features = set(llvm.get_host_cpu_features().flatten().split(","))
-    if "+avx512f" in features:
-        return 512
-    if "+avx2" in features and "+fma" in features:
-        return 256
-    return 128
+def current_target() -> CPUTarget:
+    """The current PassContext's target, with its ``topi.vector_bits`` applied."""
+    ctx = transform.PassContext.current()
+    target = cpu_target(str(ctx.get_config(TARGET)))
+    bits = int(ctx.get_config(VECTOR_BITS))
+    return target.with_vector_bits(bits) if bits else target
 
 
 def vector_bits() -> int:
-    """The width of the current PassContext's ``topi.vector_bits``, else the host's."""
-    return int(transform.PassContext.current().get_config(VECTOR_BITS)) or host_vector_bits()
+    """The vector width the current target's templates tile for."""
+    return current_target().vector_bits
 
 
 def registers(bits: int) -> int:
@@ -47,4 +51,4 @@ def registers(bits: int) -> int:
     return 32 if bits >= 512 else 16
 
 
-__all__ = ["VECTOR_BITS", "host_vector_bits", "registers", "vector_bits"]
+__all__ = ["TARGET", "VECTOR_BITS", "current_target", "registers", "vector_bits"]

@@ -108,19 +108,19 @@ def test_independence_proof() -> None:
 
 
 @pytest.mark.parametrize(("m", "n", "k", "dtype", "bits", "tile"), [
-    # 32 vector registers (AVX-512): sixteen accumulators
-    (16, 128, 64, "float32", 512, (4, 64)),   # wide tile, packed panels
+    # 32 vector registers (AVX-512): up to 24 accumulators, 6 x 4 vectors
+    (16, 128, 64, "float32", 512, (6, 64)),   # two 6-row blocks and a 4-row tail, packed
     (4, 64, 32, "float32", 512, (4, 64)),     # one row block: unpacked
-    (24, 96, 40, "float32", 512, (8, 32)),    # N not a multiple of 64
-    (6, 48, 16, "float32", 512, (6, 16)),
-    (8, 64, 24, "float64", 512, (4, 32)),
-    (16, 64, 2048, "float32", 512, (8, 32)),  # K too deep for the wide panel to stay in L2
-    (1, 1000, 64, "float32", 512, (1, 16)),   # N % 16 = 8: a narrower tail panel
-    (6, 37, 24, "float32", 512, (6, 16)),     # tail of 5 columns, packed panels
+    (24, 96, 40, "float32", 512, (6, 64)),    # a 32-column tail, zero-padded packed panel
+    (6, 48, 16, "float32", 512, (6, 48)),     # three vectors wide
+    (8, 64, 24, "float64", 512, (6, 32)),
+    (16, 64, 8192, "float32", 512, (8, 32)),  # K too deep for the wide panel to stay in L2
+    (1, 1000, 64, "float32", 512, (1, 128)),  # GEMV: 8 chains; tail of 6 vectors + 8
+    (6, 37, 24, "float32", 512, (6, 32)),     # tail of 5 columns, unpacked
     # 16 vector registers (AVX2, SSE): twelve accumulators, row tails
     (16, 128, 64, "float32", 256, (6, 16)),   # two 6-row blocks and a 4-row tail
     (4, 64, 32, "float32", 256, (4, 24)),     # few rows: a wider tile, a 16-column tail
-    (1, 1000, 64, "float32", 256, (1, 32)),   # a GEMV row: 4 vectors, tail of 8
+    (1, 1000, 64, "float32", 256, (1, 64)),   # a GEMV row: 8 vectors, tail of 40
     (5, 20, 48, "float32", 256, (5, 16)),     # tail of 4 columns
     (7, 8, 96, "float64", 256, (6, 8)),       # a 1-row tail
     (13, 10, 40, "float32", 256, (8, 8)),     # one vector wide: 8 rows

@@ -10,6 +10,7 @@ tails, and with a bias + relu epilogue that FuseTIR folds into the tile's store.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -87,3 +88,52 @@ def test_grouped_panels_pack_four_panels_per_task() -> None:
             np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4 * a_shape[-1])
     finally:
         runtime.set_num_threads(previous)
+
+
+#: Shapes off every tile: prime rows (197: 32 row blocks and a 5-row tail at 6 x 4
+#: vectors), GEMV rows with a column tail of whole vectors plus a part vector (1 x 1000),
+#: a column count one past a panel (129), few columns and many rows (row chunks: one
+#: column task), and K of 1.
+AWKWARD = [(197, 24, 200), (1, 64, 1000), (13, 7, 129), (300, 16, 17), (50, 33, 95),
+           (97, 1, 130), (8, 40, 33)]
+
+
+@pytest.mark.parametrize("bits", [128, 256, 512])
+def test_awkward_shapes_are_exact_and_the_same_at_every_thread_count(bits: int) -> None:
+    """Row and column tails, the zero-padded tail panel and row chunks, against the
+    interpreter; outputs bitwise equal at 1 and 2 threads (each output element is
+    accumulated by one task in K order)."""
+    previous = runtime.get_num_threads()
+    try:
+        for m, k, n in AWKWARD:
+            bb = ik.GraphBuilder("main")
+            y = bb.matmul(bb.param("a", (m, k), "float32"), bb.param("b", (k, n), "float32"))
+            mod = ik.IRModule({"main": bb.finish([y])})
+            rng = np.random.default_rng(m * 7 + n)
+            a = rng.standard_normal((m, k)).astype(np.float32)
+            b = rng.standard_normal((k, n)).astype(np.float32)
+            want = ik.interpret(mod, a, b)[0]
+            with transform.PassContext(config={"topi.vector_bits": bits,
+                                               "runtime.generic_max_elements": 0}):
+                fn = runtime.build(mod)["main"]
+            outs = []
+            for threads in (1, 2):
+                runtime.set_num_threads(threads)
+                outs.append(fn(a, b)[0])
+            np.testing.assert_allclose(outs[0], want, rtol=1e-4, atol=1e-4 * k)
+            assert outs[0].tobytes() == outs[1].tobytes(), (m, k, n)
+    finally:
+        runtime.set_num_threads(previous)
+
+
+def test_tiles_do_not_depend_on_the_divisors_of_m() -> None:
+    """A prime M gets the register tile of a round one (the rows past it form a tail),
+    and fewer rows than a tile widen it (GEMV)."""
+    from irkernel.target import host_target
+    from passes.topi.matmul import _tile
+
+    avx512, avx2 = host_target().with_vector_bits(512), host_target().with_vector_bits(256)
+    assert _tile(197, 2304, 768, "float32", avx512) == _tile(192, 2304, 768, "float32", avx512)
+    assert _tile(509, 1531, 1531, "float32", avx2) == (6, 16)
+    mr, nr = _tile(1, 1000, 512, "float32", avx512)
+    assert mr == 1 and nr >= 4 * 16
