@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import irkernel as ik
-from runtime.memory_plan import ALIGN, plan_memory
+from runtime.memory_plan import ALIGN, plan_memory, plan_tokens
 
 SHAPES = [(), (3,), (4,), (17,), (64,), (8, 8), (5, 30)]
 
@@ -144,3 +144,109 @@ def test_plan_of_a_large_graph_is_a_sweep() -> None:
     plan = plan_memory(_chain(50_000))
     assert plan.num_buffers == 49_999
     assert len(plan.token_bytes) == 2
+
+
+# ---------------------------------------------------------------------------
+# The size-segregated planner against the scan it replaced (the oracle lives here only)
+# ---------------------------------------------------------------------------
+
+def _scan_plan_tokens(node_ids, last, sizes) -> tuple[list[int], list[int]]:
+    """The former planner: for each request, scan every token (O(values x tokens)).
+
+    Best fit is the smallest free token that fits (lowest id among equals); else the
+    largest free token (lowest id among equals) grows; else a new token.
+    """
+    order = np.argsort(last, kind="stable")
+    token: list[int] = [0] * len(node_ids)
+    token_bytes: list[int] = []
+    free: list[bool] = []
+    released = 0
+    for k, node in enumerate(node_ids):
+        while released < len(order) and last[order[released]] < node:
+            free[token[order[released]]] = True
+            released += 1
+        need = int(sizes[k])
+        fits = [t for t in range(len(free)) if free[t] and token_bytes[t] >= need]
+        spare = [t for t in range(len(free)) if free[t]]
+        if fits:
+            best = min(fits, key=lambda t: (token_bytes[t], t))
+        elif spare:
+            best = min(spare, key=lambda t: (-token_bytes[t], t))
+            token_bytes[best] = need
+        else:
+            best = len(free)
+            token_bytes.append(need)
+            free.append(False)
+        free[best] = False
+        token[k] = best
+    return token, token_bytes
+
+
+@st.composite
+def request_sequences(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Intermediates in execution order with lifetimes from instant to the whole graph."""
+    m = draw(st.integers(0, 120))
+    gaps = draw(st.lists(st.integers(1, 3), min_size=m, max_size=m))
+    node_ids = np.cumsum(np.array(gaps, np.int64)).astype(np.int32)
+    horizon = int(node_ids[-1]) + 5 if m else 1
+    spans = draw(st.lists(st.one_of(st.integers(0, 4), st.integers(0, horizon)),
+                          min_size=m, max_size=m))
+    last = (node_ids + np.array(spans, np.int64)).astype(np.int32)
+    classes = draw(st.sampled_from([(1, 2), (1, 2, 3, 8), tuple(range(1, 40)), (1, 1000)]))
+    sizes = np.array(draw(st.lists(st.sampled_from(classes), min_size=m, max_size=m)),
+                     np.int64) * ALIGN
+    return node_ids, last, sizes
+
+
+def _assert_tokens_valid(node_ids, last, sizes, token, token_bytes) -> None:
+    """Each token holds its requests, and no two requests of one token are alive together."""
+    token = np.asarray(token, np.int64)
+    assert (np.asarray(token_bytes, np.int64)[token] >= sizes).all()
+    for t in range(len(token_bytes)):
+        users = np.nonzero(token == t)[0]  # in execution order
+        # consecutive users of one token: the next starts after the previous' last reader
+        assert (node_ids[users[1:]] > last[users[:-1]]).all(), t
+
+
+@settings(max_examples=300, deadline=None)
+@given(request_sequences())
+def test_planner_makes_the_arena_of_the_scan(case) -> None:
+    node_ids, last, sizes = case
+    token, token_bytes = plan_tokens(node_ids, last, sizes)
+    want_token, want_bytes = _scan_plan_tokens(node_ids, last, sizes)
+    assert token.dtype == np.int32 and token_bytes.dtype == np.int64
+    # Equal-size tokens are interchangeable: the same sizes, maybe under other ids.
+    assert sorted(token_bytes.tolist()) == sorted(want_bytes)
+    assert int(token_bytes.sum()) == sum(want_bytes)
+    _assert_tokens_valid(node_ids, last, sizes, token, token_bytes)
+    _assert_tokens_valid(node_ids, last, sizes, want_token, want_bytes)
+
+
+def test_planner_across_chunks(monkeypatch) -> None:
+    """State carried between kernel calls: small chunks plan what one call plans."""
+    import runtime.memory_plan as memory_plan
+
+    rng = np.random.default_rng(5)
+    m = 3000
+    node_ids = np.arange(m, dtype=np.int32) * 2
+    last = (node_ids + np.where(rng.random(m) < 0.2, rng.integers(0, 2 * m, m),
+                                rng.integers(0, 6, m))).astype(np.int32)
+    sizes = rng.choice(np.array([1, 2, 5, 64, 300], np.int64) * ALIGN, m)
+    whole = plan_tokens(node_ids, last, sizes)
+    monkeypatch.setattr(memory_plan, "PLAN_CHUNK", 7)
+    chunked = plan_tokens(node_ids, last, sizes)
+    np.testing.assert_array_equal(whole[0], chunked[0])
+    np.testing.assert_array_equal(whole[1], chunked[1])
+    assert sorted(whole[1].tolist()) == sorted(_scan_plan_tokens(node_ids, last, sizes)[1])
+    _assert_tokens_valid(node_ids, last, sizes, *whole)
+
+
+def test_long_lived_values_plan_fast() -> None:
+    """10^5 values alive at once (the wide DAGs of issue 27): one token each, no scan."""
+    m = 100_000
+    node_ids = np.arange(m, dtype=np.int32)
+    last = np.full(m, m, np.int32)
+    sizes = (np.arange(m, dtype=np.int64) % 50 + 1) * ALIGN
+    token, token_bytes = plan_tokens(node_ids, last, sizes)
+    assert len(token_bytes) == m
+    assert int(token_bytes.sum()) == int(sizes.sum())
