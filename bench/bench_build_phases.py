@@ -77,7 +77,7 @@ def work(family: str, size: int, seed: int) -> dict[str, Any]:
     from scale_worker import _tiny_module
 
     res: dict[str, Any] = {"family": family, "size": size, "seed": seed,
-                           "load_before": os.getloadavg()[0]}
+                           "load_before": os.getloadavg()[0], "irkernel_file": ik.__file__}
     tiny = runtime.build(_tiny_module(), cache=False)
     tiny["main"](np.ones((5, 3)))
     del tiny
@@ -135,6 +135,8 @@ def run_point(family: str, size: int, args: argparse.Namespace, work_dir: Path) 
         return {"family": family, "size": size, "error": f"exit {proc.returncode}: {tail}"}
     res = json.loads(out.read_text())
     res["process_s"] = time.perf_counter() - start
+    if not Path(res["irkernel_file"]).resolve().is_relative_to(ROOT):
+        res["error"] = f"imported irkernel from {res['irkernel_file']}, not from {ROOT}"
     return res
 
 
