@@ -15,6 +15,9 @@ Graph families (both built with ``GraphBuilder``, so ``finish`` marks them verif
   ``s = sum(y)``; outputs ``concat(y_0..y_{S-1})`` and ``concat(reshape(s_k, (1,)))``.
   Every step has its own length, so no two specialized kernels are alike.
 
+Other graph shapes (long-lived values, deep chains, many shapes, constants, outputs or
+functions, a large concat) and the build phase by phase: ``bench_build_phases.py``.
+
 Each graph is generated once in this process (``gen s``; ``--graph-dir`` keeps the files
 for later runs) and measured in fresh processes (``scale_worker.py``, ``jax_graph.py``):
 cold (``runtime.build(mod, cache=False)``), warm for ``--warm`` sizes of ``mixed`` (a
