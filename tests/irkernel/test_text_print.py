@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -388,8 +390,9 @@ def random_functions(draw: st.DrawFn) -> ik.Function:
                                        "concat", "reshape", "permute"]))
         try:
             nodes.append(_random_node(draw, bb, nodes, nodes[pick], choice))
-        except (TypeError, ValueError):
-            continue  # ill-typed draw (dtype not supported, shapes do not broadcast, ...)
+        except ValueError as exc:  # ill-typed draw (dtype not supported, shapes do not
+            # broadcast, ...): the builder names the op and its operands, nothing else passes
+            assert re.match(r"\w+: .* \(operands %\d+: ", str(exc)), exc
     outs = draw(st.lists(st.sampled_from(nodes), min_size=1, max_size=3))
     return bb.finish(outs)
 
