@@ -12,7 +12,7 @@ from hypothesis.extra import numpy as hnp
 from text_helpers import GOLDEN, build_golden, round_trip
 
 import irkernel as ik
-from irkernel import ops
+from irkernel import ops, testing
 from irkernel.text.parser import parse
 from irkernel.text.printer import format_values, print_module
 
@@ -429,10 +429,6 @@ def test_property_random_graphs_round_trip(f: ik.Function, g: ik.Function) -> No
 
 @pytest.mark.parametrize("shapes", ["scalar", "small"])
 def test_property_round_trip_over_testing_strategy(shapes: str) -> None:
-    testing = pytest.importorskip("irkernel.testing")
-    if shapes == "small":
-        pytest.importorskip("irkernel.testing.small")
-
     # NOTE: n_params >= 1 sidesteps a generator limitation (a 1-node graph of only constants).
     @given(testing.modules(shapes=shapes, n_params=st.integers(1, 4)))
     def check(mod: ik.IRModule) -> None:
@@ -443,6 +439,5 @@ def test_property_round_trip_over_testing_strategy(shapes: str) -> None:
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_round_trip_generated_scalar_graph(seed: int) -> None:
-    testing = pytest.importorskip("irkernel.testing")
     spec = testing.GraphSpec(n_nodes=20_000, seed=seed, const_fraction=0.3, n_outputs=3)
     round_trip(testing.random_module(spec, call_funcs=True))

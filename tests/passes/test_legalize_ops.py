@@ -15,6 +15,7 @@ from passes_helpers import assert_same_results
 
 import irkernel as ik
 import passes
+import runtime
 from irkernel import ops, transform
 from irkernel.ir.errors import TypeInferenceError
 from irkernel.ir.rebuild import rebuild
@@ -342,7 +343,6 @@ def test_interpret_rejects_a_missing_callee() -> None:
 
 
 def test_compiled_prim_funcs_match_the_interpreter() -> None:
-    runtime = pytest.importorskip("runtime")
     bb = ik.GraphBuilder("main")
     x = bb.param("x", (4, 8), "float32")
     y = bb.param("y", (8,), "float32")
@@ -382,7 +382,6 @@ def test_every_compiled_template_matches_the_interpreter() -> None:
     """All op x dtype cases above through runtime.build (one build; cached on disk)."""
     from passes_helpers import same_value
 
-    runtime = pytest.importorskip("runtime")
     cases, prims = [], {}
     for p in OP_DTYPE_CASES:
         name, dtype, shapes, attrs = p.values
@@ -432,7 +431,6 @@ def test_float_matmul_uses_the_scheduled_kernel() -> None:
 
 
 def test_matmul_epilogue_fuses_bias_and_relu() -> None:
-    runtime = pytest.importorskip("runtime")
     from irkernel.tir import Buffer, const, select
     from passes.topi.matmul import matmul_with_epilogue
 
@@ -477,7 +475,6 @@ def test_variadic_ops_group_by_their_operand_types() -> None:
     small = ik.IRModule({"main": out["main"], **{n: out[n] for n in callees[:2]}})
     assert_same_results(expected[:3], ik.interpret(  # tir.interpret is too slow for 250
         small.with_function("main", _outputs(out["main"], 3)), x, y, z))
-    runtime = pytest.importorskip("runtime")
     wide = out[callees[3]].with_attr("global_symbol", "wide")
     got = np.empty(253, np.int32)
     runtime.build(wide)["wide"](*([z] * 250), y, got)
