@@ -71,4 +71,5 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-goldens", action="store_true", default=False,
-                     help="rewrite the expected sections of tests/passes/golden/*/*.ir")
+                     help="rewrite the expected sections of tests/passes/golden/*/*.ir "
+                          "(refused when CI is set)")

@@ -24,11 +24,17 @@ def test_demo_optimizes_compiles_verifies_and_points_to_the_docs() -> None:
     assert re.search(r"Chain of 8 elementwise ops.*?kernels launched per call \(after fusion\) +1",
                      text, re.S)
     assert "speed vs NumPy" in text
-    # each workload: one row per thread count (1, 2 and the pool's default), both medians
+    # each workload: one row per thread count (1, 2 and the pool's default), both medians;
+    # the MLP's NumPy (BLAS) runs at irkernel's count, the chain's elementwise NumPy at 1
     rows = re.findall(r"^  (\d+) / (\d+|\?) +([0-9.]+) +([0-9.]+) +([0-9.]+)x$", text, re.M)
     assert rows, text
     assert len(rows) % 2 == 0
-    assert rows[0][0] == "1"
+    mlp, chain = rows[: len(rows) // 2], rows[len(rows) // 2:]
+    assert mlp[0][0] == chain[0][0] == "1"
+    assert all(ours == numpy for ours, numpy, *_ in mlp), mlp
+    assert all(numpy == "1" for _, numpy, *_ in chain), chain
+    assert re.search(r"NumPy's BLAS:\s+\d+\s+threads\s+by\s+default", text), text
+    assert "unknown" not in text
     assert "blocks of their own" in text
     assert "3. Read more" in text
     assert "docs/lowering.md" in text
@@ -64,3 +70,14 @@ def test_demo_times_each_side_in_blocks_with_the_shared_helper(monkeypatch) -> N
     assert [c[2] for c in calls] == [True, False]
     # per thread count: ours, ref, ref, ours (each a block of its own)
     assert len(blocks) == 4 * sum(len(c[1]) for c in calls)
+
+
+def test_threadpoolctl_is_a_core_dependency() -> None:
+    """A plain ``pip install .`` must be able to read and limit NumPy's BLAS threads, or the
+    demo's MLP rows would compare irkernel at 1 thread with NumPy at all of them."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8")
+    core = re.search(r"^dependencies = \[(.*?)\]", text, re.M | re.S)
+    assert core, "no [project] dependencies in pyproject.toml"
+    assert re.search(r'"threadpoolctl[<>=!~ ]', core.group(1)), core.group(1)

@@ -1,49 +1,48 @@
-"""The docs are executable: every python block of a page runs, in order, in one namespace.
-
-A ``print(err)`` line whose comment shows the message (``# axpy: argument ...``)
-also checks the message: each fragment of the comment between ``...`` must
-appear in what the block printed, so the page can not drift from the errors.
+"""The docs are executable: every python block of a page runs, in order, in one namespace,
+and every output comment on a ``print`` line matches what that call printed
+(``tests/docs_helpers.py`` says how comments are read).
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
-import re
-from pathlib import Path
-
 import pytest
+from docs_helpers import blocks, check_page, mismatch, shown_output
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
 PAGES = {"tir.md": 8, "lowering.md": 3, "validation.md": 5, "ops.md": 6, "viz.md": 2,
          "scale_out.md": 5}
 PAGES["onnx.md"] = 2  # docs/onnx.md (the ONNX frontend); page -> at least this many blocks
-_BLOCK = re.compile(r"```python\n(.*?)```", re.S)
-_SHOWN = re.compile(r"^\s*print\(err\)\s*#\s*(.+)$", re.M)
-
-
-def _blocks(page: str) -> list[str]:
-    return _BLOCK.findall((DOCS / page).read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("page", sorted(PAGES))
 def test_the_page_has_python_blocks(page: str) -> None:
-    assert len(_blocks(page)) >= PAGES[page]
+    assert len(blocks(page)) >= PAGES[page]
 
 
 @pytest.mark.parametrize("page", sorted(PAGES))
 def test_every_block_runs_and_prints_what_it_says(page: str) -> None:
-    namespace: dict[str, object] = {"__name__": "docs_" + page.removesuffix(".md")}
-    for number, code in enumerate(_blocks(page), start=1):
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            try:
-                exec(compile(code, f"docs/{page} block {number}", "exec", dont_inherit=True),
-                     namespace)
-            except Exception as exc:
-                pytest.fail(f"docs/{page} block {number} raised {type(exc).__name__}: {exc}")
-        printed = out.getvalue()
-        for shown in _SHOWN.findall(code):
-            for fragment in (f.strip() for f in shown.split("...")):
-                assert fragment in printed, (
-                    f"docs/{page} block {number}: {fragment!r} not in the output:\n{printed}")
+    _, problems = check_page(page, {"__name__": "docs_" + page.removesuffix(".md")})
+    assert not problems, "\n".join(problems)
+
+
+def test_output_comments_are_read_as_documented() -> None:
+    assert shown_output("-> [0, 1, 4]") == "[0, 1, 4]"
+    assert shown_output("True 14   # 9 columns + 5 pool arrays") == "True 14"
+    assert mismatch("[ 1.  1. -1.]", "[ 1.   1. -1.]\n") is None
+    assert mismatch("module 1 failed on ...not in the module", "module 1 failed on x: "
+                    "entry functions ['main'] are not in the module") is None
+    assert mismatch("b ... a", "a b") is not None  # fragments in order
+    assert mismatch("True", "False") is not None
+
+
+def test_a_wrong_output_comment_fails(tmp_path, monkeypatch) -> None:
+    import docs_helpers
+
+    (tmp_path / "page.md").write_text(
+        "```python\nprint(1 + 1)   # 3\nprint(2)\nif False:\n    print(4)   # 4\n```\n",
+        encoding="utf-8")
+    monkeypatch.setattr(docs_helpers, "DOCS", tmp_path)
+    printed, problems = check_page("page.md", {})
+    assert printed == "2\n2\n"
+    assert len(problems) == 2
+    assert "'3' not in '2'" in problems[0]
+    assert "never ran" in problems[1]

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -51,8 +52,6 @@ def test_core_does_not_import_onnx():
 
 
 def test_import_passes_does_not_import_runtime():
-    if not (ROOT / "passes" / "__init__.py").exists():
-        pytest.skip("no passes package yet")
     out = _run("""
         import json, sys
         import passes
@@ -96,28 +95,41 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _project_files() -> dict[str, Path]:
+    return {_module_name(p): p for pkg in PACKAGES for p in _modules(pkg)}
+
+
+def _imported_names(module: str, path: Path) -> Iterator[str]:
+    """The dotted names one module imports (every import statement, at any depth):
+    ``from a.b import c`` gives ``a.b`` and ``a.b.c``; relative imports are resolved."""
+    base = _package_name(module, path).split(".")
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            anchor = base[: len(base) - node.level + 1] if node.level else []
+            mod = ".".join(anchor + ([node.module] if node.module else []))
+            yield mod
+            yield from (f"{mod}.{a.name}" for a in node.names)
+
+
+def _package_name(module: str, path: Path) -> str:
+    """The package a module is in (a package's ``__init__`` is in the package itself)."""
+    return module if path.name == "__init__.py" else module.rpartition(".")[0]
+
+
 def _import_edges() -> dict[str, set[str]]:
     """module -> the project modules it imports (every import statement, at any depth)."""
-    files = {_module_name(p): p for pkg in PACKAGES for p in _modules(pkg)}
+    files = _project_files()
     edges: dict[str, set[str]] = {}
     for module, path in files.items():
-        is_pkg = path.name == "__init__.py"
-        base = module.split(".") if is_pkg else module.split(".")[:-1]
         targets: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                anchor = base[: len(base) - node.level + 1] if node.level else []
-                mod = ".".join(anchor + ([node.module] if node.module else []))
-                names = [mod] + [f"{mod}.{a.name}" for a in node.names]
-            else:
-                continue
-            for name in names:
-                while name and name not in files:
-                    name = name.rpartition(".")[0]
-                if name and name != module and not (is_pkg and name.startswith(module + ".")):
-                    targets.add(name)
+        for name in _imported_names(module, path):
+            while name and name not in files:
+                name = name.rpartition(".")[0]
+            if name and name != module and not (path.name == "__init__.py"
+                                                and name.startswith(module + ".")):
+                targets.add(name)
         edges[module] = targets
     return edges
 
@@ -146,6 +158,54 @@ def test_transform_and_runtime_open_engines_through_scaleout():
     edges = _import_edges()
     assert "irkernel.scaleout.resolve" in edges["irkernel.transform.batch"]
     assert "irkernel.scaleout" in edges["runtime.build"]
+
+
+def _foreign_private(package: str, name: str, files: dict[str, Path]) -> bool:
+    """Whether importing ``name`` from a module of ``package`` reaches into another
+    package's privates: a ``_part`` of the dotted name (dunders are not private) belongs to
+    the package holding it, and only that package (not a subpackage) may import it."""
+    parts = name.split(".")
+    k = next((k for k, p in enumerate(parts) if p.startswith("_") and not p.startswith("__")),
+             None)
+    if k is None:
+        return False
+    owner = ".".join(parts[:k])
+    if owner in files and files[owner].name != "__init__.py":
+        owner = owner.rpartition(".")[0]  # a private name of a plain module: its package's
+    return owner != package
+
+
+def _private_imports() -> list[tuple[str, str]]:
+    """(importer, name) for every import of another package's private module or name."""
+    files = _project_files()
+    return [(module, name) for module, path in files.items()
+            for name in _imported_names(module, path)
+            if name.split(".")[0] in PACKAGES
+            and _foreign_private(_package_name(module, path), name, files)]
+
+
+def test_no_module_imports_another_packages_private_module():
+    """What several packages share is public: ``passes.dead_code`` may import
+    ``passes._common``; ``passes.topi.conv`` may not, nor may anything outside ``passes``."""
+    bad = sorted({f"{module} -> {name}" for module, name in _private_imports()})
+    assert not bad, "imports of another package's private module or name:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize(("package", "name", "foreign"), [
+    ("passes", "passes._common", False),
+    ("passes", "passes._common.op_pinned", False),
+    ("passes", "passes.fuse_ops._group_name", False),
+    ("irkernel.tir", "irkernel.tir.expr._depth", False),
+    ("passes", "passes.dead_code", False),
+    ("passes", "irkernel.ir.ops", False),
+    ("passes.topi", "passes._common", True),
+    ("passes.topi", "passes._fuse_parallel.PARALLEL_MIN_WORK", True),
+    ("runtime", "passes._common.op_pinned", True),
+    ("runtime", "passes.fuse_ops._group_name", True),
+    ("passes", "passes.topi._helper", True),
+])
+def test_private_import_rule(package: str, name: str, foreign: bool):
+    assert _foreign_private(package, name, _project_files()) is foreign
 
 
 def test_no_import_cycles():

@@ -147,9 +147,8 @@ def optimize_generated(n_nodes: int, seed: int, pipeline_text: str, out: TextIO)
 # Part 2: compile graph modules to native code
 # ---------------------------------------------------------------------------
 
-def _thread_label(row: SpeedRow, uses_blas: bool) -> str:
-    if not uses_blas:
-        return f"{row.threads} / 1"
+def _thread_label(row: SpeedRow) -> str:
+    """``irkernel / NumPy`` threads of a row; ``?`` when no BLAS library was found."""
     return f"{row.threads} / {row.numpy_threads if row.numpy_threads is not None else '?'}"
 
 
@@ -179,7 +178,7 @@ def compile_and_compare(label: str, mod: IRModule, inputs: Sequence[np.ndarray],
     print(f"  {'threads: irkernel / NumPy':<28} {'irkernel ms':>12} {'NumPy ms':>10} "
           f"{'speed vs NumPy':>15}", file=out)
     for row in rows:
-        print(f"  {_thread_label(row, uses_blas):<28} {row.ours_s * 1e3:12.2f} "
+        print(f"  {_thread_label(row):<28} {row.ours_s * 1e3:12.2f} "
               f"{row.numpy_s * 1e3:10.2f} {row.ratio:14.2f}x", file=out)
     return rows
 
@@ -197,8 +196,8 @@ def run_compiled(out: TextIO, chain_elements: int, hidden: int, repeat: int = RE
             f"{WARMUPS} warm-ups + {repeat} timed calls each, a {pause:g} s pause before "
             "each block), medians; 'speed vs NumPy' = NumPy's time / irkernel's (> 1: "
             f"irkernel is faster). irkernel's pool: {pool} threads by default; NumPy's BLAS: "
-            f"{blas if blas is not None else 'unknown'} threads by default"
-            + ("" if blas is not None else " (pip install threadpoolctl to read and limit it)")
+            + (f"{blas} threads by default, limited to irkernel's count in every row"
+               if blas is not None else "no BLAS library found by threadpoolctl (not limited)")
             + f"; elementwise NumPy: 1 thread. Machine: {os.cpu_count()} CPUs, 1-min load "
             f"{load:.1f} (other jobs slow both sides).")
     print("\n" + textwrap.fill(note, width=92, initial_indent="  ", subsequent_indent="  "),

@@ -6,8 +6,9 @@ parameters, so the demo's figures are what the benchmark measures. Each
 comparison times irkernel and NumPy in blocks of their own after warm-ups,
 with a pause between blocks (:mod:`irkernel.testing.timing`), once per thread
 count: irkernel's pool is set to ``t`` threads and NumPy's BLAS is limited to
-``t`` too (through ``threadpoolctl`` when installed; elementwise NumPy runs on
-one thread whatever the setting).
+``t`` too (through ``threadpoolctl``, a dependency; elementwise NumPy runs on
+one thread whatever the setting), and each row records the count NumPy's BLAS
+actually ran at, read back inside the limit.
 
 ``runtime`` is imported inside :func:`speed_rows` (the CLI imports it lazily).
 """
@@ -97,7 +98,7 @@ class SpeedRow:
     """One comparison at one thread count (seconds are medians of the timed calls)."""
 
     threads: int  # irkernel's pool
-    numpy_threads: int | None  # NumPy's BLAS (1 for elementwise code); None: unknown
+    numpy_threads: int | None  # NumPy's BLAS (1 for elementwise code); None: no BLAS found
     ours_s: float
     numpy_s: float
     ratio: float  # numpy_s / ours_s: > 1 means irkernel is faster

@@ -4,8 +4,8 @@ Re-exports ``spec`` (GraphSpec, DEFAULT_OPS, GENERATED_OPS), ``generate`` (rando
 random_module, random_inputs), ``measure`` (graph_fractions, operand_lists) and ``strategies``
 (hypothesis, imported lazily). Generators: ``bulk`` (scalar), ``small`` (tensors). ``timing``
 (fair comparisons for the demo and bench/) is imported as ``irkernel.testing.timing``. May
-import ``irkernel.ir`` only (and hypothesis, lazily, inside the strategies; threadpoolctl, when
-installed, inside ``timing``).
+import ``irkernel.ir`` only (and hypothesis, lazily, inside the strategies; threadpoolctl inside
+``timing``).
 """
 
 from __future__ import annotations

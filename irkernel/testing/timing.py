@@ -17,10 +17,10 @@ both sides alike; each side's figure is the median of all its timed calls.
 
 Thread counts are part of every figure: :func:`blas_threads` and
 :func:`limit_blas` read and set NumPy's BLAS threads through ``threadpoolctl``
-when it is installed (a test/bench extra, not a dependency of irkernel);
-without it they report ``None`` (unknown, not limited). The irkernel pool's
+(a dependency of irkernel, so a plain install compares at equal thread counts;
+``None`` only when it finds no BLAS library loaded). The irkernel pool's
 threads are set by the caller (``runtime.set_num_threads``): this layer may
-not import ``runtime``. Imports the standard library only.
+not import ``runtime``. Imports the standard library and threadpoolctl only.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+
+import threadpoolctl
 
 #: Seconds to wait before each block: OpenBLAS's idle threads busy-wait ~0.1 s
 #: (its THREAD_TIMEOUT default) after a call; 0.3 s leaves a margin.
@@ -119,37 +120,22 @@ def compare(ours: Callable[[], object], ref: Callable[[], object], repeat: int =
     return Comparison(Samples(tuple(times["ours"])), Samples(tuple(times["ref"])))
 
 
-def _threadpoolctl() -> Any:
-    try:
-        import threadpoolctl
-    except ImportError:
-        return None
-    return threadpoolctl
-
-
 def blas_threads() -> int | None:
     """Threads of NumPy's BLAS (the largest among loaded BLAS libraries), or None when
-    ``threadpoolctl`` is not installed or finds no BLAS."""
-    tpc = _threadpoolctl()
-    if tpc is None:
-        return None
-    counts = [info["num_threads"] for info in tpc.threadpool_info()
+    ``threadpoolctl`` finds no BLAS library loaded."""
+    counts = [info["num_threads"] for info in threadpoolctl.threadpool_info()
               if info.get("user_api") == "blas"]
     return max(counts) if counts else None
 
 
 @contextmanager
 def limit_blas(threads: int) -> Iterator[bool]:
-    """Limit NumPy's BLAS to ``threads`` inside the block; yields whether it could
-    (False without ``threadpoolctl``: the BLAS keeps its own count)."""
+    """Limit NumPy's BLAS to ``threads`` inside the block; yields whether a BLAS library
+    was found to limit (False: none is loaded, nothing to limit)."""
     if threads < 1:
         raise ValueError(f"limit_blas: threads must be >= 1, got {threads}")
-    tpc = _threadpoolctl()
-    if tpc is None:
-        yield False
-        return
-    with tpc.threadpool_limits(limits=threads, user_api="blas"):
-        yield True
+    with threadpoolctl.threadpool_limits(limits=threads, user_api="blas"):
+        yield blas_threads() is not None
 
 
 __all__ = ["DEFAULT_PAUSE_S", "Comparison", "Samples", "blas_threads", "compare", "limit_blas",

@@ -213,7 +213,6 @@ def _lstm(direction: str, layout: int, extras: bool, compare: bool = True,
 
 
 def test_lstm_rejects_short_sequence_lens():
-    pytest.importorskip("onnx")
     from irkernel.frontend.onnx import ONNXImportError, from_onnx
 
     x = _f32(4, 1, 2)

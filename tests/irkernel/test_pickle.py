@@ -152,9 +152,7 @@ def test_misaligned_buffer_is_copied_to_an_aligned_array():
 
 def test_pool_with_constants_held_by_reference_round_trips():
     """Pools that hold large constants by reference (``ConstPool.external``) keep them out
-    of band too; skipped until the pool has that field."""
-    if "external" not in ConstPool.__slots__:
-        pytest.skip("ConstPool has no 'external' field yet")
+    of band too."""
     weights = np.arange(1 << 15, dtype=np.float32).reshape(256, 128)
     bb = ik.GraphBuilder("main")
     x = bb.param("x", (256, 128), "float32")

@@ -3,9 +3,9 @@
 ``--update-goldens`` (or ``IRKERNEL_UPDATE_GOLDENS=1``) makes the golden
 tests rewrite the ``# expected`` section of every ``golden/<Pass>/*.ir``
 file with the current output instead of comparing, so a diff in review is
-the behaviour change. The option is registered here; pytest sees it when
-``tests/passes`` (or a file in it) is on the command line, and the
-environment variable works from any invocation.
+the behaviour change. The option is registered by ``tests/conftest.py``.
+Under CI (the ``CI`` environment variable set) update mode is refused: the
+golden tests fail.
 """
 
 from __future__ import annotations
@@ -13,21 +13,14 @@ from __future__ import annotations
 import os
 
 import pytest
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    try:
-        parser.addoption("--update-goldens", action="store_true", default=False,
-                         help="rewrite the expected sections of tests/passes/golden/*/*.ir")
-    except ValueError:  # already registered by a conftest higher up
-        pass
+from passes_helpers import golden_update_requested
 
 
 @pytest.fixture
 def update_goldens(request: pytest.FixtureRequest) -> bool:
-    if os.environ.get("IRKERNEL_UPDATE_GOLDENS", "") not in ("", "0"):
-        return True
-    return bool(request.config.getoption("--update-goldens", default=False))
+    """True in update mode; fails the test when ``CI`` is set (passes_helpers says why)."""
+    return golden_update_requested(
+        bool(request.config.getoption("--update-goldens", default=False)), os.environ)
 
 
 @pytest.fixture

@@ -7,9 +7,10 @@ the module name is unique across the test tree on purpose.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
+import pytest
 
 import irkernel as ik
 import passes
@@ -94,3 +95,16 @@ def column_digest(mod: ik.IRModule) -> dict[str, str]:
 def ops_of(func: ik.Function) -> list[str]:
     """Op names of the nodes, in order (for readable assertions)."""
     return [func.op(i).name for i in range(func.num_nodes)]
+
+
+def golden_update_requested(option: bool, environ: Mapping[str, str]) -> bool:
+    """Whether the golden tests rewrite their expected sections (``--update-goldens`` or
+    ``IRKERNEL_UPDATE_GOLDENS=1``). Refused, failing the test, when ``CI`` is set: a run
+    that rewrites what it compares against passes whatever the passes do."""
+    asked = option or environ.get("IRKERNEL_UPDATE_GOLDENS", "") not in ("", "0")
+    ci = environ.get("CI", "").strip().lower()
+    if asked and ci not in ("", "0", "false", "no"):
+        pytest.fail(f"golden update mode is refused under CI (CI={environ['CI']!r}): rewrite "
+                    "the goldens locally with --update-goldens and commit the diff",
+                    pytrace=False)
+    return asked

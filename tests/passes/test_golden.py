@@ -22,7 +22,7 @@ import difflib
 from pathlib import Path
 
 import pytest
-from passes_helpers import GRAPH_PASSES, assert_same_results
+from passes_helpers import GRAPH_PASSES, assert_same_results, golden_update_requested
 
 import irkernel as ik
 from irkernel import transform
@@ -95,3 +95,18 @@ def test_golden_directories_name_their_pipelines() -> None:
         _, pipeline_text, _, _ = _split(path)
         top = [p.info.name for p in transform.parse_pipeline(pipeline_text).passes]
         assert path.parent.name in top or path.parent.name == "pipelines", path
+
+
+@pytest.mark.parametrize(("option", "environ", "update"), [
+    (False, {}, False), (True, {}, True), (False, {"IRKERNEL_UPDATE_GOLDENS": "1"}, True),
+    (False, {"IRKERNEL_UPDATE_GOLDENS": "0"}, False), (False, {"CI": "true"}, False),
+    (True, {"CI": "false"}, True), (True, {"CI": ""}, True)])
+def test_golden_update_mode(option: bool, environ: dict[str, str], update: bool) -> None:
+    assert golden_update_requested(option, environ) is update
+
+
+@pytest.mark.parametrize(("option", "environ"), [
+    (True, {"CI": "true"}), (False, {"CI": "1", "IRKERNEL_UPDATE_GOLDENS": "1"})])
+def test_golden_update_mode_is_refused_under_ci(option: bool, environ: dict[str, str]) -> None:
+    with pytest.raises(pytest.fail.Exception, match="refused under CI"):
+        golden_update_requested(option, environ)

@@ -15,7 +15,9 @@ from passes_helpers import assert_same_results
 
 import irkernel as ik
 import passes
+import runtime
 from irkernel import ops, transform
+from irkernel.ir.errors import TypeInferenceError
 from irkernel.ir.rebuild import rebuild
 from irkernel.testing import (
     GENERATED_OPS,
@@ -89,9 +91,6 @@ def _case_shapes(op: ops.OpDef) -> list[tuple[list[tuple[int, ...]], dict]]:
     name = op.name
     if name == "where":
         return [([(2, 3), (3,), (2, 1)], {}), ([(), (), ()], {})]
-    if op.encoding == ik.ids.ENC_BINARY and name != "matmul":
-        return [([(2, 3), (3,)], {}), ([(4, 1), (1, 3)], {}), ([(), ()], {}),
-                ([(2, 1, 3), (2, 3)], {})]
     if name == "matmul":
         return [([(2, 3), (3, 4)], {}), ([(3,), (3, 2)], {}), ([(2, 3), (3,)], {}),
                 ([(3,), (3,)], {}), ([(2, 1, 2, 3), (3, 3, 2)], {})]
@@ -142,23 +141,54 @@ def _case_shapes(op: ops.OpDef) -> list[tuple[list[tuple[int, ...]], dict]]:
     if name == "concat":
         return [([(2, 3), (2, 1), (2, 2)], {"axis": -1}), ([(1, 2), (3, 2)], {"axis": 0}),
                 ([(2,), (0,), (3,)], {"axis": 0})]
+    if op.encoding == ik.ids.ENC_BINARY:  # after the named ops: pad, take, conv are binary
+        return [([(2, 3), (3,)], {}), ([(4, 1), (1, 3)], {}), ([(), ()], {}),
+                ([(2, 1, 3), (2, 3)], {})]
     return [([(2, 3)], {}), ([()], {})]
 
 
-OP_DTYPE_CASES = []
-for _op in ops.BUILTIN_OPS:
-    if _op.name in ("param", "const", "call_func", "call_tir"):
-        continue
-    for _dt in ik.ids.DTYPE_NAMES:
-        for _shapes, _attrs in _case_shapes(_op):
-            dts = [_operand_dtype(_op.name, k, _dt) for k in range(len(_shapes))]
-            try:
-                _op.infer([(ik.ids.dtype_code(d), s) for d, s in zip(dts, _shapes, strict=False)],
-                          dict(_op.normalize_attrs(_attrs)))
-            except Exception:
-                continue
-            OP_DTYPE_CASES.append(pytest.param(_op.name, _dt, _shapes, _attrs,
-                                               id=f"{_op.name}-{_dt}-{len(OP_DTYPE_CASES)}"))
+#: Known bug (found when these cases stopped being dropped): the conv_transpose template
+#: (passes/topi/nn.py) multiplies ``select(tap inside, x, 0) * w``, so a NaN or inf weight
+#: of a tap outside the input still reaches the output (0 * nan); the reference and
+#: onnxruntime never form that product. Strict: passes once the template selects the product.
+_CONV_TRANSPOSE_NAN = pytest.mark.xfail(
+    strict=True, raises=AssertionError,
+    reason="conv_transpose template: 0 * w of out-of-range taps spreads NaN/inf weights")
+
+
+def _op_dtype_cases() -> tuple[list, dict[str, int]]:
+    """Every (op, dtype, shapes, attrs) case the op's type rule accepts, and per op the
+    number it rejects. A rule rejects with TypeInferenceError (a dtype or shape it does not
+    take); any other exception is a bug in the case list and fails the collection."""
+    cases, rejected = [], {}
+    for op in ops.BUILTIN_OPS:
+        if op.name in ("param", "const", "call_func", "call_tir"):
+            continue
+        for dt in ik.ids.DTYPE_NAMES:
+            for shapes, attrs in _case_shapes(op):
+                dts = [_operand_dtype(op.name, k, dt) for k in range(len(shapes))]
+                types = [(ik.ids.dtype_code(d), s) for d, s in zip(dts, shapes, strict=True)]
+                try:
+                    op.infer(types, dict(op.normalize_attrs(attrs)))
+                except TypeInferenceError:
+                    rejected[op.name] = rejected.get(op.name, 0) + 1
+                    continue
+                marks = (_CONV_TRANSPOSE_NAN,) if (op.name, dt[:5]) == ("conv_transpose",
+                                                                       "float") else ()
+                cases.append(pytest.param(op.name, dt, shapes, attrs, marks=marks,
+                                          id=f"{op.name}-{dt}-{len(cases)}"))
+    return cases, rejected
+
+
+OP_DTYPE_CASES, _REJECTED = _op_dtype_cases()
+
+
+def test_every_op_has_cases_its_rule_accepts() -> None:
+    """No op is dropped whole by its type rule (a case list that does not fit the op)."""
+    covered = {p.values[0] for p in OP_DTYPE_CASES}
+    missing = [op.name for op in ops.BUILTIN_OPS
+               if op.name not in covered | {"param", "const", "call_func", "call_tir"}]
+    assert not missing, f"ops without an accepted case: {missing} (rejected: {_REJECTED})"
 
 
 @pytest.mark.parametrize(("name", "dtype", "shapes", "attrs"), OP_DTYPE_CASES)
@@ -313,7 +343,6 @@ def test_interpret_rejects_a_missing_callee() -> None:
 
 
 def test_compiled_prim_funcs_match_the_interpreter() -> None:
-    runtime = pytest.importorskip("runtime")
     bb = ik.GraphBuilder("main")
     x = bb.param("x", (4, 8), "float32")
     y = bb.param("y", (8,), "float32")
@@ -353,7 +382,6 @@ def test_every_compiled_template_matches_the_interpreter() -> None:
     """All op x dtype cases above through runtime.build (one build; cached on disk)."""
     from passes_helpers import same_value
 
-    runtime = pytest.importorskip("runtime")
     cases, prims = [], {}
     for p in OP_DTYPE_CASES:
         name, dtype, shapes, attrs = p.values
@@ -403,7 +431,6 @@ def test_float_matmul_uses_the_scheduled_kernel() -> None:
 
 
 def test_matmul_epilogue_fuses_bias_and_relu() -> None:
-    runtime = pytest.importorskip("runtime")
     from irkernel.tir import Buffer, const, select
     from passes.topi.matmul import matmul_with_epilogue
 
@@ -448,7 +475,6 @@ def test_variadic_ops_group_by_their_operand_types() -> None:
     small = ik.IRModule({"main": out["main"], **{n: out[n] for n in callees[:2]}})
     assert_same_results(expected[:3], ik.interpret(  # tir.interpret is too slow for 250
         small.with_function("main", _outputs(out["main"], 3)), x, y, z))
-    runtime = pytest.importorskip("runtime")
     wide = out[callees[3]].with_attr("global_symbol", "wide")
     got = np.empty(253, np.int32)
     runtime.build(wide)["wide"](*([z] * 250), y, got)
