@@ -248,7 +248,8 @@ class OnnxOpConverter:
 
     @classmethod
     def missing_graph_ops(cls) -> list[str]:
-        return [name for name in cls.graph_ops if name not in ops._by_name]
+        known = {op.name for op in ops.all_ops()}
+        return [name for name in cls.graph_ops if name not in known]
 
 
 CONVERTERS: dict[str, type[OnnxOpConverter]] = {}
