@@ -50,9 +50,9 @@ from irkernel.ir.ops import (
     OP_RESHAPE,
     OP_SUM,
 )
+from irkernel.ir.ops.scalar import scalar_eval_kernel
 from irkernel.ir.pools import ConstPool, ConstPoolBuilder
 from irkernel.ir.rebuild import rebuild
-from irkernel.ir.ops.scalar import scalar_eval_kernel
 from irkernel.ir.verify import check_node_type
 
 UNKNOWN, SCALAR, TENSOR = 0, 1, 2
