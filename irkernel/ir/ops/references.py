@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
+import irkernel.ir.ops.scalar as scalar
 from irkernel.ir.ids import dtype_code, numpy_dtype
-from irkernel.ir.ops import scalar
 from irkernel.ir.ops.type_rules import normalize_axes, permutation
 
 Reference = Callable[[Sequence[np.ndarray], Mapping[str, Any]], np.ndarray]
