@@ -2,7 +2,7 @@
 
 Bench-only: JAX is never a dependency of irkernel. ``to_jax(func)`` returns
 ``f(*params) -> list of outputs`` following irkernel's op semantics
-(``irkernel/ir/ops.py``): NaN-propagating maximum/minimum/relu/max, true division
+(``irkernel/ir/ops/``): NaN-propagating maximum/minimum/relu/max, true division
 for floats and floor division with ``x // 0 == 0`` for ints, sigmoid in the input
 dtype, reductions accumulated in the input dtype, mean = sum / count, astype
 float -> int truncating with NaN -> 0 and saturation, reshape/broadcast_to to the

@@ -2,7 +2,7 @@
 
 Design. One resumable forward sweep (``fold_sweep_kernel``) carries each
 node's value when it is known: one-element values as (float64, int64) pairs
-evaluated by ``irkernel.ir.scalar_ops`` (the very code the interpreter uses for
+evaluated by ``irkernel.ir.ops.scalar`` (the very code the interpreter uses for
 the transcendental ops, so results are bit-identical to ``ik.interpret``);
 float32 stays float32. A node whose operands are known but which involves a
 larger tensor stops the sweep; Python evaluates it once with the op table's
@@ -50,9 +50,9 @@ from irkernel.ir.ops import (
     OP_RESHAPE,
     OP_SUM,
 )
+from irkernel.ir.ops.scalar import scalar_eval_kernel
 from irkernel.ir.pools import ConstPool, ConstPoolBuilder
 from irkernel.ir.rebuild import rebuild
-from irkernel.ir.scalar_ops import scalar_eval_kernel
 from irkernel.ir.verify import check_node_type
 
 UNKNOWN, SCALAR, TENSOR = 0, 1, 2

@@ -246,6 +246,26 @@ def test_no_import_cycles():
     assert not cycles, f"import cycles: {cycles}"
 
 
+#: What the op table (``irkernel.ir.ops``) may import from irkernel: the op table sits
+#: at the bottom of ``ir`` (the builder, verifier and interpreter read it).
+OP_TABLE_IMPORTS = ("irkernel.ir.ids", "irkernel.ir.errors", "irkernel.ir.jit")
+
+
+def test_op_table_imports_only_its_modules_and_the_ir_basics():
+    """Modules of the op-table package import each other and ids/errors/jit only, and
+    never the package itself: its ``__init__`` imports them, so importing one of them
+    first must not need the package's names yet."""
+    bad = []
+    for module, targets in _import_edges().items():
+        if not module.startswith("irkernel.ir.ops."):
+            continue
+        for target in targets:
+            inside = target.startswith("irkernel.ir.ops.")
+            if not (inside or target in OP_TABLE_IMPORTS):
+                bad.append(f"{module} -> {target}")
+    assert not bad, "op-table imports:\n" + "\n".join(sorted(bad))
+
+
 def test_irkernel_has_few_plain_modules():
     """The top of irkernel/ names the layers: the facade and a few modules, the rest in packages."""
     plain = sorted(p.name for p in (ROOT / "irkernel").glob("*.py"))

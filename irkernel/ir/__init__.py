@@ -1,8 +1,9 @@
 """IR layer: the struct-of-arrays graph IR and everything that needs nothing above it.
 
 ``ids`` (id types, dtype codes, encodings), ``errors``, ``jit`` (the one Numba
-decorator), ``hooks`` (slots higher layers fill), ``opcodes`` / ``ops`` (the op
-table) and ``scalar_ops`` (compiled scalar semantics), ``pools`` (shape,
+decorator), ``hooks`` (slots higher layers fill), the package ``ops`` (the op
+table: opcodes, rows, type rules, references, compiled scalar semantics, the
+registry), ``pools`` (shape,
 attribute and constant tables), ``function`` (Function), ``module``
 (IRModule), ``operands`` (the one operand walker), ``checks`` (structure and
 type-sweep kernels), ``typecheck``, ``builder`` (GraphBuilder), ``rebuild``

@@ -32,13 +32,13 @@ from irkernel.ir.ids import (
     shape_problem,
 )
 from irkernel.ir.operands import operand_list
+from irkernel.ir.ops.registry import _by_name as _OPS_BY_NAME  # live view (append-only)
 from irkernel.ir.pools import AttrTable, ConstPoolBuilder, ShapeTable
 from irkernel.ir.typecheck import SignatureTable
 from irkernel.ir.validate import mark_validated
 from irkernel.ir.verify import mark_verified
 
 Shape = tuple[int, ...]
-_OPS_BY_NAME = ops._by_name  # live view of the op registry (append-only)
 
 
 def _fmt_type(code: int, shape: Shape) -> str:

@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from irkernel.ir import scalar_ops
 from irkernel.ir.interp import RUN_PRIM_FUNC
-from irkernel.ir.opcodes import OP_ERF
+from irkernel.ir.ops import scalar
+from irkernel.ir.ops.opcodes import OP_ERF
 from irkernel.tir import dtype as dt
 from irkernel.tir.buffer import Buffer, BufferLoad
 from irkernel.tir.expr import (
@@ -118,7 +118,7 @@ _MATH: dict[str, Callable[..., np.ndarray]] = {
 def _erf(a: np.ndarray) -> np.ndarray:
     """libm's erf (erff for float32) per lane: the graph interpreter's own scalar code."""
     flat = np.array(a, np.float64).ravel()
-    out = scalar_ops.float_math_kernel(OP_ERF, flat, flat, a.dtype == np.float32)
+    out = scalar.float_math_kernel(OP_ERF, flat, flat, a.dtype == np.float32)
     return out.astype(a.dtype).reshape(a.shape)
 
 

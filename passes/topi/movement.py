@@ -3,7 +3,7 @@ and scatter_nd (a copy nest, then a serial scatter loop).
 
 Every template reads inside its buffers whatever the data: index operands
 (``take``'s and ``scatter_nd``'s) are wrapped (``i in [-d, d)`` selects ``i mod d``)
-and clamped into ``[0, d - 1]``, as the references in ``irkernel.ir.references``
+and clamped into ``[0, d - 1]``, as the references in ``irkernel.ir.ops.references``
 do; ``pad`` reads clamped indices under a select (both sides of a select are
 evaluated). Index arithmetic is int64 (TIR's index dtype); int32 indices are
 widened first. Imports ``irkernel.ir`` and ``irkernel.tir`` only.
@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from irkernel.ir.ids import DTYPE_NAMES
-from irkernel.ir.opdef import INJECTIVE, OPAQUE, TensorType
-from irkernel.ir.type_rules import normalize_axes, slice_range
+from irkernel.ir.ops.opdef import INJECTIVE, OPAQUE, TensorType
+from irkernel.ir.ops.type_rules import normalize_axes, slice_range
 from irkernel.tir import dtype as dt
 from irkernel.tir import te
 from irkernel.tir.buffer import Buffer

@@ -25,14 +25,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from irkernel.ir.ids import DTYPE_NAMES
-from irkernel.ir.nn_rules import (
+from irkernel.ir.ops.nn_rules import (
     Window,
     pool_divisors,
     pool_window,
     sliding_window,
     transpose_window,
 )
-from irkernel.ir.opdef import OUT_EWISE_FUSABLE, TensorType
+from irkernel.ir.ops.opdef import OUT_EWISE_FUSABLE, TensorType
 from irkernel.tir import dtype as dt
 from irkernel.tir import te
 from irkernel.tir.construct import call, cast, const, eq, select

@@ -10,7 +10,7 @@ attrs ``op_pattern`` and ``op_name``. Importing this module installs them with
 Semantics follow the op table's references exactly where they are exact:
 binary ops broadcast as NumPy (a size-1 axis reads index 0, missing leading
 axes are dropped); ``maximum``/``minimum``/``relu`` are written as selects
-that reproduce ``ops._nan_max``/``_nan_min`` bit for bit (NaN from the first
+that reproduce ``ops.references.nan_max``/``nan_min`` bit for bit (NaN from the first
 operand wins, ``x if x > y else y`` fixes the signed-zero result; LLVM's
 ``maximum`` would pick +0.0); int ``divide`` is TIR floor division (x // 0 is
 0, INT_MIN // -1 wraps, as NumPy); ``astype`` is TIR ``Cast`` (float -> int
@@ -86,7 +86,7 @@ def _is_float(x: PrimExpr) -> bool:
 
 
 def nan_max(x: PrimExpr, y: PrimExpr) -> PrimExpr:
-    """``ops._nan_max``: NaN if x is NaN, else ``x if x > y else y``."""
+    """``ops.references.nan_max``: NaN if x is NaN, else ``x if x > y else y``."""
     return select(ne(x, x) | (x > y), x, y) if _is_float(x) else Max(x, y)
 
 

@@ -98,7 +98,7 @@ def test_float_math_reference_hands_numba_owned_arrays(monkeypatch) -> None:
     (FutureWarning: "will not create a writeable array from broadcast_array") during
     FoldConstant in runtime.build of large random graphs. It now passes fresh copies."""
     import irkernel as ik
-    import irkernel.ir.scalar_ops as scalar_ops
+    import irkernel.ir.ops.scalar as scalar_ops
 
     real = scalar_ops.float_math_kernel
     pool = np.arange(12.0).reshape(4, 3)

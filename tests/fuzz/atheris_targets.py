@@ -38,7 +38,7 @@ import atheris
 #: Modules whose Python is instrumented for coverage: every module of the three packages
 #: except those holding Numba kernels (Numba can not compile instrumented bytecode).
 KERNEL_MODULES = ["irkernel.ir.checks", "irkernel.ir.jit", "irkernel.ir.operands",
-                  "irkernel.ir.rebuild", "irkernel.ir.scalar_ops", "irkernel.ir.validate",
+                  "irkernel.ir.rebuild", "irkernel.ir.ops.scalar", "irkernel.ir.validate",
                   "irkernel.testing.bulk_kernels", "passes.cse", "passes.dead_code",
                   "passes.fold_constant", "passes.fuse_ops", "passes.simplify_arith",
                   "runtime.memory_plan"]

@@ -17,7 +17,9 @@ from hypothesis import strategies as st
 import irkernel as ik
 import passes
 from irkernel import ops
-from irkernel.ir.opdef import FloatAttr
+from irkernel.ir.ops import registry
+from irkernel.ir.ops.opdef import FloatAttr
+from irkernel.ir.ops.type_rules import elementwise_rule
 
 NAME = "test_scale_by"
 
@@ -25,16 +27,16 @@ NAME = "test_scale_by"
 @pytest.fixture
 def scale_op(monkeypatch: pytest.MonkeyPatch) -> str:
     """``x * alpha + beta`` with float attributes alpha (required) and beta (default 0.5)."""
-    monkeypatch.setattr(ops, "_ops", list(ops._ops))
-    monkeypatch.setattr(ops, "_by_name", dict(ops._by_name))
-    monkeypatch.setattr(ops, "_arrays", [])
+    monkeypatch.setattr(registry, "_ops", list(registry._ops))
+    monkeypatch.setattr(registry, "_by_name", dict(registry._by_name))
+    monkeypatch.setattr(registry, "_arrays", [])
 
     def reference(xs, attrs):
         x = xs[0]
         return (x * x.dtype.type(attrs["alpha"]) + x.dtype.type(attrs["beta"])).astype(x.dtype)
 
     ops.register_op(ops.OpDef(
-        NAME, ik.ids.ENC_UNARY, 1, ops._elementwise_rule(ik.ids.FLOAT_DTYPES), reference,
+        NAME, ik.ids.ENC_UNARY, 1, elementwise_rule(ik.ids.FLOAT_DTYPES), reference,
         ops.ELEMWISE, (ops.AttrSpec("alpha", ops.A_FLOAT),
                        ops.AttrSpec("beta", ops.A_FLOAT, FloatAttr(0.5)))))
     return NAME

@@ -367,7 +367,7 @@ ASTYPE_VALUES = {
 
 
 def _astype_expected(values, src, dst):
-    """Hand-written conversion rule: float->int truncates, NaN->0, saturates (ops.py doc)."""
+    """Hand-written conversion rule: float->int truncates, NaN->0, saturates (ops.table doc)."""
     dt = np.dtype(dst)
     x = np.array(values, src)
     if np.dtype(src).kind == "f" and dt.kind == "i":

@@ -16,7 +16,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import irkernel as ik
-from irkernel.ir.nn_rules import sliding_window
+from irkernel.ir.ops.nn_rules import sliding_window
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")

@@ -33,11 +33,15 @@ def impure_op(monkeypatch: pytest.MonkeyPatch) -> str:
     import numpy as np
 
     from irkernel import ops
+    from irkernel.ir.ids import ENC_UNARY, NUMERIC_DTYPES
+    from irkernel.ir.ops import registry
+    from irkernel.ir.ops.references import ufunc
+    from irkernel.ir.ops.type_rules import elementwise_rule
 
-    monkeypatch.setattr(ops, "_ops", list(ops._ops))
-    monkeypatch.setattr(ops, "_by_name", dict(ops._by_name))
-    monkeypatch.setattr(ops, "_arrays", [])
+    monkeypatch.setattr(registry, "_ops", list(registry._ops))
+    monkeypatch.setattr(registry, "_by_name", dict(registry._by_name))
+    monkeypatch.setattr(registry, "_arrays", [])
     name = "test_impure_negative"
-    ops.register_op(ops.OpDef(name, ops.ENC_UNARY, 1, ops._elementwise_rule(ops.NUMERIC_DTYPES),
-                              ops._ufunc(np.negative), ops.OPAQUE, pure=False))
+    ops.register_op(ops.OpDef(name, ENC_UNARY, 1, elementwise_rule(NUMERIC_DTYPES),
+                              ufunc(np.negative), ops.OPAQUE, pure=False))
     return name

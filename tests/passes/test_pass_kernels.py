@@ -44,7 +44,7 @@ SCRIPT = textwrap.dedent("""
                       for k in KERNELS}))
 """)
 
-CHECKED_MODULES = ("passes.", "irkernel.ir.rebuild", "irkernel.ir.scalar_ops")
+CHECKED_MODULES = ("passes.", "irkernel.ir.rebuild", "irkernel.ir.ops.scalar")
 
 
 @pytest.mark.slow

@@ -2,7 +2,7 @@
 
 Random graphs draw from ``GENERATED_OPS`` (the default mix plus the new
 elementwise ops and reductions the generators know), in scalar mode (FoldConstant's
-compiled scalar path, ``irkernel.ir.scalar_ops``) and with small tensors (its NumPy
+compiled scalar path, ``irkernel.ir.ops.scalar``) and with small tensors (its NumPy
 path); hand-built graphs cover the movement and NN ops, which no generator makes.
 """
 

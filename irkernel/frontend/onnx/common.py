@@ -13,8 +13,11 @@ held by reference by the constant pool (no copy).
 
 The table is TVM's: one class per ONNX op with ``_impl_vN`` class methods, the
 one with the largest ``N <= opset`` converts (:func:`register`, :func:`lookup`).
-A class lists the graph ops it needs in ``graph_ops``; while one of them is not
-in the op table the ONNX op counts as unsupported, so the up-front check names it.
+Every class declares in ``graph_ops`` each graph op it may emit (:func:`register`
+refuses a class without its own declaration, and
+``tests/frontend/test_onnx_graph_ops.py`` checks the declarations against what
+the converters emit on onnx's node tests); while one of them is not in the op
+table the ONNX op counts as unsupported, so the up-front check names it.
 Imports numpy, ``irkernel.ir`` and onnx's helpers (no other irkernel layer).
 """
 
@@ -234,7 +237,10 @@ class OnnxOpConverter:
     ops with several outputs.
     """
 
-    graph_ops: ClassVar[tuple[str, ...]] = ()
+    #: Every graph op the converter may emit through :meth:`Context.emit` (its helpers'
+    #: ops included), sorted; ``()`` for a converter that only makes constants. Each
+    #: registered class declares its own: :func:`register` refuses an inherited one.
+    graph_ops: ClassVar[tuple[str, ...] | None] = None
 
     @classmethod
     def versions(cls) -> list[int]:
@@ -248,15 +254,24 @@ class OnnxOpConverter:
 
     @classmethod
     def missing_graph_ops(cls) -> list[str]:
-        return [name for name in cls.graph_ops if name not in ops._by_name]
+        known = {op.name for op in ops.all_ops()}
+        return [name for name in cls.graph_ops or () if name not in known]
 
 
 CONVERTERS: dict[str, type[OnnxOpConverter]] = {}
 
 
 def register(*op_types: str) -> Callable[[type[OnnxOpConverter]], type[OnnxOpConverter]]:
-    """Class decorator: the converter of these ONNX op types (default domain)."""
+    """Class decorator: the converter of these ONNX op types (default domain).
+
+    Raises TypeError when the class does not declare its own ``graph_ops`` (a tuple of
+    graph-op names), ValueError when an op type already has a converter.
+    """
     def wrap(cls: type[OnnxOpConverter]) -> type[OnnxOpConverter]:
+        declared = cls.__dict__.get("graph_ops")
+        if not (isinstance(declared, tuple) and all(isinstance(n, str) for n in declared)):
+            raise TypeError(f"converter {cls.__name__} of {', '.join(op_types)} must declare "
+                            "graph_ops: a tuple of the graph ops it emits (() for none)")
         for op_type in op_types:
             if op_type in CONVERTERS:
                 raise ValueError(f"ONNX op {op_type!r} has two converters")

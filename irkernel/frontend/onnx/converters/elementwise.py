@@ -53,21 +53,25 @@ class _Binary(OnnxOpConverter):
 
 @register("Add")
 class Add(_Binary):
+    graph_ops = ("add", "reshape")
     op = "add"
 
 
 @register("Sub")
 class Sub(_Binary):
+    graph_ops = ("reshape", "subtract")
     op = "subtract"
 
 
 @register("Mul")
 class Mul(_Binary):
+    graph_ops = ("multiply", "reshape")
     op = "multiply"
 
 
 @register("Div")
 class Div(_Binary):
+    graph_ops = ("add", "astype", "divide", "equal", "less", "multiply", "reshape", "subtract")
     op = "divide"
 
     @classmethod
@@ -88,6 +92,8 @@ class Div(_Binary):
 
 @register("Pow")
 class Pow(_Binary):
+    graph_ops = ("astype", "power", "reshape")
+
     @classmethod
     def _apply(cls, ctx: Context, a: Value, b: Value) -> Value:
         if a.dtype_name in ("float32", "float64"):
@@ -99,21 +105,26 @@ class Pow(_Binary):
 
 @register("Equal")
 class Equal(_Binary):
+    graph_ops = ("equal", "reshape")
     op = "equal"
 
 
 @register("Less")
 class Less(_Binary):
+    graph_ops = ("less", "reshape")
     op = "less"
 
 
 @register("Greater")
 class Greater(_Binary):
+    graph_ops = ("greater", "reshape")
     op = "greater"
 
 
 @register("LessOrEqual")
 class LessOrEqual(_Binary):
+    graph_ops = ("equal", "less", "reshape", "where")
+
     @classmethod
     def _apply(cls, ctx: Context, a: Value, b: Value) -> Value:
         same_dtype(ctx, [a, b], "LessOrEqual")  # NaN compares false, as in ONNX
@@ -122,6 +133,8 @@ class LessOrEqual(_Binary):
 
 @register("GreaterOrEqual")
 class GreaterOrEqual(_Binary):
+    graph_ops = ("equal", "greater", "reshape", "where")
+
     @classmethod
     def _apply(cls, ctx: Context, a: Value, b: Value) -> Value:
         same_dtype(ctx, [a, b], "GreaterOrEqual")
@@ -131,19 +144,19 @@ class GreaterOrEqual(_Binary):
 
 @register("And")
 class And(_Binary):
-    graph_ops = ("logical_and",)
+    graph_ops = ("logical_and", "reshape")
     op = "logical_and"
 
 
 @register("Or")
 class Or(_Binary):
-    graph_ops = ("logical_or",)
+    graph_ops = ("logical_or", "reshape")
     op = "logical_or"
 
 
 @register("Xor")
 class Xor(_Binary):
-    graph_ops = ("logical_xor",)
+    graph_ops = ("logical_xor", "reshape")
     op = "logical_xor"
 
 
@@ -192,11 +205,13 @@ class _Variadic(OnnxOpConverter):
 
 @register("Sum")
 class Sum(_Variadic):
+    graph_ops = ("add",)
     op = "add"
 
 
 @register("Mean")
 class Mean(_Variadic):
+    graph_ops = ("add", "divide")
     op = "add"
 
     @classmethod
@@ -206,11 +221,13 @@ class Mean(_Variadic):
 
 @register("Max")
 class Max(_Variadic):
+    graph_ops = ("maximum",)
     op = "maximum"
 
 
 @register("Min")
 class Min(_Variadic):
+    graph_ops = ("minimum",)
     op = "minimum"
 
 
@@ -232,21 +249,23 @@ class _Unary(OnnxOpConverter):
         return ctx.emit(cls.op, x)
 
 
-def _unary(name: str, op: str, graph_ops: tuple[str, ...] = ()) -> None:
-    cls = type(name, (_Unary,), {"op": op, "graph_ops": graph_ops})
+def _unary(name: str, op: str) -> None:
+    """The converter of an ONNX op that is one graph op of one operand."""
+    cls = type(name, (_Unary,), {"op": op, "graph_ops": (op,)})
     register(name)(cls)
 
 
 for _name, _op in (("Neg", "negative"), ("Abs", "abs"), ("Exp", "exp"), ("Log", "log"),
-                   ("Sqrt", "sqrt"), ("Tanh", "tanh"), ("Sigmoid", "sigmoid"), ("Relu", "relu")):
-    _unary(_name, _op)
-for _name, _op in (("Floor", "floor"), ("Ceil", "ceil"), ("Round", "round"), ("Erf", "erf"),
+                   ("Sqrt", "sqrt"), ("Tanh", "tanh"), ("Sigmoid", "sigmoid"), ("Relu", "relu"),
+                   ("Floor", "floor"), ("Ceil", "ceil"), ("Round", "round"), ("Erf", "erf"),
                    ("Not", "logical_not")):
-    _unary(_name, _op, (_op,))
+    _unary(_name, _op)
 
 
 @register("Reciprocal")
 class Reciprocal(_Unary):
+    graph_ops = ("divide",)
+
     @classmethod
     def _apply(cls, ctx: Context, x: Value, attrs: dict[str, Any]) -> Value:
         return ctx.emit("divide", ctx.scalar(1, x), x)
@@ -254,6 +273,8 @@ class Reciprocal(_Unary):
 
 @register("Sign")
 class Sign(_Unary):
+    graph_ops = ("astype", "greater", "less", "subtract")
+
     @classmethod
     def _apply(cls, ctx: Context, x: Value, attrs: dict[str, Any]) -> Value:
         zero = ctx.scalar(0, x)
@@ -264,6 +285,8 @@ class Sign(_Unary):
 
 @register("LeakyRelu")
 class LeakyRelu(_Unary):
+    graph_ops = ("less", "multiply", "where")
+
     @classmethod
     def _apply(cls, ctx: Context, x: Value, attrs: dict[str, Any]) -> Value:
         alpha = ctx.scalar(attrs.get("alpha", 0.01), x)
@@ -273,6 +296,8 @@ class LeakyRelu(_Unary):
 
 @register("Elu")
 class Elu(_Unary):
+    graph_ops = ("exp", "less", "multiply", "subtract", "where")
+
     @classmethod
     def _apply(cls, ctx: Context, x: Value, attrs: dict[str, Any]) -> Value:
         alpha = ctx.scalar(attrs.get("alpha", 1.0), x)
@@ -283,6 +308,8 @@ class Elu(_Unary):
 
 @register("Selu")
 class Selu(_Unary):
+    graph_ops = ("exp", "greater", "multiply", "subtract", "where")
+
     @classmethod
     def _apply(cls, ctx: Context, x: Value, attrs: dict[str, Any]) -> Value:
         alpha = ctx.scalar(attrs.get("alpha", 1.67326319217681884765625), x)
@@ -298,6 +325,8 @@ def _clamp01(ctx: Context, v: Value) -> Value:
 
 @register("HardSigmoid")
 class HardSigmoid(_Unary):
+    graph_ops = ("add", "maximum", "minimum", "multiply")
+
     @classmethod
     def _apply(cls, ctx: Context, x: Value, attrs: dict[str, Any]) -> Value:
         alpha = ctx.scalar(attrs.get("alpha", 0.2), x)
@@ -307,6 +336,8 @@ class HardSigmoid(_Unary):
 
 @register("HardSwish")
 class HardSwish(_Unary):
+    graph_ops = ("add", "maximum", "minimum", "multiply")
+
     @classmethod
     def _apply(cls, ctx: Context, x: Value, attrs: dict[str, Any]) -> Value:
         gate = ctx.emit("add", ctx.emit("multiply", x, ctx.scalar(1 / 6, x)), ctx.scalar(0.5, x))
@@ -322,6 +353,8 @@ def softplus(ctx: Context, x: Value) -> Value:
 
 @register("Softplus")
 class Softplus(_Unary):
+    graph_ops = ("abs", "add", "exp", "log", "maximum", "negative")
+
     @classmethod
     def _apply(cls, ctx: Context, x: Value, attrs: dict[str, Any]) -> Value:
         return softplus(ctx, x)
@@ -329,6 +362,8 @@ class Softplus(_Unary):
 
 @register("Softsign")
 class Softsign(_Unary):
+    graph_ops = ("abs", "add", "divide")
+
     @classmethod
     def _apply(cls, ctx: Context, x: Value, attrs: dict[str, Any]) -> Value:
         return ctx.emit("divide", x, ctx.emit("add", ctx.scalar(1, x), ctx.emit("abs", x)))
@@ -336,7 +371,7 @@ class Softsign(_Unary):
 
 @register("Gelu")
 class Gelu(OnnxOpConverter):
-    graph_ops = ("erf",)
+    graph_ops = ("add", "erf", "multiply", "tanh")
 
     @classmethod
     def _impl_v20(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
@@ -360,6 +395,8 @@ def gelu(ctx: Context, x: Value, approximate: str = "none") -> Value:
 
 @register("PRelu")
 class PRelu(OnnxOpConverter):
+    graph_ops = ("less", "multiply", "reshape", "where")
+
     @classmethod
     def _apply(cls, ctx: Context, x: Value, slope: Value) -> Value:
         same_dtype(ctx, [x, slope], "PRelu")
@@ -384,6 +421,8 @@ class PRelu(OnnxOpConverter):
 
 @register("Clip")
 class Clip(OnnxOpConverter):
+    graph_ops = ("astype", "maximum", "minimum")
+
     @classmethod
     def _clip(cls, ctx: Context, x: Value, lo: Value | None, hi: Value | None) -> Value:
         if lo is not None:
@@ -411,6 +450,8 @@ class Clip(OnnxOpConverter):
 
 @register("Where")
 class Where(OnnxOpConverter):
+    graph_ops = ("astype", "where")
+
     @classmethod
     def _impl_v9(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         c, x, y = args[0], args[1], args[2]

@@ -35,7 +35,7 @@ def _x(args: Args) -> Value:
 
 @register("IsNaN")
 class IsNaN(OnnxOpConverter):
-    graph_ops = ("logical_not",)
+    graph_ops = ("equal", "logical_not")
 
     @classmethod
     def _impl_v9(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
@@ -45,6 +45,8 @@ class IsNaN(OnnxOpConverter):
 
 @register("IsInf")
 class IsInf(OnnxOpConverter):
+    graph_ops = ("abs", "equal")
+
     @classmethod
     def _impl_v10(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         x = _x(args)
@@ -60,6 +62,8 @@ class IsInf(OnnxOpConverter):
 
 @register("Celu")
 class Celu(OnnxOpConverter):
+    graph_ops = ("add", "divide", "exp", "maximum", "minimum", "multiply", "subtract")
+
     @classmethod
     def _impl_v12(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         x = _x(args)
@@ -72,6 +76,8 @@ class Celu(OnnxOpConverter):
 
 @register("ThresholdedRelu")
 class ThresholdedRelu(OnnxOpConverter):
+    graph_ops = ("greater", "where")
+
     @classmethod
     def _impl_v10(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         x = _x(args)
@@ -81,6 +87,8 @@ class ThresholdedRelu(OnnxOpConverter):
 
 @register("Shrink")
 class Shrink(OnnxOpConverter):
+    graph_ops = ("add", "greater", "less", "subtract", "where")
+
     @classmethod
     def _impl_v9(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         x = _x(args)
@@ -94,6 +102,8 @@ class Shrink(OnnxOpConverter):
 
 @register("Mish")
 class Mish(OnnxOpConverter):
+    graph_ops = ("abs", "add", "exp", "log", "maximum", "multiply", "negative", "tanh")
+
     @classmethod
     def _impl_v18(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         x = _x(args)
@@ -102,6 +112,8 @@ class Mish(OnnxOpConverter):
 
 @register("Swish")
 class Swish(OnnxOpConverter):
+    graph_ops = ("multiply", "sigmoid")
+
     @classmethod
     def _impl_v24(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         x = _x(args)
@@ -111,6 +123,8 @@ class Swish(OnnxOpConverter):
 
 @register("LpNormalization")
 class LpNormalization(OnnxOpConverter):
+    graph_ops = ("abs", "divide", "equal", "multiply", "sqrt", "sum", "where")
+
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         x = _x(args)
@@ -129,6 +143,8 @@ class LpNormalization(OnnxOpConverter):
 
 @register("MeanVarianceNormalization")
 class MeanVarianceNormalization(OnnxOpConverter):
+    graph_ops = ("add", "divide", "mean", "multiply", "sqrt", "subtract")
+
     @classmethod
     def _impl_v9(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         x = _x(args)
@@ -142,6 +158,8 @@ class MeanVarianceNormalization(OnnxOpConverter):
 
 @register("DepthToSpace")
 class DepthToSpace(OnnxOpConverter):
+    graph_ops = ("permute_dims", "reshape")
+
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         x = _x(args)
@@ -160,6 +178,8 @@ class DepthToSpace(OnnxOpConverter):
 
 @register("SpaceToDepth")
 class SpaceToDepth(OnnxOpConverter):
+    graph_ops = ("permute_dims", "reshape")
+
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         x = _x(args)
@@ -175,6 +195,8 @@ class SpaceToDepth(OnnxOpConverter):
 
 @register("Trilu")
 class Trilu(OnnxOpConverter):
+    graph_ops = ("where",)
+
     @classmethod
     def _impl_v14(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         x = _x(args)
@@ -189,6 +211,8 @@ class Trilu(OnnxOpConverter):
 
 @register("EyeLike")
 class EyeLike(OnnxOpConverter):
+    graph_ops = ()  # constants only: computed at import
+
     @classmethod
     def _impl_v9(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         x = _x(args)
@@ -200,7 +224,8 @@ class EyeLike(OnnxOpConverter):
 
 @register("OneHot")
 class OneHot(OnnxOpConverter):
-    graph_ops = ("strided_slice",)  # for values computed at run time
+    graph_ops = ("add", "astype", "equal", "less", "reshape", "strided_slice", "where")
+
     @classmethod
     def _impl_v9(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         idx, depth_v, values = args[0], args[1], args[2]
@@ -224,6 +249,8 @@ class OneHot(OnnxOpConverter):
 
 @register("GroupNormalization")
 class GroupNormalization(OnnxOpConverter):
+    graph_ops = ("add", "divide", "mean", "multiply", "reshape", "sqrt", "subtract")
+
     @classmethod
     def _norm(cls, ctx: Context, args: Args, attrs: dict[str, Any], per_group: bool) -> Value:
         x, scale, bias = args[0], args[1], args[2]

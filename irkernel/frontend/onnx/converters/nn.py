@@ -79,7 +79,7 @@ def _add_bias(ctx: Context, y: Value, bias: Value | None) -> Value:
 
 @register("Conv")
 class Conv(OnnxOpConverter):
-    graph_ops = ("conv",)
+    graph_ops = ("add", "conv", "reshape")
 
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
@@ -97,7 +97,7 @@ class Conv(OnnxOpConverter):
 
 @register("ConvTranspose")
 class ConvTranspose(OnnxOpConverter):
-    graph_ops = ("conv_transpose",)
+    graph_ops = ("add", "conv_transpose", "reshape")
 
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
@@ -198,11 +198,13 @@ class _GlobalPool(OnnxOpConverter):
 
 @register("GlobalAveragePool")
 class GlobalAveragePool(_GlobalPool):
+    graph_ops = ("mean",)
     op = "mean"
 
 
 @register("GlobalMaxPool")
 class GlobalMaxPool(_GlobalPool):
+    graph_ops = ("max",)
     op = "max"
 
 
@@ -224,7 +226,7 @@ class LRN(OnnxOpConverter):
 class BatchNormalization(OnnxOpConverter):
     """Inference form: y = x * s + t with s = scale / sqrt(var + eps), t = B - mean * s
     (folded at import when the statistics are constants, as they are in exported models)."""
-
+    graph_ops = ("add", "divide", "multiply", "reshape", "sqrt", "subtract")
 
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> list[Value]:
@@ -248,6 +250,8 @@ class BatchNormalization(OnnxOpConverter):
 
 @register("InstanceNormalization")
 class InstanceNormalization(OnnxOpConverter):
+    graph_ops = ("add", "divide", "mean", "multiply", "reshape", "sqrt", "subtract")
+
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         x, scale, bias = args[0], args[1], args[2]
@@ -271,6 +275,8 @@ def normalize(ctx: Context, x: Value, axes: tuple[int, ...], eps: float
 
 @register("LayerNormalization")
 class LayerNormalization(OnnxOpConverter):
+    graph_ops = ("add", "divide", "mean", "multiply", "sqrt", "subtract")
+
     @classmethod
     def _impl_v17(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> list[Value]:
         x, scale = args[0], args[1]
@@ -289,6 +295,8 @@ class LayerNormalization(OnnxOpConverter):
 
 @register("Gemm")
 class Gemm(OnnxOpConverter):
+    graph_ops = ("add", "matmul", "multiply", "permute_dims")
+
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         a, b = args[0], args[1]
@@ -317,6 +325,8 @@ class Gemm(OnnxOpConverter):
 
 @register("MatMul")
 class MatMul(OnnxOpConverter):
+    graph_ops = ("matmul",)
+
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         a, b = args[0], args[1]
@@ -356,9 +366,11 @@ class _Softmax(OnnxOpConverter):
 
 @register("Softmax")
 class Softmax(_Softmax):
+    graph_ops = ("divide", "exp", "max", "reshape", "subtract", "sum")
     pass
 
 
 @register("LogSoftmax")
 class LogSoftmax(_Softmax):
+    graph_ops = ("exp", "log", "max", "reshape", "subtract", "sum")
     log = True

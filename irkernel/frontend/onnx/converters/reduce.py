@@ -67,34 +67,39 @@ class _Reduce(OnnxOpConverter):
 
 @register("ReduceSum")
 class ReduceSum(_Reduce):
+    graph_ops = ("astype", "sum")
     op = "sum"
     axes_input_since = 13
 
 
 @register("ReduceMean")
 class ReduceMean(_Reduce):
+    graph_ops = ("astype", "mean")
     op = "mean"
 
 
 @register("ReduceMax")
 class ReduceMax(_Reduce):
+    graph_ops = ("astype", "max")
     op = "max"
 
 
 @register("ReduceMin")
 class ReduceMin(_Reduce):
+    graph_ops = ("astype", "min")
     op = "min"
-    graph_ops = ("min",)
 
 
 @register("ReduceProd")
 class ReduceProd(_Reduce):
+    graph_ops = ("astype", "prod")
     op = "prod"
-    graph_ops = ("prod",)
 
 
 @register("ReduceSumSquare")
 class ReduceSumSquare(_Reduce):
+    graph_ops = ("multiply", "sum")
+
     @classmethod
     def _reduce(cls, ctx: Context, x: Value, axes: tuple[int, ...], keep: bool) -> Value:
         return ctx.emit("sum", ctx.emit("multiply", x, x), axis=axes, keepdims=keep)
@@ -106,6 +111,8 @@ class ReduceSumSquare(_Reduce):
 
 @register("ReduceL1")
 class ReduceL1(_Reduce):
+    graph_ops = ("abs", "sum")
+
     @classmethod
     def _reduce(cls, ctx: Context, x: Value, axes: tuple[int, ...], keep: bool) -> Value:
         return ctx.emit("sum", ctx.emit("abs", x), axis=axes, keepdims=keep)
@@ -117,6 +124,8 @@ class ReduceL1(_Reduce):
 
 @register("ReduceL2")
 class ReduceL2(_Reduce):
+    graph_ops = ("abs", "astype", "multiply", "sqrt", "sum")
+
     @classmethod
     def _reduce(cls, ctx: Context, x: Value, axes: tuple[int, ...], keep: bool) -> Value:
         s = ctx.emit("sum", ctx.emit("multiply", x, x), axis=axes, keepdims=keep)
@@ -131,6 +140,8 @@ class ReduceL2(_Reduce):
 
 @register("ReduceLogSum")
 class ReduceLogSum(_Reduce):
+    graph_ops = ("log", "sum")
+
     @classmethod
     def _reduce(cls, ctx: Context, x: Value, axes: tuple[int, ...], keep: bool) -> Value:
         return ctx.emit("log", ctx.emit("sum", x, axis=axes, keepdims=keep))
@@ -142,6 +153,8 @@ class ReduceLogSum(_Reduce):
 
 @register("ReduceLogSumExp")
 class ReduceLogSumExp(_Reduce):
+    graph_ops = ("add", "exp", "log", "max", "reshape", "subtract", "sum")
+
     @classmethod
     def _reduce(cls, ctx: Context, x: Value, axes: tuple[int, ...], keep: bool) -> Value:
         # m + log(sum(exp(x - m))): no overflow for large x
@@ -172,11 +185,11 @@ class _Arg(OnnxOpConverter):
 
 @register("ArgMax")
 class ArgMax(_Arg):
-    op = "argmax"
     graph_ops = ("argmax",)
+    op = "argmax"
 
 
 @register("ArgMin")
 class ArgMin(_Arg):
-    op = "argmin"
     graph_ops = ("argmin",)
+    op = "argmin"

@@ -47,7 +47,8 @@ def _take_rows(ctx: Context, v: Value, axis: int, start: int, stop: int) -> Valu
 
 @register("LSTM")
 class LSTM(OnnxOpConverter):
-    graph_ops = ("strided_slice",)
+    graph_ops = ("add", "concat", "matmul", "maximum", "minimum", "multiply", "permute_dims",
+                 "relu", "reshape", "sigmoid", "strided_slice", "tanh")
 
     @classmethod
     def _impl_v7(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> list[Value]:

@@ -66,6 +66,8 @@ def reshape_target(ctx: Context, x: Value, shape: list[int], allowzero: bool) ->
 
 @register("Reshape")
 class Reshape(OnnxOpConverter):
+    graph_ops = ("reshape",)
+
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         x = _first(args)
@@ -80,6 +82,8 @@ class Reshape(OnnxOpConverter):
 
 @register("Flatten")
 class Flatten(OnnxOpConverter):
+    graph_ops = ("reshape",)
+
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         x = _first(args)
@@ -93,6 +97,8 @@ class Flatten(OnnxOpConverter):
 
 @register("Squeeze")
 class Squeeze(OnnxOpConverter):
+    graph_ops = ("reshape",)
+
     @classmethod
     def _squeeze(cls, ctx: Context, x: Value, axes: list[int] | None) -> Value:
         if axes is None:
@@ -117,6 +123,8 @@ class Squeeze(OnnxOpConverter):
 
 @register("Unsqueeze")
 class Unsqueeze(OnnxOpConverter):
+    graph_ops = ("reshape",)
+
     @classmethod
     def _unsqueeze(cls, ctx: Context, x: Value, axes: list[int]) -> Value:
         rank = x.rank + len(axes)
@@ -139,6 +147,8 @@ class Unsqueeze(OnnxOpConverter):
 
 @register("Transpose")
 class Transpose(OnnxOpConverter):
+    graph_ops = ("permute_dims",)
+
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         x = _first(args)
@@ -151,6 +161,8 @@ class Transpose(OnnxOpConverter):
 
 @register("Expand")
 class Expand(OnnxOpConverter):
+    graph_ops = ("broadcast_to",)
+
     @classmethod
     def _impl_v8(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         x = _first(args)
@@ -164,6 +176,8 @@ class Expand(OnnxOpConverter):
 
 @register("Tile")
 class Tile(OnnxOpConverter):
+    graph_ops = ("broadcast_to", "reshape")
+
     @classmethod
     def _impl_v6(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         x = _first(args)
@@ -181,6 +195,8 @@ class Tile(OnnxOpConverter):
 
 @register("Concat")
 class Concat(OnnxOpConverter):
+    graph_ops = ("concat",)
+
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         values = [v for v in args if v is not None]
@@ -341,7 +357,7 @@ class Gather(OnnxOpConverter):
 
 @register("Pad")
 class Pad(OnnxOpConverter):
-    graph_ops = ("pad",)
+    graph_ops = ("astype", "pad", "reshape")
 
     @classmethod
     def _pad(cls, ctx: Context, x: Value, pads: list[int], value: Value | None,
@@ -393,6 +409,8 @@ class Pad(OnnxOpConverter):
 
 @register("Shape")
 class Shape(OnnxOpConverter):
+    graph_ops = ()  # constants only: computed at import
+
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         x = _first(args)
@@ -403,6 +421,8 @@ class Shape(OnnxOpConverter):
 
 @register("Size")
 class Size(OnnxOpConverter):
+    graph_ops = ()  # constants only: computed at import
+
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         return ctx.const(np.array(np.prod(_first(args).shape, dtype=np.int64), np.int64))
@@ -410,6 +430,8 @@ class Size(OnnxOpConverter):
 
 @register("ConstantOfShape")
 class ConstantOfShape(OnnxOpConverter):
+    graph_ops = ()  # constants only: computed at import
+
     @classmethod
     def _impl_v9(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         shape = tuple(int(d) for d in ctx.const_value(_opt(args, 0), "input 'shape'").tolist())
@@ -421,6 +443,8 @@ class ConstantOfShape(OnnxOpConverter):
 
 @register("Range")
 class Range(OnnxOpConverter):
+    graph_ops = ()  # constants only: computed at import
+
     @classmethod
     def _impl_v11(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         start, limit, delta = (ctx.const_value(_opt(args, k), f"input {name!r}")
@@ -435,6 +459,8 @@ class Range(OnnxOpConverter):
 
 @register("Constant")
 class Constant(OnnxOpConverter):
+    graph_ops = ()  # constants only: computed at import
+
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         for key, dtype in (("value", None), ("value_float", np.float32),
@@ -448,6 +474,8 @@ class Constant(OnnxOpConverter):
 
 @register("Identity")
 class Identity(OnnxOpConverter):
+    graph_ops = ()  # constants only: computed at import
+
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         return _first(args)
@@ -456,6 +484,7 @@ class Identity(OnnxOpConverter):
 @register("Dropout")
 class Dropout(OnnxOpConverter):
     """Inference: the input unchanged, and an all-true mask when the mask is asked for."""
+    graph_ops = ()  # constants only: computed at import
 
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> list[Value]:
@@ -468,6 +497,8 @@ class Dropout(OnnxOpConverter):
 
 @register("Cast")
 class Cast(OnnxOpConverter):
+    graph_ops = ("astype",)
+
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         x = _first(args)
@@ -480,6 +511,8 @@ class Cast(OnnxOpConverter):
 
 @register("CastLike")
 class CastLike(OnnxOpConverter):
+    graph_ops = ("astype",)
+
     @classmethod
     def _impl_v15(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         like = args[1]
@@ -489,7 +522,7 @@ class CastLike(OnnxOpConverter):
 
 @register("ScatterND")
 class ScatterND(OnnxOpConverter):
-    graph_ops = ("scatter_nd",)
+    graph_ops = ("astype", "scatter_nd")
 
     @classmethod
     def _impl_v11(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:

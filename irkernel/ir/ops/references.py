@@ -1,11 +1,11 @@
 """NumPy reference implementations of the built-in ops (the semantics; the interpreter and
-FoldConstant call them), except the NN ops (:mod:`irkernel.ir.nn_references`).
+FoldConstant call them), except the NN ops (:mod:`irkernel.ir.ops.nn_references`).
 
 A reference maps ``(operand arrays, normalized attrs)`` to the result array.
 Operands have already been checked by the op's type rule, so references do no
 validation of their own. Transcendental float math (exp, log, tanh, sigmoid,
 power, erf) goes through the compiled scalar code of
-:mod:`irkernel.ir.scalar_ops`, so folded constants equal interpreted values bit
+:mod:`irkernel.ir.ops.scalar`, so folded constants equal interpreted values bit
 for bit. Imports numpy and lower ``irkernel.ir`` modules only.
 """
 
@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from irkernel.ir import scalar_ops
+import irkernel.ir.ops.scalar as scalar
 from irkernel.ir.ids import dtype_code, numpy_dtype
-from irkernel.ir.type_rules import normalize_axes, permutation
+from irkernel.ir.ops.type_rules import normalize_axes, permutation
 
 Reference = Callable[[Sequence[np.ndarray], Mapping[str, Any]], np.ndarray]
 
@@ -53,13 +53,13 @@ def floor_mod(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def float_math(opcode: int) -> Reference:
-    """exp/log/tanh/sigmoid/power/erf through the compiled scalar semantics (see scalar_ops)."""
+    """exp/log/tanh/sigmoid/power/erf through the compiled scalar semantics (see ops.scalar)."""
     def ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
         arrays = np.broadcast_arrays(*xs)
         dt = arrays[0].dtype
         # np.array copies: a broadcast view handed to Numba as is warns (FutureWarning)
         flat = [np.array(a, np.float64, order="C").ravel() for a in arrays]
-        out = scalar_ops.float_math_kernel(opcode, flat[0], flat[-1], dt == np.float32)
+        out = scalar.float_math_kernel(opcode, flat[0], flat[-1], dt == np.float32)
         return out.astype(dt).reshape(arrays[0].shape)
     return ref
 

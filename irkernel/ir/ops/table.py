@@ -1,18 +1,13 @@
-"""The op table: the single source of truth for every graph op.
+"""The built-in op table: one :class:`OpDef` row per graph op, in opcode order.
 
-Each op declares its operand encoding, arity, typed attributes, dtype and shape
-rule (``infer``), a NumPy reference implementation, its fusion pattern kind
-(TVM's OpPatternKind values) and whether it is pure. Passes read the integer
-columns from :func:`op_arrays`; they never compare op names as strings.
-Opcodes of the built-in ops are module constants ``OP_<NAME>`` (declared in
-``irkernel.ir.opcodes``) and never change between versions (Numba caches
-kernels that read them). Imports numpy and lower ``irkernel.ir`` modules.
-
-This module holds the built-in table and the registry and is the public import
-path of the op-table names; the parts live beside it, split by idea:
-``opdef`` (OpDef, AttrSpec, attribute kinds, pattern kinds), ``type_rules`` and
-``nn_rules`` (dtype and shape rules), ``references`` and ``nn_references``
-(the NumPy semantics).
+Each row declares the op's operand encoding, arity, typed attributes, dtype and
+shape rule (``infer``), NumPy reference, fusion pattern kind (TVM's
+OpPatternKind values), purity and a one-line doc. Importing this module
+registers the rows (:mod:`irkernel.ir.ops.registry`); the opcodes are
+``irkernel.ir.ops.opcodes`` and never change between versions (Numba caches
+kernels that read them), so rows are appended, and an import-time check keeps
+the two lists in one order. Imports numpy and the other ``irkernel.ir.ops``
+modules, never the package itself (its ``__init__`` imports this module).
 
 Semantics worth stating once (the interpreter and every backend follow them):
 binary ops need operands of one dtype (no implicit promotion, as in TVM Relax)
@@ -30,9 +25,7 @@ into ``[0, d - 1]``.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -48,17 +41,16 @@ from irkernel.ir.ids import (
     FLOAT_DTYPES,
     NUMERIC_DTYPES,
 )
-from irkernel.ir.nn_references import (
+from irkernel.ir.ops.nn_references import (
     avg_pool_ref,
     conv_ref,
     conv_transpose_ref,
     lrn_ref,
     max_pool_ref,
 )
-from irkernel.ir.nn_rules import conv_rule, conv_transpose_rule, lrn_rule, pool_rule
-from irkernel.ir.opcodes import *  # noqa: F403  (OP_<NAME> constants are part of this module's API)
-from irkernel.ir.opcodes import BUILTIN_OP_NAMES, OP_ERF, OP_POWER
-from irkernel.ir.opdef import (
+from irkernel.ir.ops.nn_rules import conv_rule, conv_transpose_rule, lrn_rule, pool_rule
+from irkernel.ir.ops.opcodes import BUILTIN_OP_NAMES, OP_ERF, OP_POWER
+from irkernel.ir.ops.opdef import (
     A_AXES,
     A_BOOL,
     A_DTYPE,
@@ -71,19 +63,14 @@ from irkernel.ir.opdef import (
     INJECTIVE,
     OPAQUE,
     OUT_EWISE_FUSABLE,
-    PATTERN_NAMES,
     REDUCE,
     AttrSpec,
     FloatAttr,
     OpDef,
-    Shape,
-    TensorType,
-    normalize_attr,
 )
-from irkernel.ir.references import (
+from irkernel.ir.ops.references import (
     arg_reduce_ref,
     astype_ref,
-    astype_reference,
     broadcast_to_ref,
     concat_ref,
     divide,
@@ -103,19 +90,17 @@ from irkernel.ir.references import (
     take_ref,
     ufunc,
 )
-from irkernel.ir.type_rules import (
+from irkernel.ir.ops.registry import register_op
+from irkernel.ir.ops.type_rules import (
     arg_reduce_rule,
     astype_rule,
-    broadcast_shapes,
     broadcast_to_rule,
     call_rule,
     concat_rule,
     elementwise_rule,
     leaf_rule,
     matmul_rule,
-    normalize_axes,
     pad_rule,
-    permutation,
     permute_rule,
     reduce_rule,
     reshape_rule,
@@ -124,10 +109,6 @@ from irkernel.ir.type_rules import (
     take_rule,
     where_rule,
 )
-
-# Private aliases kept for code written against the single-module table.
-_elementwise_rule, _ufunc, _nan_max, _nan_min = elementwise_rule, ufunc, nan_max, nan_min
-
 
 # ---------------------------------------------------------------------------
 # The table
@@ -252,106 +233,9 @@ BUILTIN_OPS: tuple[OpDef, ...] = (
 )
 
 if tuple(op.name for op in BUILTIN_OPS) != BUILTIN_OP_NAMES:
-    raise AssertionError("BUILTIN_OPS must list the ops in opcode order (irkernel.ir.opcodes)")
-
-
-# ---------------------------------------------------------------------------
-# Registry and array view
-# ---------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class OpArrays:
-    """The table as columns that kernels take as arguments (index = opcode)."""
-
-    encoding: np.ndarray  # int8[n_ops]
-    arity: np.ndarray  # int8[n_ops], -1 = variadic
-    pattern: np.ndarray  # int8[n_ops]
-    pure: np.ndarray  # bool[n_ops]
-    commutative: np.ndarray  # bool[n_ops]
-
-
-_lock = threading.Lock()
-_ops: list[OpDef] = []
-_by_name: dict[str, OpDef] = {}
-_arrays: list[OpArrays] = []  # cache of one, reset on registration
-
-
-def register_op(op: OpDef) -> OpDef:
-    """Append an op to the table (append-only); returns it with its opcode set."""
-    with _lock:
-        if op.name in _by_name:
-            raise ValueError(f"op {op.name!r} is already registered")
-        if len(_ops) >= len(BUILTIN_OPS) and op.encoding in (ENC_PARAM, ENC_CONST):
-            raise ValueError(f"op {op.name!r}: only the built-in param and const are leaves")
-        op = OpDef(**{**op.__dict__, "opcode": len(_ops)})
-        _ops.append(op)
-        _by_name[op.name] = op
-        _arrays.clear()
-        return op
-
+    raise AssertionError("BUILTIN_OPS must list the ops in opcode order (ops.opcodes)")
 
 for _op in BUILTIN_OPS:
     register_op(_op)
 
-
-def set_legalize(name: str, legalize: Callable[..., Any] | None) -> OpDef:
-    """Install the TIR template (LegalizeOps hook) of a registered op; returns the new row."""
-    with _lock:
-        op = _by_name.get(name)
-        if op is None:
-            raise ValueError(f"set_legalize: unknown op {name!r}")
-        if legalize is not None and not callable(legalize):
-            raise TypeError(f"set_legalize: legalize of {name!r} must be callable")
-        op = OpDef(**{**op.__dict__, "legalize": legalize})
-        _ops[op.opcode] = op
-        _by_name[name] = op
-        return op
-
-
-def get_op(name_or_opcode: str | int) -> OpDef:
-    """Look an op up by name or opcode; ValueError naming it when unknown."""
-    if isinstance(name_or_opcode, str):
-        op = _by_name.get(name_or_opcode)
-        if op is None:
-            raise ValueError(f"unknown op {name_or_opcode!r}")
-        return op
-    if 0 <= name_or_opcode < len(_ops):
-        return _ops[name_or_opcode]
-    raise ValueError(f"unknown opcode {name_or_opcode}")
-
-
-def all_ops() -> tuple[OpDef, ...]:
-    return tuple(_ops)
-
-
-def num_ops() -> int:
-    return len(_ops)
-
-
-def op_arrays() -> OpArrays:
-    cached = _arrays[:1]
-    if cached:
-        return cached[0]
-    ops = list(_ops)
-
-    def col(attr: str, dtype: type) -> np.ndarray:
-        arr = np.array([getattr(op, attr) for op in ops], dtype=dtype)
-        arr.setflags(write=False)
-        return arr
-
-    arrays = OpArrays(col("encoding", np.int8), col("arity", np.int8), col("pattern", np.int8),
-                      col("pure", np.bool_), col("commutative", np.bool_))
-    with _lock:
-        if len(ops) == len(_ops):
-            _arrays[:] = [arrays]
-    return arrays
-
-
-__all__ = [  # the op-table names (the OP_<NAME> constants come from irkernel.ir.opcodes)
-    "A_AXES", "A_BOOL", "A_DTYPE", "A_FLOAT", "A_INT", "A_INTS", "A_STR", "BROADCAST",
-    "BUILTIN_OPS", "ELEMWISE", "INJECTIVE", "OPAQUE", "OUT_EWISE_FUSABLE", "PATTERN_NAMES",
-    "REDUCE", "AttrSpec", "FloatAttr", "OpArrays", "OpDef", "Shape", "TensorType", "all_ops",
-    "astype_reference", "broadcast_shapes", "get_op", "normalize_attr", "normalize_axes",
-    "num_ops", "op_arrays", "permutation", "register_op", "set_legalize",
-    *(f"OP_{name.upper()}" for name in BUILTIN_OP_NAMES),
-]
+__all__ = ["BUILTIN_OPS"]

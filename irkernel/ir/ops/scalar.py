@@ -22,7 +22,7 @@ import numpy as np
 
 from irkernel.ir.ids import BOOL, FLOAT32, FLOAT64, INT32
 from irkernel.ir.jit import kernel
-from irkernel.ir.opcodes import (
+from irkernel.ir.ops.opcodes import (
     OP_ABS,
     OP_ADD,
     OP_ASTYPE,

@@ -6,7 +6,7 @@ conv_transpose) or an elementwise update (pools, lrn). Accumulation is in the in
 dtype, kernel positions in row-major order, which is also the order of the TIR
 templates' reduction loops: pools and lrn's sums are bit-identical to compiled code
 (conv's channel sums go through BLAS, so they agree within rounding). Semantics are
-stated in :mod:`irkernel.ir.nn_rules` and ``docs/ops.md``. Imports numpy and lower
+stated in :mod:`irkernel.ir.ops.nn_rules` and ``docs/ops.md``. Imports numpy and lower
 ``irkernel.ir`` modules only.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from irkernel.ir.nn_rules import (
+from irkernel.ir.ops.nn_rules import (
     Window,
     pool_divisors,
     pool_window,

@@ -22,8 +22,8 @@ from typing import Any
 
 from irkernel.ir.errors import TypeInferenceError
 from irkernel.ir.ids import FLOAT_DTYPES
-from irkernel.ir.opdef import Shape, TensorType
-from irkernel.ir.type_rules import dtypes_in, fmt, same_dtype
+from irkernel.ir.ops.opdef import Shape, TensorType
+from irkernel.ir.ops.type_rules import dtypes_in, fmt, same_dtype
 
 MAX_SPATIAL = 3
 

@@ -1,5 +1,5 @@
 """Dtype and shape rules (``OpDef.infer``) of the built-in ops, except the NN ops
-(:mod:`irkernel.ir.nn_rules`).
+(:mod:`irkernel.ir.ops.nn_rules`).
 
 A rule maps ``(operand types, normalized attrs)`` to the result type or raises
 :class:`~irkernel.ir.errors.TypeInferenceError` with a message naming the shapes
@@ -19,7 +19,7 @@ import numpy as np
 
 from irkernel.ir.errors import TypeInferenceError
 from irkernel.ir.ids import BOOL, DTYPE_NAMES, INT32, INT64, NUMERIC_DTYPES, dtype_code
-from irkernel.ir.opdef import Shape, TensorType
+from irkernel.ir.ops.opdef import Shape, TensorType
 
 INDEX_DTYPES = frozenset({INT32, INT64})
 

@@ -4,7 +4,7 @@ Numba caches kernels that read these numbers as compile-time constants, so
 they never change between versions; new built-in ops are appended. The op
 table (:mod:`irkernel.ir.ops`) checks at import that its rows come in this
 order. Kept apart from the table so the compiled scalar semantics
-(:mod:`irkernel.ir.scalar_ops`), which the table's references call, can read
+(:mod:`irkernel.ir.ops.scalar`), which the table's references call, can read
 opcodes without importing the table. Imports nothing.
 """
 
