@@ -44,7 +44,7 @@ from passes.tir import FAST_MATH
 from passes.tir.unroll_loop import CONFIG_KEY as UNROLL_KEY
 
 from runtime import threadpool  # noqa: F401  (registers irkernel_parallel_launch with LLVM)
-from runtime.abi import CallingConvention
+from runtime.abi import AbiMismatch, CallingConvention
 from runtime.cache import DiskCache
 from runtime.compile import (
     FAST_TIER_MAX_ELEMENTS,
@@ -328,8 +328,17 @@ def _build_lowered(mod: IRModule, ctx: transform.PassContext, disk: DiskCache | 
     steps = [_phase("CompileKernels", compile_kernels), _phase("Link", link)]
     if has_graphs:
         steps.append(_phase("GraphExecutors", executors))
-    for step in steps:
-        step(mod, ctx)
+    for attempt in range(2):
+        try:
+            for step in steps:
+                step(mod, ctx)
+            break
+        except AbiMismatch as exc:  # a cached kernel bound to other code: drop, rebuild once
+            job = next((j for j in state["jobs"] if j.symbol == exc.symbol), None)
+            if attempt or disk is None or job is None or job.batch not in state["cached"]:
+                raise
+            disk.discard("index", job.key, str(exc))
+            disk.discard("obj", job.batch, str(exc))
     jobs = state["of_name"]
     defines = {j.batch: j.symbol for j in jobs.values()}  # one symbol each object defines
     saved = (mod, {n: (j.symbol, j.tier) for n, j in jobs.items()},
@@ -347,8 +356,13 @@ def _engine_of(objects: Iterable[bytes]) -> Engine:
 
 
 def _kernels(m: IRModule, jobs: dict[str, Job], engine: Engine) -> dict[str, Kernel]:
-    return {name: Kernel(name, CallingConvention(m.functions[name], name),
-                         engine.address(job.symbol), engine) for name, job in jobs.items()}
+    """Each kernel bound to its code, whose ABI record must be the kernel's (AbiMismatch)."""
+    kernels = {}
+    for name, job in jobs.items():
+        convention = CallingConvention(m.functions[name], name)
+        convention.check_record(engine.abi_record(job.symbol), job.symbol)
+        kernels[name] = Kernel(name, convention, engine.address(job.symbol), engine)
+    return kernels
 
 
 def _graph_executors(m: IRModule, kernels: dict[str, Kernel]) -> dict[str, GraphExecutor]:
