@@ -311,5 +311,5 @@ class _Missing:
 
 _MISSING = _Missing()
 
-__all__ = ["ABI_RECORD_SIZE", "ABI_SUFFIX", "AbiMismatch", "CallingConvention", "abi_record", "empty",
-           "slot_layout"]
+__all__ = ["ABI_RECORD_SIZE", "ABI_SUFFIX", "AbiMismatch", "CallingConvention", "abi_record",
+           "empty",           "slot_layout"]
