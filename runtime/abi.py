@@ -312,4 +312,4 @@ class _Missing:
 _MISSING = _Missing()
 
 __all__ = ["ABI_RECORD_SIZE", "ABI_SUFFIX", "AbiMismatch", "CallingConvention", "abi_record",
-           "empty",           "slot_layout"]
+           "empty", "slot_layout"]
