@@ -21,10 +21,20 @@ before any native code runs: bad input is never a segfault. Natively every
 kernel takes one pointer to an ``int64`` array, one slot per parameter and
 then per shape var (``runtime/lower.py``): :meth:`CallingConvention.pack`
 builds that array.
+
+That array is all the native code sees, so a kernel bound to another kernel's
+code (a stale or misplaced cache entry) would read the wrong slots: garbage
+pointers and loop bounds, a crash or a loop that never ends. Every compiled
+kernel therefore carries an *ABI record*, a constant ``<symbol>__abi``
+(:func:`abi_record`: the slot count and a digest of the slot layout, each
+slot's kind and dtype), and the loader compares it with the record of the
+kernel it binds (:meth:`CallingConvention.record_problem`) before the kernel
+can be called.
 """
 
 from __future__ import annotations
 
+import hashlib
 import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -39,9 +49,49 @@ from irkernel.tir.functor import post_order
 from irkernel.tir.interp import evaluate
 from irkernel.tir.printer import expr_text
 from irkernel.tir.stmt import BufferStore
+from runtime.objfile import ABI_RECORD_SIZE, ABI_SUFFIX
 
 def _describe(buf: Buffer) -> str:
     return f"{buf.dtype}[{', '.join(expr_text(s) for s in buf.shape)}]"
+
+
+def _extents(exprs: Sequence[PrimExpr]) -> str:
+    """Constant extents as numbers, symbolic ones as ``?`` (names are not part of a
+    kernel's identity: structurally equal kernels share code whatever their vars are
+    called)."""
+    return ",".join(str(e.value) if isinstance(e, IntImm) else "?" for e in exprs)
+
+
+def slot_layout(params: Sequence[Buffer | Var], shape_vars: Sequence[Var]) -> str:
+    """What each packed slot holds: a buffer's dtype, extents and strides
+    (``float32[?,4]``), a scalar's dtype, ``shape`` for a shape var. Computed from a
+    kernel's parameters before flattening, which the TIR lowering passes keep."""
+    kinds = []
+    for p in params:
+        if isinstance(p, Buffer):
+            strides = f"/{_extents(p.strides)}" if p.strides else ""
+            kinds.append(f"{p.dtype}[{_extents(p.shape)}{strides}]")
+        else:
+            kinds.append(str(p.dtype))
+    return ";".join([*kinds, *("shape" for _ in shape_vars)])
+
+
+def abi_record(layout: str) -> bytes:
+    """The ABI record of a kernel with slot ``layout``: slot count (int64, little endian)
+    and a 16-byte digest of the layout."""
+    count = len(layout.split(";")) if layout else 0
+    record = count.to_bytes(8, "little") + hashlib.blake2b(layout.encode(),
+                                                           digest_size=16).digest()
+    assert len(record) == ABI_RECORD_SIZE
+    return record
+
+
+class AbiMismatch(RuntimeError):
+    """Native code whose ABI record is not its kernel's (``symbol``: the code's name)."""
+
+    def __init__(self, message: str, symbol: str) -> None:
+        super().__init__(message)
+        self.symbol = symbol
 
 
 def empty(shape: int | Sequence[int], dtype: Any = np.float32, align: int = 64) -> np.ndarray:
@@ -78,6 +128,26 @@ class CallingConvention:
         #: Number of int64 slots of the packed argument array (params, then shape vars).
         self.n_slots = len(self.params) + len(self.shape_vars)
         self.positions = {p.name: k for k, p in enumerate(self.params)}
+        self.layout = slot_layout(self.params, self.shape_vars)
+
+    def check_record(self, record: bytes, symbol: str) -> None:
+        """Raise :class:`AbiMismatch` unless native code ``symbol`` with ABI ``record``
+        fits this kernel (the loader calls it before a kernel can be called)."""
+        problem = self.record_problem(record)
+        if problem is not None:
+            raise AbiMismatch(f"kernel {self.name!r} is bound to code {symbol!r}, but "
+                              f"{problem}", symbol)
+
+    def record_problem(self, record: bytes) -> str | None:
+        """What makes native code with ABI ``record`` unfit to be this kernel, or None."""
+        if record == abi_record(self.layout):
+            return None
+        if not record:
+            return "its code has no ABI record"
+        slots = int.from_bytes(record[:8], "little") if len(record) >= 8 else -1
+        if slots != self.n_slots:
+            return f"its code takes {slots} argument slots, {self.signature} has {self.n_slots}"
+        return f"its code's argument layout is not {self.layout} ({self.signature})"
 
     @property
     def signature(self) -> str:
@@ -241,4 +311,5 @@ class _Missing:
 
 _MISSING = _Missing()
 
-__all__ = ["CallingConvention", "empty"]
+__all__ = ["ABI_RECORD_SIZE", "ABI_SUFFIX", "AbiMismatch", "CallingConvention", "abi_record",
+           "empty", "slot_layout"]

@@ -46,7 +46,7 @@ from passes.tir import FAST_MATH
 
 from runtime import code_digest
 from runtime import threadpool  # noqa: F401  (registers irkernel_parallel_launch with LLVM)
-from runtime.abi import CallingConvention
+from runtime.abi import AbiMismatch, CallingConvention
 from runtime.cache import DiskCache
 from runtime.compile import (
     FAST_TIER_MAX_ELEMENTS,
@@ -329,7 +329,17 @@ def _build_lowered(mod: IRModule, ctx: transform.PassContext, disk: DiskCache | 
         return LinkedKernels(engine, _kernels(m, compiled.of_name, engine),
                              {n: _source(j, settings) for n, j in compiled.of_name.items()})
 
-    linked = _phase("Link", mod, ctx, link)
+    for attempt in range(2):
+        try:
+            linked = _phase("Link", mod, ctx, link)
+            break
+        except AbiMismatch as exc:  # a cached kernel bound to other code: drop, rebuild once
+            job = next((j for j in compiled.jobs if j.symbol == exc.symbol), None)
+            if attempt or disk is None or job is None or job.batch not in compiled.cached:
+                raise
+            disk.discard("index", job.key, str(exc))
+            disk.discard("obj", job.batch, str(exc))
+            compiled = _phase("CompileKernels", mod, ctx, compile_kernels)
     graphs = _phase("GraphExecutors", mod, ctx,
                     lambda m, c: _graph_executors(m, linked.kernels)) if has_graphs else {}
     jobs = compiled.of_name
@@ -350,8 +360,13 @@ def _engine_of(objects: Iterable[bytes]) -> Engine:
 
 
 def _kernels(m: IRModule, jobs: Mapping[str, Job], engine: Engine) -> dict[str, Kernel]:
-    return {name: Kernel(name, CallingConvention(m.functions[name], name),
-                         engine.address(job.symbol), engine) for name, job in jobs.items()}
+    """Each kernel bound to its code, whose ABI record must be the kernel's (AbiMismatch)."""
+    kernels = {}
+    for name, job in jobs.items():
+        convention = CallingConvention(m.functions[name], name)
+        convention.check_record(engine.abi_record(job.symbol), job.symbol)
+        kernels[name] = Kernel(name, convention, engine.address(job.symbol), engine)
+    return kernels
 
 
 def _graph_executors(m: IRModule, kernels: Mapping[str, Kernel]) -> dict[str, GraphExecutor]:

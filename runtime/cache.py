@@ -5,15 +5,28 @@ Two kinds of entries, both content-addressed:
 * ``obj/<key>``: an object file; ``key`` hashes the lowered LLVM IR text, the
   target (triple, CPU name, features, libmvec variant, llvmlite/LLVM
   versions) and the irkernel version (STYLE 9.6);
-* ``index/<key>``: the ``obj`` key a PrimFunc compiled to; ``key`` hashes the
+* ``index/<key>``: where the kernel of ``key`` lives; ``key`` hashes the
   PrimFunc's structural digest, its symbol, the lowering configuration, the
   target and the source code of the TIR passes and codegen. A hit skips the
   passes and codegen entirely, which is what makes a warm build a few
   milliseconds in a new process.
 
-Each file is ``MAGIC | payload length (8 bytes, little endian) | sha256 of the
-payload | payload``. A file that fails the check (truncated, corrupted, from
-another format) is logged, removed and treated as a miss, so it gets rebuilt.
+Each file is ``MAGIC | version length (1 byte) | version | payload length (8
+bytes, little endian) | sha256 of the payload | payload``, where ``version`` is
+the irkernel version that wrote it. A file that fails the check (truncated,
+corrupted, from another format or version) is logged, removed and treated as
+a miss, so it gets rebuilt.
+
+An index entry's payload is ``<key> <object key> <symbol> <sha256 of the
+object>``: callers put and get ``b"<object key> <symbol>"``, and the cache adds
+and checks the rest. An entry is only trusted for the key it names (a valid
+entry moved under another key, by a copy, a restore or a bug, would bind a
+kernel to another kernel's code), and only with the object it was written
+for: ``get("obj", k)`` after an index entry named ``k`` refuses an object whose
+sha256 is not the one the entry recorded. A mismatch is a corrupt entry:
+logged, removed, rebuilt. The loader then checks each cached symbol's ABI
+record against its kernel (``runtime/abi.py``), which no cache state can
+forge by accident.
 Writes go to a temporary file in the same directory and are moved into place
 with ``os.replace`` (atomic on POSIX): concurrent processes never see a
 partial entry, and the last writer of identical content wins. The cache is
@@ -49,6 +62,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import re
 import hashlib
 import logging
 import os
@@ -57,10 +71,13 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import irkernel
+
 logger = logging.getLogger("irkernel.runtime.cache")
 
-MAGIC = b"IRKCACHE1\x00"
-_HEADER = len(MAGIC) + 8 + 32
+MAGIC = b"IRKCACHE2\x00"
+#: The version written in every entry's header; entries of other versions are misses.
+VERSION = irkernel.__version__
 KINDS = ("obj", "index")
 _MARKER = ".loading-"
 _DIR_MODE = 0o700
@@ -85,21 +102,39 @@ def digest(*parts: bytes | str) -> str:
     return h.hexdigest()
 
 
-def encode(payload: bytes) -> bytes:
-    """A cache file: header and payload."""
-    return MAGIC + len(payload).to_bytes(8, "little") + hashlib.sha256(payload).digest() + payload
+def encode(payload: bytes, version: str = VERSION) -> bytes:
+    """A cache file: header (written by ``version``) and payload."""
+    tag = version.encode()
+    if len(tag) > 255:
+        raise ValueError(f"cache: version string of {len(tag)} bytes (at most 255)")
+    return (MAGIC + bytes([len(tag)]) + tag + len(payload).to_bytes(8, "little")
+            + hashlib.sha256(payload).digest() + payload)
+
+
+def read_header(data: bytes) -> tuple[str, bytes, bytes] | None:
+    """(version, sha256, payload) of an intact cache file, else None."""
+    if len(data) < len(MAGIC) + 1 or not data.startswith(MAGIC):
+        return None
+    at = len(MAGIC) + 1
+    end = at + data[len(MAGIC)]
+    size_at, sum_at = end, end + 8
+    if len(data) < sum_at + 32:
+        return None
+    size = int.from_bytes(data[size_at:sum_at], "little")
+    checksum, payload = data[sum_at:sum_at + 32], data[sum_at + 32:]
+    if len(payload) != size or hashlib.sha256(payload).digest() != checksum:
+        return None
+    return data[at:end].decode(errors="replace"), checksum, payload
 
 
 def decode(data: bytes) -> bytes | None:
-    """The payload of a cache file, or None when the file is not intact."""
-    if len(data) < _HEADER or not data.startswith(MAGIC):
-        return None
-    size = int.from_bytes(data[len(MAGIC):len(MAGIC) + 8], "little")
-    checksum = data[len(MAGIC) + 8:_HEADER]
-    payload = data[_HEADER:]
-    if len(payload) != size or hashlib.sha256(payload).digest() != checksum:
-        return None
-    return payload
+    """The payload of an intact cache file (of any version), or None."""
+    header = read_header(data)
+    return None if header is None else header[2]
+
+
+#: An index payload as stored: key, object key, symbol, sha256 of the object (hex).
+_INDEX = re.compile(rb"([0-9a-z]+) ([0-9a-z]+) ([A-Za-z0-9_]+) ([0-9a-f]{64})")
 
 
 def _start_time(pid: int) -> str:
@@ -174,9 +209,13 @@ class DiskCache:
         Defaults to :func:`default_directory`.
     """
 
-    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, directory: str | os.PathLike[str] | None = None,
+                 version: str = VERSION) -> None:
         self.directory = Path(directory) if directory is not None else default_directory()
+        self.version = version
         self._usable: bool | None = None
+        #: object key -> sha256 of the object, as read, written, or named by an index entry
+        self._objects: dict[str, bytes] = {}
 
     # -- the directory --------------------------------------------------------------------
     @property
@@ -247,37 +286,88 @@ class DiskCache:
             if problem is not None:
                 self._discard(path, problem)
             return None
-        payload = decode(data)
-        if payload is None:
-            self._discard(path, "is corrupt")
-            return None
-        if kind == "index" and check is None and not (payload.isascii() and payload.isalnum()):
-            self._discard(path, "does not hold an object key")
-            return None
-        if check is not None:
+        payload, problem = self._open(kind, key, data)
+        if payload is not None and check is not None:
             problem = check(payload)
             if problem is not None:
-                self._discard(path, f"holds a bad payload ({problem})")
-                return None
+                problem = f"holds a bad payload ({problem})"
+        if problem is not None:
+            self._discard(path, problem)
+            return None
         return payload
+
+    def _open(self, kind: str, key: str, data: bytes) -> tuple[bytes | None, str | None]:
+        """(payload, None) of an intact entry of this version that belongs where it was
+        found, else (None, what is wrong)."""
+        header = read_header(data)
+        if header is None:
+            return None, "is corrupt"
+        version, checksum, payload = header
+        if version != self.version:
+            return None, f"was written by irkernel {version!r}, this is {self.version!r}"
+        if kind == "obj":
+            named = self._objects.setdefault(key, checksum)
+            if named != checksum:
+                return None, "is not the object its index entries name (sha256 differs)"
+            return payload, None
+        entry = _INDEX.fullmatch(payload)
+        if entry is None:
+            return None, "does not hold an object key and a symbol"
+        owner, obj, symbol, obj_sum = entry.groups()
+        if owner.decode() != key:
+            return None, f"was written for key {owner.decode()}, not for this one"
+        known = self._objects.setdefault(obj.decode(), bytes.fromhex(obj_sum.decode()))
+        if known.hex() != obj_sum.decode():
+            return None, "names another version of its object (sha256 differs)"
+        return obj + b" " + symbol, None
 
     def put(self, kind: str, key: str, payload: bytes) -> None:
         """Store ``payload`` atomically (temp file + ``os.replace``); failures only log."""
         if not self.usable:
             return
         path = self.path(kind, key)
+        if kind == "obj":
+            self._objects[key] = hashlib.sha256(payload).digest()
+        else:
+            payload = self._index_payload(key, payload)
+            if payload is None:
+                return
         try:
             self._make_dirs(path.parent)
             fd, tmp = tempfile.mkstemp(prefix=f".{key}.", dir=path.parent)  # mode 0600
             try:
                 with os.fdopen(fd, "wb") as f:
-                    f.write(encode(payload))
+                    f.write(encode(payload, self.version))
                 os.replace(tmp, path)
             except BaseException:
                 os.unlink(tmp)
                 raise
         except OSError as exc:
             logger.warning("cannot write cache entry %s: %s", path, exc)
+
+    def _index_payload(self, key: str, payload: bytes) -> bytes | None:
+        """The stored form of ``index/key`` = ``b"<object key> <symbol>"``: the key and
+        the object's sha256 added (None, logged, when the object is not known)."""
+        parts = payload.split()
+        obj = parts[0].decode(errors="replace") if len(parts) == 2 else ""
+        checksum = self._objects.get(obj) if obj.isalnum() else None
+        if checksum is None:
+            data, _ = _read_regular(self.path("obj", obj)) if obj.isalnum() else (None, None)
+            header = read_header(data) if data is not None else None
+            if header is None:
+                logger.warning("cache: index entry %s names object %r, which is not in the "
+                               "cache; not writing it", key, obj)
+                return None
+            checksum = self._objects[obj] = header[1]
+        entry = key.encode() + b" " + payload + b" " + checksum.hex().encode()
+        if _INDEX.fullmatch(entry) is None:
+            raise ValueError(f"cache: bad index payload {payload!r} for {key}")
+        return entry
+
+    def discard(self, kind: str, key: str, problem: str) -> None:
+        """Remove ``kind/key`` (logged with ``problem``): an entry its user found bad."""
+        if self.usable:
+            self._discard(self.path(kind, key), problem)
 
     def _discard(self, path: Path, problem: str) -> None:
         logger.warning("cache entry %s %s; removing it and rebuilding", path, problem)
@@ -355,4 +445,5 @@ class DiskCache:
         return True
 
 
-__all__ = ["KINDS", "MAGIC", "DiskCache", "decode", "default_directory", "digest", "encode"]
+__all__ = ["KINDS", "MAGIC", "VERSION", "DiskCache", "decode", "default_directory", "digest",
+           "encode", "read_header"]

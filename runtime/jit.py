@@ -17,11 +17,13 @@ meant for concurrent use). llvmlite objects never leave ``runtime/``.
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
+from runtime.objfile import ABI_RECORD_SIZE, ABI_SUFFIX
 from runtime.target import FAST_PASSES, LEAN_SPEED_LEVEL, MINIMAL_PASSES, PIPELINE, host
 
 _COMPILE_LOCK = threading.Lock()
@@ -122,6 +124,12 @@ class Engine:
         if not addr:
             raise LookupError(f"symbol {symbol!r} is not defined by the loaded objects")
         return int(addr)
+
+    def abi_record(self, symbol: str) -> bytes:
+        """The ABI record of kernel ``symbol`` (``runtime/abi.py``); b"" when the loaded
+        objects lack one. Its size was checked with the object (``runtime/objfile.py``)."""
+        addr = self._engine.get_global_value_address(symbol + ABI_SUFFIX)
+        return ctypes.string_at(addr, ABI_RECORD_SIZE) if addr else b""
 
     def data_address(self, symbol: str) -> int:
         """The address of a global variable of the loaded objects; LookupError when absent."""

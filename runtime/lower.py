@@ -58,6 +58,7 @@ from irkernel.tir.stmt import (
     Stmt,
 )
 from passes.tir.flatten_buffer import flatten_buffer
+from runtime.abi import ABI_SUFFIX, abi_record, slot_layout
 from runtime.codegen_expr import I8, I32, I64, PTR, ExprCodegen, memory_type, value_type
 from runtime.target import Target
 
@@ -121,6 +122,7 @@ class Lowerer(ExprCodegen):
     def __init__(self, func: PrimFunc, symbol: str, target: Target,
                  fast_math: bool = False, module: ir.Module | None = None) -> None:
         self.func = flatten_buffer(func)
+        self.abi = abi_record(slot_layout(func.params, func.shape_vars))  # before flattening
         self.symbol = symbol
         self.fast_math = fast_math
         self.mvec = target.mvec
@@ -176,7 +178,17 @@ class Lowerer(ExprCodegen):
         self.stmt(func.body)
         self.builder.ret_void()
         self.packed_entry(fn, params)
+        self.abi_constant()
         return self.module
+
+    def abi_constant(self) -> None:
+        """``@<symbol>__abi``: the kernel's ABI record, which the loader checks against the
+        kernel it binds this code to (``runtime/abi.py``)."""
+        typ = ir.ArrayType(I8, len(self.abi))
+        var = ir.GlobalVariable(self.module, typ, self.symbol + ABI_SUFFIX)
+        var.global_constant = True
+        var.initializer = ir.Constant(typ, bytearray(self.abi))
+        var.align = 8
 
     def packed_entry(self, body: ir.Function, params: list[Buffer | Var]) -> None:
         """``void @<symbol>(ptr %args)``: unpack one i64 slot per parameter, call the body."""

@@ -15,7 +15,10 @@ and creating one from garbage is itself what crashes):
   power of two, it is not thread-local; string tables are NUL-terminated;
 - symbol tables: entries of the class's size, names inside their string
   table, section indices that name a section (or are reserved), no
-  thread-local symbols, and the expected function symbol defined;
+  thread-local symbols, the expected function symbol defined, and its ABI
+  record ``<symbol>__abi`` defined as data of ``ABI_RECORD_SIZE`` bytes (the
+  loader reads it, ``runtime/abi.py``: a record of another size would be read
+  past its end);
 - relocation sections: each names a symbol table and a target section that
   exist, every entry's symbol index and offset lie inside them, and (x86-64)
   its type is one that LLVM emits and its JIT linker implements.
@@ -54,6 +57,9 @@ _MACHINES = {
     "s390x": ("EM_S390", 64, False), "riscv64": ("EM_RISCV", 64, True),
     "i386": ("EM_386", 32, True), "i686": ("EM_386", 32, True),
 }
+#: Every kernel ``s`` defines the constant ``s + ABI_SUFFIX`` (its ABI record) of this size.
+ABI_SUFFIX = "__abi"
+ABI_RECORD_SIZE = 24
 _NOT_ELF = ("darwin", "macos", "ios", "windows", "win32", "cygwin", "mingw")
 
 
@@ -172,18 +178,22 @@ def _problem(lib: Any, elf: Any, size: int, symbol: str,
         problem = _section_problem(lib, section, index, size, n_sections, names_size)
         if problem is not None:
             return problem
-    defined = False
+    found: set[str] = set()
     for section in sections:
         if isinstance(section, lib.SymbolTableSection):
-            problem, found = _symbols_problem(section, sections, symbol, elf_class)
+            problem = _symbols_problem(section, sections, symbol, elf_class, found)
             if problem is not None:
                 return problem
-            defined = defined or found
         elif isinstance(section, lib.RelocationSection):
             problem = _relocations_problem(lib, section, sections, machine)
             if problem is not None:
                 return problem
-    return None if defined else f"symbol {symbol!r} is not defined"
+    if "code" not in found:
+        return f"symbol {symbol!r} is not defined"
+    if "abi" not in found:
+        return f"symbol {symbol!r} has no ABI record ({ABI_RECORD_SIZE} bytes of data " \
+               f"named {symbol + ABI_SUFFIX!r})"
+    return None
 
 
 _SHF_TLS = 0x400
@@ -211,28 +221,38 @@ def _section_problem(lib: Any, section: Any, index: int, size: int, n_sections: 
     return None
 
 
-def _symbols_problem(table: Any, sections: list[Any], symbol: str,
-                     elf_class: int) -> tuple[str | None, bool]:
+def _symbols_problem(table: Any, sections: list[Any], symbol: str, elf_class: int,
+                     found: set[str]) -> str | None:
+    """The problem with a symbol table, or None; adds ``"code"`` / ``"abi"`` to ``found``
+    when it defines ``symbol`` / its ABI record."""
     entry_size = 24 if elf_class == 64 else 16
     if table.header["sh_entsize"] != entry_size:
-        return f"symbol table entries of {table.header['sh_entsize']} bytes", False
+        return f"symbol table entries of {table.header['sh_entsize']} bytes"
     names = sections[table.header["sh_link"]]
     if names.header["sh_type"] != "SHT_STRTAB":
-        return "the symbol table's names are not in a string table", False
+        return "the symbol table's names are not in a string table"
     names_size, n_sections = names.header["sh_size"], len(sections)
-    found = False
+    record = symbol + ABI_SUFFIX
     for k in range(table.num_symbols()):  # one step per symbol (a handful per kernel)
         sym = table.get_symbol(k)
         shndx = sym["st_shndx"]
         if isinstance(shndx, int) and not 0 <= shndx < n_sections:
-            return f"symbol {k} names section {shndx}", False
+            return f"symbol {k} names section {shndx}"
         if not 0 <= sym["st_name"] < max(names_size, 1):
-            return f"symbol {k}'s name lies outside its string table", False
-        if sym["st_info"]["type"] == "STT_TLS":
-            return f"symbol {k} is thread-local (the JIT linker has no TLS)", False
-        if sym.name == symbol and sym["st_info"]["type"] == "STT_FUNC" and shndx != "SHN_UNDEF":
-            found = True
-    return None, found
+            return f"symbol {k}'s name lies outside its string table"
+        kind = sym["st_info"]["type"]
+        if kind == "STT_TLS":
+            return f"symbol {k} is thread-local (the JIT linker has no TLS)"
+        if shndx == "SHN_UNDEF" or sym.name not in (symbol, record):
+            continue
+        if sym.name == symbol and kind == "STT_FUNC":
+            found.add("code")
+        elif sym.name == record and kind == "STT_OBJECT" and isinstance(shndx, int) \
+                and sym["st_size"] == ABI_RECORD_SIZE:
+            if sections[shndx].header["sh_size"] < sym["st_value"] + ABI_RECORD_SIZE:
+                return f"{record!r} lies outside its section"
+            found.add("abi")
+    return None
 
 
 #: Relocation types LLVM emits for JIT code (RuntimeDyldELF aborts on ones it lacks).
@@ -266,4 +286,4 @@ def object_check(symbol: str, triple: str) -> Callable[[bytes], str | None]:
     return functools.partial(object_problem, symbol=symbol, triple=triple)
 
 
-__all__ = ["expected_format", "object_check", "object_problem"]
+__all__ = ["ABI_RECORD_SIZE", "ABI_SUFFIX", "expected_format", "object_check", "object_problem"]

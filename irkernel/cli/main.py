@@ -3,12 +3,16 @@
 Heavy modules (passes, runtime, the generator) are imported lazily inside the
 subcommands so that ``irkernel --help`` stays instant.
 
-Errors: a bad input (a file that is missing, unreadable, a directory, not
-UTF-8, IR that does not parse or verify, a bad ``.npy`` input) prints one line
-``irkernel CMD: error: FILE...: problem`` on stderr and exits 1; a usage
-error (argparse) exits 2. No traceback unless ``--debug`` is given (before or
-after the subcommand), which re-raises instead. An unexpected exception is an
-internal error: one line too, exit 1, ``--debug`` for its traceback.
+Exit codes, one rule for every subcommand (``irkernel/cli/errors.py``, and the
+epilog of each ``--help``): 0 success; 1 an error in the input or the run (a
+file that is missing, unreadable, a directory, not UTF-8, IR that does not
+parse or verify, a bad ``.npy`` input, a wrong shape); 2 a usage error (an
+unknown option, a missing argument, an option value the command can not use,
+such as ``--repeat 0`` or an unknown pass in ``-p``). Each prints exactly one
+line ``irkernel CMD: error: ...`` on stderr (argparse's usage text too is cut
+to that line). No traceback unless ``--debug`` is given (before or after the
+subcommand), which re-raises instead. An unexpected exception is an internal
+error: one line too, exit 1, ``--debug`` for its traceback.
 """
 
 from __future__ import annotations
@@ -18,11 +22,11 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from typing import NoReturn, TextIO
 
-from irkernel.cli.errors import CLIError
+from irkernel.cli.errors import EXIT_ERROR, EXIT_STATUS, EXIT_USAGE, CLIError, UsageError
 from irkernel.cli.opt import add_arguments as add_opt_arguments
-from irkernel.cli.opt import run_opt
+from irkernel.cli.opt import parse_pipeline_option, run_opt
 from irkernel.ir.errors import IRError, ParseError
 from irkernel.ir.function import Function
 from irkernel.ir.module import IRModule
@@ -32,21 +36,31 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     from irkernel.cli.demo import run_demo
 
     if args.repeat < 1 or args.pause < 0:
-        raise ValueError("demo: --repeat must be >= 1 and --pause >= 0")
+        raise UsageError("--repeat must be >= 1 and --pause >= 0, got "
+                         f"{args.repeat} and {args.pause}")
+    parse_pipeline_option(args.pipeline, "--pipeline")
     return run_demo(args.nodes, args.seed, args.pipeline, args.chain_elements, args.hidden, out,
                     args.repeat, args.pause)
 
 
+def _shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
+    from irkernel.cli.onnx_cmd import parse_shapes
+
+    return parse_shapes(getattr(args, "shape", None))
+
+
 def cmd_opt(args: argparse.Namespace, out: TextIO) -> int:
     """Like LLVM's opt: read IR (or ONNX) files, run a textual pipeline (on workers), write IR."""
-    return run_opt(args, out, lambda path: _read_module(path, args.shape))
+    shapes = _shapes(args)
+    return run_opt(args, out, lambda path: _read_module(path, shapes))
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
-    """Build an .ir file with runtime.build and run it (exit code 2 on a user error)."""
+    """Build an .ir file with runtime.build and run it (exit 1 on an error in the input)."""
     from irkernel.cli.run import run_file
 
-    return run_file(args, out, lambda path: _read_module(path, args.shape))
+    shapes = _shapes(args)
+    return run_file(args, out, lambda path: _read_module(path, shapes))
 
 
 def cmd_viz(args: argparse.Namespace, out: TextIO) -> int:
@@ -85,12 +99,12 @@ def _os_problem(exc: OSError) -> str:
     return describe_os_error(exc)
 
 
-def _read_module(path: str, shapes: Sequence[str] | None = None) -> IRModule:
+def _read_module(path: str, shapes: dict[str, tuple[int, ...]] | None = None) -> IRModule:
     """An .ir file, or an .onnx file imported with the frontend (``--shape`` fixes dims)."""
     from irkernel.cli import onnx_cmd
 
     if onnx_cmd.is_onnx(path):
-        return onnx_cmd.read_onnx(path, onnx_cmd.parse_shapes(shapes))
+        return onnx_cmd.read_onnx(path, shapes)
     from irkernel.text.parser import parse
 
     text = read_text(path)
@@ -101,7 +115,7 @@ def _read_module(path: str, shapes: Sequence[str] | None = None) -> IRModule:
 
 
 def cmd_print(args: argparse.Namespace, out: TextIO) -> int:
-    mod = _read_module(args.file, args.shape)
+    mod = _read_module(args.file, _shapes(args))
     try:
         text = mod.script()
     except IRError as exc:
@@ -123,14 +137,24 @@ def cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a usage error of one line, ``PROG: error: ...`` (exit 2), like the
+    command's other errors; ``--help`` shows the usage. Subcommand parsers are of this
+    class too (``add_subparsers`` makes its parsers of the parent's class)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {' '.join(message.split())} "
+                              f"(see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="irkernel", description="JIT-accelerated array-IR optimizer: "
-        "struct-of-arrays graphs, Numba passes, llvmlite kernels.")
+        "struct-of-arrays graphs, Numba passes, llvmlite kernels.", epilog=EXIT_STATUS)
     parser.add_argument("--debug", action="store_true",
                         help="show the traceback of an error instead of one line")
     # The same flag after the subcommand; SUPPRESS keeps a subparser from resetting it.
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="show the traceback of an error instead of one line")
     from irkernel.cli.onnx_cmd import add_import_parser, add_shape_option
@@ -190,16 +214,17 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("file")
     check.set_defaults(run=cmd_verify)
     add_import_parser(sub, [common])
+    for name, command in sub.choices.items():
+        command.epilog = EXIT_STATUS
+        command.set_defaults(parser=command, command=name)
     return parser
-
-
-#: Exit codes: 0 success, 1 an error (bad input or internal), 2 a usage error (argparse).
-EXIT_ERROR, EXIT_USAGE = 1, 2
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """Entry point of the ``irkernel`` console script; returns the exit code."""
-    args = build_parser().parse_args(argv)  # a usage error exits 2 here (argparse)
+    args, extra = build_parser().parse_known_args(argv)  # usage errors exit 2 here
+    if extra:  # named by the subcommand they were given to, not by "irkernel"
+        args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
     run: Callable[[argparse.Namespace, TextIO], int] = args.run
     try:
         return run(args, out or sys.stdout)
@@ -208,6 +233,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             raise
         print(f"irkernel {args.command}: interrupted", file=sys.stderr)
         return 130
+    except UsageError as exc:
+        if args.debug:
+            raise
+        print(f"irkernel {args.command}: error: {_one_line(exc)} (see irkernel "
+              f"{args.command} --help)", file=sys.stderr)
+        return EXIT_USAGE
     except (CLIError, IRError, OSError, ValueError, TypeError, MemoryError) as exc:
         if args.debug:
             raise

@@ -6,7 +6,8 @@ read an ``.ir`` file (``--shape`` fixes symbolic input dims there too). The fron
 and ``onnx`` with it, is imported only when an ``.onnx`` file is read, so the command
 works without the ``onnx`` extra for ``.ir`` files. Import errors (unsupported ops,
 symbolic dims without ``--shape``, a file that is not ONNX) are ValueErrors with one
-line of text, which the command prints without a traceback.
+line of text, which the command prints without a traceback (exit 1); a malformed
+``--shape`` is a usage error (exit 2).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import argparse
 from collections.abc import Sequence
 from typing import TextIO
 
+from irkernel.cli.errors import UsageError
 from irkernel.ir.module import IRModule
 
 
@@ -28,7 +30,7 @@ def parse_shapes(items: Sequence[str] | None) -> dict[str, tuple[int, ...]]:
                 raise ValueError
             shapes[name] = tuple(int(d) for d in dims.split(",") if d.strip()) if dims else ()
         except ValueError:
-            raise ValueError(f"--shape {item!r}: expected NAME=D0,D1,... (e.g. "
+            raise UsageError(f"--shape {item!r}: expected NAME=D0,D1,... (e.g. "
                              "input=1,3,224,224)") from None
     return shapes
 
@@ -53,6 +55,8 @@ def is_onnx(path: str) -> bool:
 
 
 def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
+    if args.opset is not None and args.opset < 1:
+        raise UsageError(f"--opset must be >= 1, got {args.opset}")
     mod = read_onnx(args.file, parse_shapes(args.shape), args.opset)
     text = mod.script()
     if args.output:

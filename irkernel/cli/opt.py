@@ -10,9 +10,12 @@ default), on N local processes (``--jobs N``) or on a Dask cluster
 (``--scheduler tcp://host:8786``, needs ``irkernel[dask]``). ``--time-passes``
 prints the timing tree merged over all workers (summed CPU time).
 
-A file that does not parse or whose optimization fails is reported on stderr
-as one line ``irkernel opt: error: FILE: ...``; the other files are still
-written and the exit code is 1. Imported lazily by ``irkernel.cli.main``.
+A file that is missing, does not parse or whose optimization fails is reported
+on stderr as one line ``irkernel opt: error: FILE: ...``; the other files are
+still written and the exit code is 1. A command line it can not use (an
+unknown pass in ``-p``, several inputs without ``-o DIR``, two inputs written
+to one place) exits 2 (``irkernel/cli/errors.py``). Imported by
+``irkernel.cli.main``.
 """
 
 from __future__ import annotations
@@ -24,13 +27,24 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from irkernel.cli.errors import CLIError
+from irkernel.cli.errors import CLIError, UsageError
 from irkernel.ir.errors import IRError
 from irkernel.ir.module import IRModule
 
 
-class OptError(Exception):
+class OptError(UsageError):
     """A usage error of ``irkernel opt`` (printed as one line, exit code 2)."""
+
+
+def parse_pipeline_option(text: str, option: str = "-p") -> Any:
+    """The pipeline of a ``-p``/``--pipeline`` value; a UsageError when it does not parse."""
+    import passes  # noqa: F401  (registers the graph passes)
+    from irkernel import transform
+
+    try:
+        return transform.parse_pipeline(text)
+    except ValueError as exc:
+        raise UsageError(f"{option} {text!r}: {exc}") from exc
 
 
 def add_arguments(opt: argparse.ArgumentParser) -> None:
@@ -71,12 +85,12 @@ def collect_inputs(paths: list[str]) -> list[tuple[Path, Path]]:
             files = sorted(p for p in path.rglob("*") if p.is_file()
                            and p.suffix in (".ir", ".onnx"))
             if not files:
-                raise OptError(f"{raw}: no .ir or .onnx files in this directory")
+                raise CLIError(f"{raw}: no .ir or .onnx files in this directory")
             found.extend((f, f.relative_to(path).with_suffix(".ir")) for f in files)
         elif path.exists():
             found.append((path, Path(path.name).with_suffix(".ir")))
         else:
-            raise OptError(f"{raw}: no such file or directory")
+            raise CLIError(f"{raw}: no such file or directory")
     seen: dict[Path, Path] = {}
     for source, rel in found:
         if rel in seen:
@@ -100,18 +114,14 @@ def run_opt(args: argparse.Namespace, out: TextIO,
     import passes  # noqa: F401  (registers the graph passes)
     from irkernel import instrument, transform
 
-    try:
-        inputs = collect_inputs(args.inputs)
-        engine, workers = _engine(args)
-        single = len(inputs) == 1 and not Path(args.inputs[0]).is_dir()
-        if not single and not args.output:
-            raise OptError("several inputs need -o DIR (the results are written there)")
-        if args.print_changed and engine != "serial":
-            raise OptError("--print-changed prints from this process: use it with --jobs 1")
-    except OptError as exc:
-        print(f"irkernel opt: error: {exc}", file=sys.stderr)
-        return 2
-    pipeline = transform.parse_pipeline(args.passes)  # a bad pipeline stops everything here
+    pipeline = parse_pipeline_option(args.passes)  # a bad pipeline stops everything here
+    inputs = collect_inputs(args.inputs)
+    engine, workers = _engine(args)
+    single = len(inputs) == 1 and not Path(args.inputs[0]).is_dir()
+    if not single and not args.output:
+        raise OptError("several inputs need -o DIR (the results are written there)")
+    if args.print_changed and engine != "serial":
+        raise OptError("--print-changed prints from this process: use it with --jobs 1")
     modules: list[Any] = []
     kept: list[tuple[Path, Path]] = []
     failed = 0
@@ -135,9 +145,9 @@ def run_opt(args: argparse.Namespace, out: TextIO,
         with transform.PassContext(opt_level=args.opt_level, instruments=instruments):
             results = transform.map_modules(pipeline, modules, engine=engine,
                                             max_workers=workers, on_error="return")
-    except ImportError as exc:
+    except ImportError as exc:  # --scheduler without Dask: the run can not happen
         print(f"irkernel opt: error: {exc}", file=sys.stderr)
-        return 2
+        return 1
     for (source, rel), result in zip(kept, results, strict=True):
         if isinstance(result, transform.TaskError):
             exc = result.exception  # IRErrors read as the other commands' errors; others
@@ -161,4 +171,4 @@ def _write(text: str, output: str | None, rel: Path, single: bool, out: TextIO) 
     target.write_text(text, encoding="utf-8")
 
 
-__all__ = ["add_arguments", "collect_inputs", "run_opt"]
+__all__ = ["OptError", "add_arguments", "collect_inputs", "parse_pipeline_option", "run_opt"]

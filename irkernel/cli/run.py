@@ -10,7 +10,8 @@ allocated (``irkernel.cli.npy``: regular file, magic, header against the file
 size, dtype and shape against the parameter). User errors (missing or
 unreadable files, a bad ``.npy``, a wrong input count, an unknown entry, IR
 that does not verify) raise :class:`RunError`, which ``main`` prints as one
-line ``irkernel run: error: ...`` naming the file, with exit code 1.
+line ``irkernel run: error: ...`` naming the file, with exit code 1; options it
+can not use (``--repeat 0``, ``--inputs`` with ``--random``) exit 2.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-from irkernel.cli.errors import CLIError
+from irkernel.cli.errors import CLIError, UsageError
 from irkernel.ir.function import Function
 from irkernel.ir.module import IRModule
 
@@ -70,6 +71,11 @@ def run_file(args: argparse.Namespace, out: TextIO,
     from irkernel import instrument, transform
     from irkernel.ir.errors import IRError
 
+    repeat = getattr(args, "repeat", 1)
+    if repeat < 1:
+        raise UsageError(f"--repeat must be >= 1, got {repeat}")
+    if getattr(args, "random", False) and args.inputs:
+        raise UsageError("give --inputs or --random, not both")
     mod = read_module(args.file)
     func = mod.functions.get(args.entry)
     if not isinstance(func, Function):
@@ -77,8 +83,6 @@ def run_file(args: argparse.Namespace, out: TextIO,
         raise RunError(f"{args.file}: no graph function {args.entry!r} to run "
                        f"(graph functions: {', '.join(graphs) or 'none'})")
     if getattr(args, "random", False):
-        if args.inputs:
-            raise RunError(f"{args.file}: give --inputs or --random, not both")
         from irkernel.testing import random_inputs
 
         inputs = random_inputs(mod[args.entry], seed=0, special_values=False)
@@ -99,7 +103,7 @@ def run_file(args: argparse.Namespace, out: TextIO,
     graph = ex[args.entry]
     results = graph(*inputs)
     times = [time.perf_counter() - built]
-    for _ in range(max(getattr(args, "repeat", 1), 1) - 1):  # --repeat N: the median of N runs
+    for _ in range(repeat - 1):  # --repeat N: the median of N runs
         t0 = time.perf_counter()
         graph(*inputs)
         times.append(time.perf_counter() - t0)

@@ -7,7 +7,8 @@ Draws a graph function of an ``.ir`` file, after an optional pipeline, with
 pipeline side by side, changed nodes highlighted. Graphs above
 ``--max-nodes`` are drawn with fusion groups collapsed or summarized (a note
 on stderr says so). Errors (no graphviz, bad suffix, unknown function) are
-one line on stderr, exit code 1, through ``irkernel.cli.main``.
+one line on stderr, exit code 1, through ``irkernel.cli.main``; options it can not use
+(``--max-nodes 0``, an output suffix it can not write, an unknown pass in ``-p``) exit 2.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from irkernel.cli.errors import UsageError
+from irkernel.cli.opt import parse_pipeline_option
 from irkernel.ir.module import IRModule
 from irkernel.viz import DEFAULT_MAX_NODES, Drawing, diff_html, draw, write
 from irkernel.viz.render import FORMATS
@@ -54,23 +57,23 @@ def _note(d: Drawing, max_nodes: int) -> None:
 def run_viz(args: argparse.Namespace, out: TextIO,
             read_module: Callable[[str], IRModule]) -> int:
     if args.max_nodes < 1:
-        raise ValueError(f"--max-nodes must be >= 1, got {args.max_nodes}")
+        raise UsageError(f"--max-nodes must be >= 1, got {args.max_nodes}")
     suffix = Path(args.output).suffix.lower().lstrip(".") if args.output else "dot"
     if suffix not in FORMATS:
-        raise ValueError(f"-o {args.output!r}: the suffix must be one of "
+        raise UsageError(f"-o {args.output!r}: the suffix must be one of "
                          f"{', '.join('.' + f for f in FORMATS)}")
     if args.diff and not args.passes:
-        raise ValueError("--diff compares the function before and after -p PIPELINE: give -p")
+        raise UsageError("--diff compares the function before and after -p PIPELINE: give -p")
     if args.diff and suffix != "html":
-        raise ValueError(f"--diff writes an HTML page: use -o OUT.html, not {args.output!r}")
+        raise UsageError(f"--diff writes an HTML page: use -o OUT.html, not {args.output!r}")
+    pipeline = parse_pipeline_option(args.passes) if args.passes else None
     mod = read_module(args.file)
     after = mod
-    if args.passes:
-        import passes  # noqa: F401  (registers the graph passes)
+    if pipeline is not None:
         from irkernel import transform
 
         with transform.PassContext(opt_level=args.opt_level):
-            after = transform.parse_pipeline(args.passes)(mod)
+            after = pipeline(mod)
     if args.diff:
         page = diff_html(mod, after, args.function, what=args.passes, max_nodes=args.max_nodes)
         Path(args.output).write_text(page, encoding="utf-8")

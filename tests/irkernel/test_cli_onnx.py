@@ -12,6 +12,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import irkernel as ik  # noqa: E402
+from irkernel.cli.errors import UsageError  # noqa: E402
 from irkernel.cli.main import main  # noqa: E402
 from irkernel.cli.onnx_cmd import parse_shapes  # noqa: E402
 
@@ -90,5 +91,5 @@ def test_unsupported_ops_and_bad_files(tmp_path, capsys):
 
 def test_parse_shapes():
     assert parse_shapes(["a=1,2", "b:0=3", "s="]) == {"a": (1, 2), "b:0": (3,), "s": ()}
-    with pytest.raises(ValueError, match="expected NAME=D0,D1"):
+    with pytest.raises(UsageError, match="expected NAME=D0,D1"):
         parse_shapes(["a=1,x"])

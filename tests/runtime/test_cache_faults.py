@@ -72,11 +72,11 @@ def _obj_entry(cache_dir: Path) -> Path:
 
 
 def _symbol(cache_dir: Path) -> str:
-    """The kernel's symbol, from its index entry (``<batch key> <symbol>``)."""
+    """The kernel's symbol, from its index entry (``<key> <batch key> <symbol> <sha256>``)."""
     (index,) = [p for p in (cache_dir / "index").rglob("*") if p.is_file()]
     payload = decode(index.read_bytes())
     assert payload is not None
-    return payload.decode().split()[1]
+    return payload.decode().split()[2]
 
 
 @pytest.fixture
@@ -89,7 +89,11 @@ def warm(tmp_path: Path) -> Path:
 
 def test_reproducer_3_valid_checksum_but_not_an_object(warm: Path) -> None:
     entry = _obj_entry(warm)
+    symbol = _symbol(warm)
     entry.write_bytes(encode(b"\x7fELF" + bytes(200)))  # header and sha256 are right
+    for index in (warm / "index").rglob("*"):  # else the index's object sha256 refuses it
+        if index.is_file():
+            index.unlink()
     runs = [_build(warm) for _ in range(2)]
     for done in runs:
         assert done.returncode == 0, done.stderr
@@ -98,7 +102,7 @@ def test_reproducer_3_valid_checksum_but_not_an_object(warm: Path) -> None:
     assert "bad payload" not in runs[1].stderr
     rebuilt = decode(entry.read_bytes())
     assert rebuilt is not None
-    assert object_problem(rebuilt, _symbol(warm), host().triple) is None
+    assert object_problem(rebuilt, symbol, host().triple) is None
 
 
 def test_reproducer_4_a_fifo_in_place_of_an_entry(warm: Path) -> None:
@@ -146,7 +150,7 @@ def test_symlinks_and_bad_index_entries_are_dropped(tmp_path: Path, caplog) -> N
     runtime.build(inc, cache=cache)["inc"](a)
     np.testing.assert_array_equal(a, 1)
     assert "does not hold an object key" in caplog.text
-    key = decode(index.read_bytes()).decode().split()[0]  # type: ignore[union-attr]
+    key = decode(index.read_bytes()).decode().split()[1]  # type: ignore[union-attr]
     cache.path("obj", key)
     assert cache.get("obj", key) is not None
     obj.unlink()
