@@ -32,7 +32,7 @@ from irkernel.ir.ids import (
     shape_problem,
 )
 from irkernel.ir.operands import operand_list
-from irkernel.ir.ops.registry import _by_name as _OPS_BY_NAME  # live view (append-only)
+from irkernel.ir.ops.registry import find_op
 from irkernel.ir.pools import AttrTable, ConstPoolBuilder, ShapeTable
 from irkernel.ir.typecheck import SignatureTable
 from irkernel.ir.validate import mark_validated
@@ -226,7 +226,7 @@ class GraphBuilder:
         # the checks are ordered so that the common case does only dict lookups.
         if self._finished or len(self._kind) >= MAX_NODES:
             self._check_open()
-        opdef = _OPS_BY_NAME.get(op) if op.__class__ is str else None
+        opdef = find_op(op) if op.__class__ is str else None
         if opdef is None:
             opdef = ops.get_op(op if isinstance(op, str) else int(op))
         code = opdef.opcode

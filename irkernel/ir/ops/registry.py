@@ -67,6 +67,11 @@ def set_legalize(name: str, legalize: Callable[..., Any] | None) -> OpDef:
         return op
 
 
+def find_op(name: str) -> OpDef | None:
+    """The op called ``name``, or None (the builder's lookup: no exception to build)."""
+    return _by_name.get(name)
+
+
 def get_op(name_or_opcode: str | int) -> OpDef:
     """Look an op up by name or opcode; ValueError naming it when unknown."""
     if isinstance(name_or_opcode, str):
@@ -109,5 +114,5 @@ def op_arrays() -> OpArrays:
     return arrays
 
 
-__all__ = ["OpArrays", "all_ops", "get_op", "num_ops", "op_arrays", "register_op",
+__all__ = ["OpArrays", "all_ops", "find_op", "get_op", "num_ops", "op_arrays", "register_op",
            "set_legalize"]
