@@ -50,21 +50,20 @@ irkernel.tir and FuseTIR's parallel work threshold.
 # no `from __future__ import annotations`: T.prim_func evaluates the closures in annotations
 
 import math
-from dataclasses import dataclass
 from functools import lru_cache
 
 from irkernel.tir import script as T
 from irkernel.tir.function import PrimFunc
 from passes._fuse_parallel import PARALLEL_MIN_WORK
+from passes.topi.conv_layout import Phases
+from passes.topi.vector import registers, vector_bits
 
 #: Below this many multiply-adds the canonical template is used (the copies of this
 #: schedule would dominate). As for matmul: 16 x 16 x 16.
 MIN_WORK = 16 * 16 * 16
 
-#: The register tile: ``MR`` output channels x ``NR`` wide-grid pixels (float32 lanes).
-#: Measured on this AVX2 machine (3x3, 64 -> 64, 56x56, one thread): 4 x 16 and 2 x 32
-#: alike (~50 GFLOP/s), 8 x 8 ~10% slower, 4 x 24 6x slower (odd vector width).
-NR = 16
+#: Longest last kernel axis whose taps the GEMM unrolls (a longer one is a loop).
+MAX_UNROLL = 8
 #: Parallel tasks to aim for (tiles x channel groups), enough to balance two-to-eight
 #: threads when a small image has few pixel tiles.
 MIN_TASKS = 16
@@ -79,136 +78,124 @@ def _over(work: int):
     return T.parallel if work >= PARALLEL_MIN_WORK else T.serial
 
 
-def _mr(o: int) -> int:
-    return next(c for c in (6, 4, 3, 2, 1) if o % c == 0)
-
-
-@dataclass(frozen=True)
-class _Phases:
-    """The phase-split padded layout of one image channel (see the module docstring)."""
-
-    h: int
-    w: int
-    strides: tuple[int, int]
-    pad_begin: tuple[int, int]
-    pad_end: tuple[int, int]
-
-    @property
-    def ph(self) -> int:
-        return -(-(self.h + self.pad_begin[0] + self.pad_end[0]) // self.strides[0])
-
-    @property
-    def pw(self) -> int:
-        return -(-(self.w + self.pad_begin[1] + self.pad_end[1]) // self.strides[1])
-
-    @property
-    def plane(self) -> int:
-        return self.strides[0] * self.strides[1] * self.ph * self.pw
-
-    def offset(self, r, col):
-        """Where padded position ``(r, col)`` of a tap sits in a channel's phase planes."""
-        sh, sw = self.strides
-        if isinstance(r, int) and isinstance(col, int):
-            return ((r % sh) * sw + col % sw) * self.ph * self.pw + (r // sh) * self.pw \
-                + col // sw
-        return ((T.floormod(r, sh) * sw + T.floormod(col, sw)) * (self.ph * self.pw)
-                + T.floordiv(r, sh) * self.pw + T.floordiv(col, sw))
-
-    def phases(self, kernel: tuple[int, int], dilation: tuple[int, int]) -> list[tuple[int, int]]:
-        """The phase planes the taps read (a 1x1 kernel of stride 2 reads one of four)."""
-        sh, sw = self.strides
-        return sorted({((kh * dilation[0]) % sh, (kw * dilation[1]) % sw)
-                       for kh in range(kernel[0]) for kw in range(kernel[1])})
-
-    def copy(self, xpad, x0, n, c, base, phases, fill=0.0) -> None:
-        """Emit: write phase planes ``phases`` of image ``(n, c)`` at ``xpad[base...]``,
-        row by row, ``fill`` where the position is padding. The image occupies a
-        rectangle of each phase plane known at trace time, so the loops are a fill
-        above, below and beside it and a copy inside it: no select, contiguous stores.
-        Planes no tap reads stay unwritten: only discarded wide-grid columns read them."""
-        sh, sw = self.strides
-        pt, pl = self.pad_begin
-        for pr, pc in phases:
-            at = base + (pr * sw + pc) * (self.ph * self.pw)
-            # phase row i is image row i*sh + pr - pt: inside for i in [i0, i1)
-            i0 = min(max(-(-(pt - pr) // sh), 0), self.ph)
-            i1 = min(max(-(-(self.h + pt - pr) // sh), i0), self.ph)
-            j0 = min(max(-(-(pl - pc) // sw), 0), self.pw)
-            j1 = min(max(-(-(self.w + pl - pc) // sw), j0), self.pw)
-            for lo, hi in ((0, i0), (i1, self.ph)):
-                if hi > lo:
-                    for q in T.serial((hi - lo) * self.pw):
-                        xpad[at + lo * self.pw + q] = T.float32(fill)
-            if i1 > i0:
-                for i in T.serial(i0, i1):
-                    for lo, hi in ((0, j0), (j1, self.pw)):
-                        if hi > lo:
-                            for j in T.serial(lo, hi):
-                                xpad[at + i * self.pw + j] = T.float32(fill)
-                    if j1 > j0:
-                        for j in T.serial(j0, j1):
-                            xpad[at + i * self.pw + j] = x0[n, c, i * sh + (pr - pt),
-                                                            j * sw + (pc - pl)]
+def conv_tile(rows: int, dtype: str, bits: int) -> tuple[int, int]:
+    """(MR, NR): the register tile of ``MR`` output channels (at most ``rows``, a group's
+    channels) x ``NR`` wide-grid pixels, two vectors of ``bits``. Twelve accumulators
+    with 16 registers (AVX2: 6 x 16 float32, OpenBLAS's Haswell shape), sixteen with 32
+    (AVX-512: 8 x 32): the rest hold the two tap vectors and the broadcast weight.
+    Channels past a multiple of ``MR`` are a narrower tail block, so 17 or 100 channels
+    keep the wide tile."""
+    lanes = bits // (8 * (4 if dtype == "float32" else 8))
+    return min(rows, 8 if registers(bits) >= 32 else 6), 2 * lanes
 
 
 def conv_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,
             dtype: str) -> bool:
-    """Whether the scheduled conv covers this signature (any stride, padding, dilation)."""
-    if dtype != "float32" or groups != 1 or len(x_shape) != 4 or len(w_shape) != 4:
+    """Whether the implicit GEMM covers this signature: float32 or float64, 1 to 3 spatial
+    axes, any groups, stride, padding and dilation, at least ``MIN_WORK`` multiply-adds."""
+    if dtype not in ("float32", "float64") or len(x_shape) != len(w_shape) \
+            or not 3 <= len(x_shape) <= 5:
         return False
-    n, c, h, w = x_shape
-    o, _, kh, kw = w_shape
-    return n * o * c * kh * kw * h * w >= MIN_WORK
+    return x_shape[0] * math.prod(w_shape) * math.prod(x_shape[2:]) >= MIN_WORK
+
+
+def scheduled_conv(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,
+                   strides: tuple[int, ...], pad_begin: tuple[int, ...],
+                   pad_end: tuple[int, ...], dilation: tuple[int, ...],
+                   out_size: tuple[int, ...], dtype: str = "float32",
+                   bits: int = 0) -> PrimFunc:
+    """The PrimFunc ``(x0: x_shape, x1: w_shape, out: (N, O, *out_size))`` of a conv of
+    ``groups`` groups over 1 to 3 spatial axes (see the module docstring). ``bits``: the
+    vector width to tile for (0: ``vector_bits()``)."""
+    return _conv(tuple(x_shape), tuple(w_shape), groups, tuple(strides), tuple(pad_begin),
+                 tuple(pad_end), tuple(dilation), tuple(out_size), dtype,
+                 bits or vector_bits())
 
 
 @lru_cache(maxsize=256)
-def scheduled_conv2d(  # noqa: C901 (trace-time specialization)
-        x_shape: tuple[int, int, int, int], w_shape: tuple[int, int, int, int],
-        strides: tuple[int, int], pad_begin: tuple[int, int], pad_end: tuple[int, int],
-        dilation: tuple[int, int], out_hw: tuple[int, int]) -> PrimFunc:
-    """The PrimFunc ``(x0: x_shape, x1: w_shape, out: (N, O, OH, OW))`` of a float32 conv
-    of groups 1 (see the module docstring)."""
-    n_, c_, h_, w_ = x_shape
-    o_, _, kh_, kw_ = w_shape
-    dh, dw = dilation
-    oh_, ow_ = out_hw
-    ph = _Phases(h_, w_, strides, pad_begin, pad_end)
-    plane, pw = ph.plane, ph.pw
-    used = ph.phases((kh_, kw_), dilation)
-    last = (oh_ - 1) * pw + ow_  # wide-grid columns up to the last real pixel
-    tiles = -(-last // NR)
-    width = tiles * NR  # row length of the wide scratch
-    reach = max(ph.offset(kh * dh, kw * dw) for kh in range(kh_) for kw in range(kw_))
-    xlen = max((c_ - 1) * plane + reach + width, c_ * plane)
-    mr = _mr(o_)
-    rows = o_ // mr
-    groups = 1
-    while tiles * groups < MIN_TASKS and rows % (2 * groups) == 0:
-        groups *= 2
-    rows_per = rows // groups
-    dtype = "float32"
+def _conv(  # noqa: C901 (trace-time specialization)
+        x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,
+        strides: tuple[int, ...], pad_begin: tuple[int, ...], pad_end: tuple[int, ...],
+        dilation: tuple[int, ...], out_size: tuple[int, ...], dtype: str,
+        bits: int) -> PrimFunc:
+    n_, c_, size = x_shape[0], x_shape[1], x_shape[2:]
+    o_, cg, kernel = w_shape[0], w_shape[1], w_shape[2:]
+    rank, og = len(size), o_ // groups
+    ph = Phases(size, strides, pad_begin, pad_end)
+    plane, gs = ph.plane, ph.grid_strides
+    used = ph.phases(kernel, dilation)
+    last = ph.grid(tuple(o - 1 for o in out_size)) + 1  # wide grid up to the last pixel
+    mr, nr = conv_tile(og, dtype, bits)
+    tiles = -(-last // nr)
+    width = tiles * nr  # row length of the wide scratch
+    xlen = max((c_ - 1) * plane + max(ph.taps(kernel, dilation)) + width, c_ * plane)
+    full, tail = divmod(og, mr)  # row blocks of a group: full ones, then a narrower tail
+    split = 1  # channel groups: more tasks when a small image has few pixel tiles
+    while groups * tiles * split < MIN_TASKS and full % (2 * split) == 0:
+        split *= 2
+    rows_per = full // split
+    tasks = groups * tiles * split
 
-    # Direct: the wide grid is the output's own pixel order (PW == OW) and has no tail
-    # tile, so the tiles store into ``out`` at ``(q // OW, q % OW)`` (FlattenBuffer merges
-    # the pair back into ``q``: a vector store) with no wide scratch and no copy-out.
-    direct = pw == ow_ and last % NR == 0
+    # Direct: the wide grid is the output's own pixel order (inner plane extents equal
+    # the output's; 1-D always) and has no tail tile, so the tiles store into ``out`` at
+    # ``(q // OW, q % OW)`` (FlattenBuffer merges the pair back into ``q``: a vector
+    # store) with no wide scratch and no copy-out.
+    direct = rank <= 2 and ph.dims[1:] == out_size[1:] and last % nr == 0
     # ... and with no padding and stride 1 the padded copy is the image itself.
-    in_place = direct and strides == (1, 1) and not any(pad_begin) and not any(pad_end)
+    in_place = direct and all(s == 1 for s in strides) and not any(pad_begin) \
+        and not any(pad_end)
+
+    def pixel(q, extents):
+        """The spatial index of flat position ``q`` in a row-major ``extents`` (rank <= 2)."""
+        return (q,) if rank == 1 else (T.floordiv(q, extents[1]), T.floormod(q, extents[1]))
 
     @T.prim_func(private=True)
-    def conv(x0: T.Buffer((n_, c_, h_, w_), dtype),  # noqa: C901
-             x1: T.Buffer((o_, c_, kh_, kw_), dtype),
-             out: T.Buffer((n_, o_, oh_, ow_), dtype)):
+    def conv(x0: T.Buffer(x_shape, dtype),  # noqa: C901
+             x1: T.Buffer(w_shape, dtype),
+             out: T.Buffer((n_, o_, *out_size), dtype)):
         if not in_place:
             xpad = T.alloc_buffer((xlen,), dtype)
         if not direct:
             wide = T.alloc_buffer((o_ * width,), dtype)
 
-        def tap(n, c, kh, kw, q):
+        def tap(n, c, offset, q):
             if in_place:
-                flat = kh * (dh * w_) + kw * dw + q
-                return x0[n, c, T.floordiv(flat, w_), T.floormod(flat, w_)]
-            return xpad[c * plane + ph.offset(kh * dh, kw * dw) + q]
+                return x0[(n, c, *pixel(offset + q, size))]
+            return xpad[c * plane + offset + q]
+
+        def over_taps(emit, ks=()):
+            """Loops over the kernel axes (the last one unrolled when short)."""
+            a = len(ks)
+            if a == rank:
+                emit(ks)
+                return
+            loop = T.unroll if a == rank - 1 and kernel[a] <= MAX_UNROLL else T.serial
+            for k in loop(kernel[a], name=f"k{a}"):
+                over_taps(emit, (*ks, k))
+
+        def block(n, grp, tile, row0, rows, tag):
+            """One register tile: ``rows`` output channels from ``row0`` x ``nr`` pixels (loop
+            vars named by ``tag``: the tail block's are not the full blocks')."""
+            acc = T.alloc_buffer((rows, nr), dtype, name=f"acc{tag}")
+            for ii in T.unroll(rows, name=f"i{tag}"):
+                for ji in T.vectorized(nr, name=f"j{tag}"):
+                    acc[ii, ji] = 0.0
+            for c in T.serial(cg, name=f"c{tag}"):
+                def fma(ks):
+                    at = ph.offset(tuple(k * d for k, d in zip(ks, dilation, strict=True)))
+                    for ii in T.unroll(rows, name=f"i{tag}"):
+                        for ji in T.vectorized(nr, name=f"j{tag}"):
+                            acc[ii, ji] = T.fma(
+                                x1[(row0 + ii, c, *ks)],
+                                tap(n, c if groups == 1 else grp * cg + c, at,
+                                    tile * nr + ji), acc[ii, ji])
+                over_taps(fma)
+            for ii in T.unroll(rows, name=f"i{tag}"):
+                for ji in T.vectorized(nr, name=f"j{tag}"):
+                    if direct:
+                        out[(n, row0 + ii, *pixel(tile * nr + ji, out_size))] = acc[ii, ji]
+                    else:
+                        wide[(row0 + ii) * width + tile * nr + ji] = acc[ii, ji]
 
         for n in T.serial(n_):
             if not in_place:
@@ -216,35 +203,23 @@ def scheduled_conv2d(  # noqa: C901 (trace-time specialization)
                     ph.copy(xpad, x0, n, c, c * plane, used)
                 for q in T.serial(xlen - c_ * plane):
                     xpad[c_ * plane + q] = 0.0
-            for t in _over(o_ * c_ * kh_ * kw_ * width)(tiles * groups):
+            for t in _over(o_ * math.prod(w_shape[1:]) * width)(tasks):
+                grp = 0 if groups == 1 else t // (tiles * split)
+                tile = t // split % tiles if groups > 1 else t // split
+                part = t % split
                 for io in T.serial(rows_per):
-                    acc = T.alloc_buffer((mr, NR), dtype)
-                    for ii in T.unroll(mr):
-                        for ji in T.vectorized(NR):
-                            acc[ii, ji] = 0.0
-                    for c in T.serial(c_):
-                        for kh in T.serial(kh_):
-                            for kw in T.unroll(kw_):
-                                for ii in T.unroll(mr):
-                                    for ji in T.vectorized(NR):
-                                        acc[ii, ji] = T.fma(
-                                            x1[(t % groups * rows_per + io) * mr + ii, c, kh, kw],
-                                            tap(n, c, kh, kw, t // groups * NR + ji),
-                                            acc[ii, ji])
-                    for ii in T.unroll(mr):
-                        for ji in T.vectorized(NR):
-                            if direct:
-                                out[n, (t % groups * rows_per + io) * mr + ii,
-                                    T.floordiv(t // groups * NR + ji, ow_),
-                                    T.floormod(t // groups * NR + ji, ow_)] = acc[ii, ji]
-                            else:
-                                wide[((t % groups * rows_per + io) * mr + ii) * width
-                                     + t // groups * NR + ji] = acc[ii, ji]
+                    block(n, grp, tile, grp * og + (part * rows_per + io) * mr, mr, "i")
+                if tail:
+                    if split == 1:
+                        block(n, grp, tile, grp * og + full * mr, tail, "t")
+                    else:
+                        with T.If(T.eq(part, split - 1)):
+                            block(n, grp, tile, grp * og + full * mr, tail, "t")
             if not direct:
-                for o in _over(o_ * oh_ * ow_)(o_):
-                    for oh in T.serial(oh_):
-                        for ow in T.serial(ow_):
-                            out[n, o, oh, ow] = wide[o * width + oh * pw + ow]
+                for o in _over(o_ * math.prod(out_size))(o_):
+                    for idx in T.grid(*out_size):
+                        idx = idx if rank > 1 else (idx,)
+                        out[(n, o, *idx)] = wide[o * width + ph.grid(idx)]
 
     return conv
 
@@ -376,7 +351,7 @@ def plane_window(  # noqa: C901 (trace-time specialization)
              for a in range(2)]
     pad_end = tuple(max(pad_end[a], reach[a] - x_shape[2 + a] - pad_begin[a])
                     for a in range(2))
-    ph = _Phases(h_, w_, strides, pad_begin, pad_end)  # type: ignore[arg-type]
+    ph = Phases((h_, w_), strides, pad_begin, pad_end)  # type: ignore[arg-type]
     used = ph.phases(kernel, dilation)
     full, tail = divmod(ow_, DW_LANES)
     dtype = "float32"
@@ -392,7 +367,7 @@ def plane_window(  # noqa: C901 (trace-time specialization)
                 acc = T.float32(fill) if kind == "max" else None
                 for kh in range(kh_):
                     for kw in range(kw_):
-                        xv = xpad[ph.offset(kh * dh, kw * dw) + oh * ph.pw + ow]  # noqa: B023
+                        xv = xpad[ph.offset((kh * dh, kw * dw)) + ph.grid((oh, ow))]  # noqa: B023
                         if kind == "max":
                             acc = T.max(acc, xv)
                         else:

@@ -44,7 +44,7 @@ from passes.topi.conv import (
     gemv_ok,
     max_pool_ok,
     plane_window,
-    scheduled_conv2d,
+    scheduled_conv,
     scheduled_depthwise2d,
     scheduled_gemv,
 )
@@ -106,15 +106,18 @@ def conv(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorTy
     win = sliding_window(x.shape[2:], w.shape[2:], attrs)
     g = attrs["groups"]
     (cx, sx), (_, sw) = types
-    if gemv_ok(sx, sw, g, DTYPE_NAMES[cx], win.out, (*win.pad_begin, *win.pad_end)):
-        return scheduled_gemv(sx, sw).with_attr("op_name", "conv").with_attr(
-            "op_pattern", OUT_EWISE_FUSABLE)
-    for ok, schedule in ((conv_ok, scheduled_conv2d), (depthwise_ok, scheduled_depthwise2d)):
-        if ok(sx, sw, g, DTYPE_NAMES[cx]):
-            fast = schedule(sx, sw, win.strides, win.pad_begin, win.pad_end, win.dilation,
-                            win.out)
-            return fast.with_attr("op_name", "conv").with_attr("op_pattern",
-                                                               OUT_EWISE_FUSABLE)
+    dtype = DTYPE_NAMES[cx]
+    fast = None
+    if gemv_ok(sx, sw, g, dtype, win.out, (*win.pad_begin, *win.pad_end)):
+        fast = scheduled_gemv(sx, sw)
+    elif depthwise_ok(sx, sw, g, dtype):
+        fast = scheduled_depthwise2d(sx, sw, win.strides, win.pad_begin, win.pad_end,
+                                     win.dilation, win.out)
+    elif conv_ok(sx, sw, g, dtype):
+        fast = scheduled_conv(sx, sw, g, win.strides, win.pad_begin, win.pad_end,
+                              win.dilation, win.out, dtype)
+    if fast is not None:
+        return fast.with_attr("op_name", "conv").with_attr("op_pattern", OUT_EWISE_FUSABLE)
     cg, og = x.shape[1] // g, w.shape[0] // g
     axes = te.reduce_axes([cg, *win.kernel])
     rc, rk = axes[0].var, [a.var for a in axes[1:]]
