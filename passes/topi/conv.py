@@ -1,5 +1,5 @@
-"""Scheduled 2-D float32 convs and max pools: implicit GEMM over the padded image, and a
-per-plane window schedule for depthwise convs and max pools.
+"""Scheduled convs and max pools: implicit GEMM over the padded image for every conv form,
+and a per-plane window schedule for depthwise convs and max pools.
 
 Why a schedule: the canonical te reduction (``nn.conv``) pads with a select in the
 innermost loop and reduces channels outermost; it runs 15-80x slower than onnxruntime.
@@ -18,20 +18,27 @@ one unit-stride vector load, and the inner loop has no index math, no select and
 packing. The price is ``Wp - OW`` wasted columns per output row (2 of 58 at 56x56 with
 pad 1; 2 of 9 at 7x7).
 
-**Strides** keep that property through a phase split: the padded image is stored as
-``sh * sw`` phase planes, ``xpad[c, r % sh, col % sw, r // sh, col // sw]`` (each
-``PH x PW``). Tap ``(kh, kw)`` of pixel ``(oh, ow)`` is row ``oh*sh + kh*dh``, column
-``ow*sw + kw*dw``: phase ``(kh*dh % sh, kw*dw % sw)``, at ``(oh + kh*dh // sh,
-ow + kw*dw // sw)`` inside it, so on the wide grid ``q = oh * PW + ow`` of the phase
-planes it is again a constant offset plus ``q``. The stride costs a scatter at copy
-time (O(input)), never a gather in the inner loop. (A first version packed a gathered
-im2col panel per tile: 17-25 GFLOP/s against 28-50 for stride 1 on this machine.)
+**Strides** keep that property through a phase split of the padded image
+(``conv_layout.Phases``): each tap is again a constant offset plus ``q`` on the wide grid
+of the phase planes. The stride costs a scatter at copy time (O(input)), never a gather
+in the inner loop. (A first version packed a gathered im2col panel per tile: 17-25
+GFLOP/s against 28-50 for stride 1 on this machine.)
+
+**Every form is the same GEMM.** The layout is rank-generic, so a 1-D conv (``NCW``) is
+the wide grid of one padded row and a 3-D conv (``NCDHW``) has depth as one more tap
+axis. A grouped conv is one GEMM per group (``O/g x C/g * taps`` weights over the taps
+of channels ``[j * C/g, (j+1) * C/g)`` for group ``j``), the group one more task
+dimension: tasks over (group, pixel tile, output-channel group). The register tile follows the vector width (``conv_tile``:
+``topi.vector_bits``); a group whose channels are no multiple of ``MR`` (3, 17, 100) ends
+with a narrower tail block, so odd channel counts keep the wide tile. float64 takes
+half the lanes. conv_transpose is the same GEMM once per output phase
+(``conv_transpose.py``).
 
 Per batch image the conv kernel
 
 1. copies the image into ``xpad`` (zeros around it, and slack after it so that the
    last tile's loads stay inside the allocation): padding is paid once, at copy time;
-2. runs the GEMM, parallel over (pixel tile, output-channel group) tasks, into the
+2. runs the GEMM, parallel over (group, pixel tile, output-channel group) tasks, into the
    wide scratch ``wide[O, tiles * NR]`` (one store of each register tile);
 3. copies the real pixels out, ``out[n, o, oh, ow] = wide[o, oh * PW + ow]``, parallel
    over output channels. This is the only store to ``out`` (the GEMM never reads it
@@ -39,12 +46,12 @@ Per batch image the conv kernel
    it (``_fuse_epilogue.fold_into_stores``): the epilogue costs no extra pass.
 
 The extra traffic of steps 1 and 3 is O(input + output), small against the
-``O * C * KH * KW`` multiply-adds per pixel. Depthwise convs (groups = C = O, one
-filter per channel) and max pools have their own memory-bound schedule
-(``plane_window``), one-pixel 1x1 convs are dot products (``scheduled_gemv``); other
-grouped convs, non-2-D convs, float64 and tiny convs use the canonical template (``nn``
-decides with ``gemv_ok`` / ``conv_ok`` / ``depthwise_ok`` / ``max_pool_ok``). Imports
-irkernel.tir and FuseTIR's parallel work threshold.
+``O * C/g * taps`` multiply-adds per pixel. Depthwise convs (groups = C = O, one filter
+per channel, float32 2-D) and max pools have their own memory-bound schedule
+(``plane_window``), one-pixel 1x1 convs are dot products (``scheduled_gemv``); only tiny
+convs (below ``MIN_WORK``) use the canonical template (``nn`` decides with ``gemv_ok`` /
+``depthwise_ok`` / ``conv_ok`` / ``max_pool_ok``). Imports irkernel.tir,
+``passes.topi.vector``, ``passes.topi.conv_layout`` and FuseTIR's parallel work threshold.
 """
 
 # no `from __future__ import annotations`: T.prim_func evaluates the closures in annotations
@@ -71,7 +78,7 @@ MIN_TASKS = 16
 DW_LANES = 16
 
 
-def _over(work: int):
+def parallel_if_worth(work: int):
     """``T.parallel`` for a loop doing at least ``PARALLEL_MIN_WORK`` innermost iterations
     (FuseTIR's rule), else ``T.serial``: a thread-pool launch costs tens of microseconds,
     more than a small loop's whole run."""
@@ -97,6 +104,54 @@ def conv_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,
             or not 3 <= len(x_shape) <= 5:
         return False
     return x_shape[0] * math.prod(w_shape) * math.prod(x_shape[2:]) >= MIN_WORK
+
+
+def channel_split(rows: int, mr: int, tasks: int) -> int:
+    """Channel groups per (group, pixel tile): doubled while there are fewer than
+    ``MIN_TASKS`` tasks and the full ``mr``-row blocks of ``rows`` still split evenly."""
+    full, split = rows // mr, 1
+    while tasks * split < MIN_TASKS and full % (2 * split) == 0:
+        split *= 2
+    return split
+
+
+def row_blocks(rows: int, mr: int, split: int, part, block) -> None:
+    """Emit the register tiles of channel group ``part`` of a task: its share of the full
+    ``mr``-row blocks, then (in the last channel group) the narrower tail block of
+    ``rows % mr`` channels. ``block(row0, rows, tag)`` emits one tile."""
+    full, tail = divmod(rows, mr)
+    rows_per = full // split
+    for io in T.serial(rows_per):
+        block((part * rows_per + io) * mr, mr, "i")
+    if tail and split == 1:
+        block(full * mr, tail, "t")
+    elif tail:
+        with T.If(T.eq(part, split - 1)):
+            block(full * mr, tail, "t")
+
+
+def register_tile(rows: int, nr: int, dtype: str, tag: str, channels: int, over_taps,
+                  operands, store) -> None:
+    """Emit one ``rows x nr`` register tile: zeroed accumulators, exact ``fma`` over the
+    ``channels`` x taps loop, one store of each accumulator. ``over_taps(emit)`` calls
+    ``emit(ks, offset)`` per tap (inside loops of its own, or unrolled);
+    ``operands(ii, c, ks, offset, ji)`` gives the (weight, input) pair of row ``ii`` and
+    lane ``ji``; ``store(ii, ji, value)`` stores a result. Loop vars and the accumulator
+    are named by ``tag``: FuseTIR tells buffers apart by name."""
+    acc = T.alloc_buffer((rows, nr), dtype, name=f"acc{tag}")
+    for ii in T.unroll(rows, name=f"i{tag}"):
+        for ji in T.vectorized(nr, name=f"j{tag}"):
+            acc[ii, ji] = 0.0
+    for c in T.serial(channels, name=f"c{tag}"):
+        def fma(ks, offset):
+            for ii in T.unroll(rows, name=f"i{tag}"):
+                for ji in T.vectorized(nr, name=f"j{tag}"):
+                    w, x = operands(ii, c, ks, offset, ji)  # noqa: B023 (traced now)
+                    acc[ii, ji] = T.fma(w, x, acc[ii, ji])
+        over_taps(fma)
+    for ii in T.unroll(rows, name=f"i{tag}"):
+        for ji in T.vectorized(nr, name=f"j{tag}"):
+            store(ii, ji, acc[ii, ji])
 
 
 def scheduled_conv(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,
@@ -129,11 +184,7 @@ def _conv(  # noqa: C901 (trace-time specialization)
     tiles = -(-last // nr)
     width = tiles * nr  # row length of the wide scratch
     xlen = max((c_ - 1) * plane + max(ph.taps(kernel, dilation)) + width, c_ * plane)
-    full, tail = divmod(og, mr)  # row blocks of a group: full ones, then a narrower tail
-    split = 1  # channel groups: more tasks when a small image has few pixel tiles
-    while groups * tiles * split < MIN_TASKS and full % (2 * split) == 0:
-        split *= 2
-    rows_per = full // split
+    split = channel_split(og, mr, groups * tiles)
     tasks = groups * tiles * split
 
     # Direct: the wide grid is the output's own pixel order (inner plane extents equal
@@ -167,56 +218,43 @@ def _conv(  # noqa: C901 (trace-time specialization)
             """Loops over the kernel axes (the last one unrolled when short)."""
             a = len(ks)
             if a == rank:
-                emit(ks)
+                emit(ks, ph.offset(tuple(k * d for k, d in zip(ks, dilation, strict=True))))
                 return
             loop = T.unroll if a == rank - 1 and kernel[a] <= MAX_UNROLL else T.serial
             for k in loop(kernel[a], name=f"k{a}"):
                 over_taps(emit, (*ks, k))
 
-        def block(n, grp, tile, row0, rows, tag):
-            """One register tile: ``rows`` output channels from ``row0`` x ``nr`` pixels (loop
-            vars named by ``tag``: the tail block's are not the full blocks')."""
-            acc = T.alloc_buffer((rows, nr), dtype, name=f"acc{tag}")
-            for ii in T.unroll(rows, name=f"i{tag}"):
-                for ji in T.vectorized(nr, name=f"j{tag}"):
-                    acc[ii, ji] = 0.0
-            for c in T.serial(cg, name=f"c{tag}"):
-                def fma(ks):
-                    at = ph.offset(tuple(k * d for k, d in zip(ks, dilation, strict=True)))
-                    for ii in T.unroll(rows, name=f"i{tag}"):
-                        for ji in T.vectorized(nr, name=f"j{tag}"):
-                            acc[ii, ji] = T.fma(
-                                x1[(row0 + ii, c, *ks)],
-                                tap(n, c if groups == 1 else grp * cg + c, at,
-                                    tile * nr + ji), acc[ii, ji])
-                over_taps(fma)
-            for ii in T.unroll(rows, name=f"i{tag}"):
-                for ji in T.vectorized(nr, name=f"j{tag}"):
-                    if direct:
-                        out[(n, row0 + ii, *pixel(tile * nr + ji, out_size))] = acc[ii, ji]
-                    else:
-                        wide[(row0 + ii) * width + tile * nr + ji] = acc[ii, ji]
-
         for n in T.serial(n_):
             if not in_place:
-                for c in _over(c_ * plane)(c_):
+                for c in parallel_if_worth(c_ * plane)(c_):
                     ph.copy(xpad, x0, n, c, c * plane, used)
                 for q in T.serial(xlen - c_ * plane):
                     xpad[c_ * plane + q] = 0.0
-            for t in _over(o_ * math.prod(w_shape[1:]) * width)(tasks):
+            for t in parallel_if_worth(o_ * math.prod(w_shape[1:]) * width)(tasks):
                 grp = 0 if groups == 1 else t // (tiles * split)
                 tile = t // split % tiles if groups > 1 else t // split
-                part = t % split
-                for io in T.serial(rows_per):
-                    block(n, grp, tile, grp * og + (part * rows_per + io) * mr, mr, "i")
-                if tail:
-                    if split == 1:
-                        block(n, grp, tile, grp * og + full * mr, tail, "t")
+                first = grp * og  # the group's first output channel
+
+                def operands(ii, c, ks, offset, ji, row0):
+                    return (x1[(first + row0 + ii, c, *ks)],
+                            tap(n, c if groups == 1 else grp * cg + c, offset,  # noqa: B023
+                                tile * nr + ji))  # noqa: B023
+
+                def store(ii, ji, value, row0):
+                    if direct:
+                        out[(n, first + row0 + ii,  # noqa: B023
+                             *pixel(tile * nr + ji, out_size))] = value  # noqa: B023
                     else:
-                        with T.If(T.eq(part, split - 1)):
-                            block(n, grp, tile, grp * og + full * mr, tail, "t")
+                        wide[(first + row0 + ii) * width + tile * nr + ji] = value  # noqa: B023
+
+                def block(row0, rows, tag):
+                    register_tile(rows, nr, dtype, tag, cg, over_taps,
+                                  lambda *a: operands(*a, row0),  # noqa: B023
+                                  lambda *a: store(*a, row0))  # noqa: B023
+
+                row_blocks(og, mr, split, t % split, block)
             if not direct:
-                for o in _over(o_ * math.prod(out_size))(o_):
+                for o in parallel_if_worth(o_ * math.prod(out_size))(o_):
                     for idx in T.grid(*out_size):
                         idx = idx if rank > 1 else (idx,)
                         out[(n, o, *idx)] = wide[o * width + ph.grid(idx)]
@@ -273,7 +311,7 @@ def scheduled_gemv(x_shape: tuple[int, int, int, int],  # noqa: C901 (trace-time
             def pixel(p, c):
                 return x0[n, c, 0, 0] if p_ == 1 else xt[p * c_ + c]  # noqa: B023
 
-            for o in _over(o_ * c_ * p_)(o_):
+            for o in parallel_if_worth(o_ * c_ * p_)(o_):
                 lanes = T.alloc_buffer((p_, GEMV_LANES), dtype)
                 total = T.alloc_buffer((p_,), dtype)
                 for p in T.unroll(p_):
@@ -359,7 +397,7 @@ def plane_window(  # noqa: C901 (trace-time specialization)
     w_buf = T.Buffer((c_, 1, kh_, kw_), dtype)
 
     def body(x0, x1, out):
-        for t in _over(n_ * c_ * oh_ * ow_ * kh_ * kw_)(n_ * c_):
+        for t in parallel_if_worth(n_ * c_ * oh_ * ow_ * kh_ * kw_)(n_ * c_):
             xpad = T.alloc_buffer((ph.plane,), dtype)
             ph.copy(xpad, x0, t // c_, t % c_, 0, used, fill)
 

@@ -2,7 +2,7 @@
 
 Grouped convs of any group count, 1-D and 3-D convs, dilations, asymmetric padding and
 channel counts that are no multiple of the register tile all take the implicit GEMM of
-``passes/topi/conv.py``; these tests check each form against ``ik.interpret`` through
+``passes/topi/conv.py``, conv_transpose its per-phase form (``conv_transpose.py``); these tests check each form against ``ik.interpret`` through
 ``runtime.build`` at AVX2 (256-bit) and AVX-512 (512-bit) tiles, with the shape-generic
 small-tensor kernels turned off (``runtime.generic_max_elements`` 0: otherwise the small
 shapes here would run those instead of the schedule), and which template LegalizeOps
@@ -29,12 +29,13 @@ def _config(bits: int) -> dict[str, int]:
     return {"topi.vector_bits": bits, "runtime.generic_max_elements": 0}
 
 
-def _module(xs, ws, attrs, bias: bool = False) -> ik.IRModule:
+def _module(xs, ws, attrs, bias: bool = False, op: str = "conv") -> ik.IRModule:
     bb = ik.GraphBuilder("main")
     x, w = bb.param("x", xs, "float32"), bb.param("w", ws, "float32")
-    y = bb.conv(x, w, **attrs)
+    y = bb.call(op, x, w, **attrs)
     if bias:
-        y = bb.relu(bb.add(y, bb.param("b", (ws[0],) + (1,) * (len(xs) - 2), "float32")))
+        o = ws[0] if op == "conv" else ws[1] * attrs.get("groups", 1)
+        y = bb.relu(bb.add(y, bb.param("b", (o,) + (1,) * (len(xs) - 2), "float32")))
     return ik.IRModule({"main": bb.finish([y])})
 
 
@@ -44,7 +45,7 @@ def schedule_of(mod: ik.IRModule) -> str:
     no ``acc``) or "canonical" (the te reduction)."""
     legal = passes.LegalizeOps()(mod)
     (script,) = [f.script() for f in legal.functions.values()
-                 if isinstance(f, ik.tir.PrimFunc) and f.attrs["op_name"] == "conv"]
+                 if isinstance(f, ik.tir.PrimFunc) and f.attrs["op_name"].startswith("conv")]
     if "acci = T.alloc_buffer" in script:
         return "gemm"
     if "lanes" in script:
@@ -52,13 +53,17 @@ def schedule_of(mod: ik.IRModule) -> str:
     return "depthwise" if "xpad" in script else "canonical"
 
 
-def _check(xs, ws, attrs, bits: int, bias: bool = False, seed: int = 0) -> None:
-    mod = _module(xs, ws, attrs, bias)
-    inputs = random_inputs(mod, seed=seed)
+def _check(xs, ws, attrs, bits: int, bias: bool = False, seed: int = 0,
+           op: str = "conv") -> None:
+    """Build at ``bits``, check the GEMM was chosen and the result equals the interpreter.
+    conv_transpose takes finite inputs: its reference skips the taps that fall outside the
+    input, while every kernel multiplies them as zeros (0 * inf is NaN)."""
+    mod = _module(xs, ws, attrs, bias, op)
+    inputs = random_inputs(mod, seed=seed, special_values=op == "conv")
     with transform.PassContext(config=_config(bits)):
         assert schedule_of(mod) == "gemm", (xs, ws, attrs)
         got = build_and_run(mod, inputs)
-    assert_close_to_interpreter(mod, inputs, got, "conv")
+    assert_close_to_interpreter(mod, inputs, got, op)
 
 
 @st.composite
@@ -117,12 +122,61 @@ FORMS = {
 }
 
 
+@st.composite
+def transposed(draw):
+    """A conv_transpose: 1-3 spatial axes, groups, strides, dilations, paddings, output
+    padding (the output must not be cropped away)."""
+    bits = draw(st.sampled_from([256, 512]))
+    rank = draw(st.sampled_from([1, 2, 2, 3]))
+    g = draw(st.sampled_from([1, 2, 3]))
+    cg, og = draw(st.integers(2, 6)), draw(st.integers(2, 12))
+    kernel = [draw(st.integers(1, 4 if rank < 3 else 2)) for _ in range(rank)]
+    strides = [draw(st.integers(1, 3)) for _ in range(rank)]
+    dil = [draw(st.integers(1, 2)) for _ in range(rank)]
+    pads = [draw(st.integers(0, 2)) for _ in range(2 * rank)]
+    extra = [draw(st.integers(0, s - 1)) for s in strides]
+    sizes = [draw(st.integers(1, {1: 40, 2: 9, 3: 5}[rank])) for _ in range(rank)]
+    attrs = {"strides": strides, "padding": pads, "dilation": dil, "groups": g,
+             "output_padding": extra}
+    return bits, (bits // 256, cg * g, *sizes), (cg * g, og, *kernel), attrs
+
+
+@settings(max_examples=30, deadline=None)
+@given(case=transposed(), bias=st.booleans(), seed=st.integers(0, 99))
+def test_conv_transpose_equals_the_interpreter(case, bias, seed) -> None:
+    bits, xs, ws, attrs = case
+    try:
+        mod = _module(xs, ws, attrs, bias, "conv_transpose")
+    except ValueError:  # the paddings crop the whole output: not a case
+        return
+    with transform.PassContext(config=_config(bits)):
+        if schedule_of(mod) != "gemm":  # below MIN_WORK
+            return
+    _check(xs, ws, attrs, bits, bias, seed, "conv_transpose")
+
+
+#: conv_transpose forms: (input, weight [C, O/g, *K], attrs).
+TRANSPOSED = {
+    "2x2 s2": ((1, 16, 7, 7), (16, 8, 2, 2), {"strides": [2, 2]}),
+    "3x3 s2 pad output_padding": ((1, 8, 6, 5), (8, 6, 3, 3),
+                                  {"strides": [2, 2], "padding": [1, 1, 1, 1],
+                                   "output_padding": [1, 1]}),
+    "grouped 4x4 s2": ((1, 12, 5, 6), (12, 3, 4, 4),
+                       {"groups": 4, "strides": [2, 2], "padding": [1, 1, 1, 1]}),
+    "1-D k5 s3 d2": ((1, 6, 30), (6, 5, 5), {"strides": [3], "dilation": [2],
+                                             "padding": [2, 3]}),
+    "3-D 2x2x2 s2": ((1, 4, 3, 4, 5), (4, 6, 2, 2, 2), {"strides": [2, 2, 2]}),
+    "stride 1 (a padded conv)": ((1, 5, 8, 8), (5, 17, 3, 3), {"padding": [1, 1, 1, 1]}),
+}
+
+
 @pytest.mark.parametrize("bits", [256, 512])
-@pytest.mark.parametrize("name", sorted(FORMS))
-def test_each_form_is_scheduled_and_exact(name, bits) -> None:
-    xs, ws, attrs = FORMS[name]
+@pytest.mark.parametrize(("op", "name"), [*(("conv", n) for n in sorted(FORMS)),
+                                          *(("conv_transpose", n) for n in sorted(TRANSPOSED))])
+def test_each_form_is_scheduled_and_exact(op, name, bits) -> None:
+    xs, ws, attrs = (FORMS if op == "conv" else TRANSPOSED)[name]
     xs = (xs[0] * {256: 2, 512: 3}[bits], *xs[1:])  # the width is part of the signature
-    _check(xs, ws, attrs, bits, bias=True, seed=len(name))
+    _check(xs, ws, attrs, bits, bias=True, seed=len(name), op=op)
 
 
 def test_which_template_each_form_gets() -> None:
@@ -133,6 +187,8 @@ def test_which_template_each_form_gets() -> None:
     assert schedule_of(_module((1, 8, 9, 9), (8, 1, 3, 3), {"groups": 8})) == "depthwise"
     assert schedule_of(_module((1, 64, 1, 1), (32, 64, 1, 1), {})) == "gemv"
     assert schedule_of(_module((1, 2, 4, 4), (2, 2, 1, 1), {})) == "canonical"
+    for xs, ws, attrs in TRANSPOSED.values():
+        assert schedule_of(_module(xs, ws, attrs, op="conv_transpose")) == "gemm", (xs, ws)
     float64 = ik.GraphBuilder("main")
     x, w = float64.param("x", (1, 8, 9, 9), "float64"), float64.param("w", (8, 4, 3, 3), "float64")
     mod64 = ik.IRModule({"main": float64.finish([float64.conv(x, w, groups=2)])})
