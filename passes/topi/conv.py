@@ -90,10 +90,12 @@ def conv_tile(rows: int, dtype: str, bits: int) -> tuple[int, int]:
     channels) x ``NR`` wide-grid pixels, two vectors of ``bits``. Twelve accumulators
     with 16 registers (AVX2: 6 x 16 float32, OpenBLAS's Haswell shape), sixteen with 32
     (AVX-512: 8 x 32): the rest hold the two tap vectors and the broadcast weight.
-    Channels past a multiple of ``MR`` are a narrower tail block, so 17 or 100 channels
-    keep the wide tile."""
+    ``MR`` is the fewest blocks' even share (17 channels: 6 + 6 + a tail block of 5,
+    not 8 + 8 + 1), so odd channel counts keep a wide tile."""
     lanes = bits // (8 * (4 if dtype == "float32" else 8))
-    return min(rows, 8 if registers(bits) >= 32 else 6), 2 * lanes
+    most = 8 if registers(bits) >= 32 else 6
+    blocks = -(-rows // most)
+    return -(-rows // blocks), 2 * lanes
 
 
 def conv_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,

@@ -210,10 +210,12 @@ def test_float64_grouped_conv(bits) -> None:
 
 def test_tiles_fit_the_register_file() -> None:
     """Twelve accumulators with 16 registers, sixteen with 32; a group narrower than the
-    tile takes its own width (no tail block)."""
+    tile takes its own width (no tail block), a wider one the fewest blocks' even share."""
     assert conv_tile(64, "float32", 256) == (6, 16)
     assert conv_tile(64, "float32", 512) == (8, 32)
     assert conv_tile(3, "float32", 512) == (3, 32)
+    assert conv_tile(17, "float32", 512) == (6, 32)  # 6 + 6 + 5, not 8 + 8 + 1
+    assert conv_tile(100, "float32", 256) == (6, 16)
     assert conv_tile(64, "float64", 256) == (6, 8)
     func = scheduled_conv((1, 16, 8, 8), (16, 4, 3, 3), 4, (1, 1), (1, 1), (1, 1), (1, 1),
                           (8, 8), bits=512)
