@@ -41,7 +41,6 @@ from irkernel.tir import te
 from irkernel.tir.construct import call, cast, const, eq, select
 from irkernel.tir.expr import FloorDiv, FloorMod, IntImm, Max, Min, PrimExpr
 from irkernel.tir.function import PrimFunc
-from passes.topi.conv_transpose import conv_transpose_ok, scheduled_conv_transpose
 from passes.topi.conv import (
     conv_ok,
     depthwise_ok,
@@ -52,6 +51,7 @@ from passes.topi.conv import (
     scheduled_depthwise2d,
     scheduled_gemv,
 )
+from passes.topi.conv_transpose import conv_transpose_ok, scheduled_conv_transpose
 
 
 def _idx(v: int) -> PrimExpr:
