@@ -31,6 +31,7 @@ import numpy as np
 
 import passes.topi.templates as op_templates
 from passes.topi import generic
+from passes.topi.vector import current_target
 from irkernel import transform
 from irkernel.ir import ops
 from irkernel.ir.errors import TypeInferenceError
@@ -39,6 +40,7 @@ from irkernel.ir.ids import DTYPE_NAMES, ENC_BINARY, ENC_VARIADIC, INT64
 from irkernel.ir.module import IRModule
 from irkernel.ir.operands import operand_csr
 from irkernel.ir.rebuild import rebuild
+from irkernel.target import CPUTarget
 from irkernel.ir.verify import check_node_type, is_verified
 from irkernel.tir.function import PrimFunc
 
@@ -95,13 +97,15 @@ def _signatures(func: Function, rows: np.ndarray, enc: np.ndarray) -> np.ndarray
 def _template(opcode: int, record: tuple[tuple[str, Any], ...], types: tuple[Any, ...],
               result: Any) -> tuple[PrimFunc, bytes]:
     """The template's PrimFunc and its structural digest, computed once per signature."""
-    return _digested(ops.get_op(opcode).legalize, opcode, record, types, result)
+    return _digested(ops.get_op(opcode).legalize, opcode, record, types, result,
+                     current_target())
 
 
 @lru_cache(maxsize=8192)
 def _digested(hook: Any, opcode: int, record: tuple[tuple[str, Any], ...],
-              types: tuple[Any, ...], result: Any) -> tuple[PrimFunc, bytes]:
-    # ``hook`` is only part of the key: installing another template misses the cache
+              types: tuple[Any, ...], result: Any, target: CPUTarget) -> tuple[PrimFunc, bytes]:
+    # ``hook`` and ``target`` are only part of the key: installing another template, or
+    # tiling for another CPU (templates read their tiles from it), misses the cache
     prim = op_templates.legalize_op(opcode, record, types, result)
     return prim, prim.structural_digest()
 

@@ -1,5 +1,5 @@
-"""Scheduled 2-D float32 convs and max pools: implicit GEMM over the padded image, and a
-per-plane window schedule for depthwise convs and max pools.
+"""Scheduled convs and max pools: implicit GEMM over the padded image for every conv form,
+and a per-plane window schedule for depthwise convs and max pools.
 
 Why a schedule: the canonical te reduction (``nn.conv``) pads with a select in the
 innermost loop and reduces channels outermost; it runs 15-80x slower than onnxruntime.
@@ -18,20 +18,27 @@ one unit-stride vector load, and the inner loop has no index math, no select and
 packing. The price is ``Wp - OW`` wasted columns per output row (2 of 58 at 56x56 with
 pad 1; 2 of 9 at 7x7).
 
-**Strides** keep that property through a phase split: the padded image is stored as
-``sh * sw`` phase planes, ``xpad[c, r % sh, col % sw, r // sh, col // sw]`` (each
-``PH x PW``). Tap ``(kh, kw)`` of pixel ``(oh, ow)`` is row ``oh*sh + kh*dh``, column
-``ow*sw + kw*dw``: phase ``(kh*dh % sh, kw*dw % sw)``, at ``(oh + kh*dh // sh,
-ow + kw*dw // sw)`` inside it, so on the wide grid ``q = oh * PW + ow`` of the phase
-planes it is again a constant offset plus ``q``. The stride costs a scatter at copy
-time (O(input)), never a gather in the inner loop. (A first version packed a gathered
-im2col panel per tile: 17-25 GFLOP/s against 28-50 for stride 1 on this machine.)
+**Strides** keep that property through a phase split of the padded image
+(``conv_layout.Phases``): each tap is again a constant offset plus ``q`` on the wide grid
+of the phase planes. The stride costs a scatter at copy time (O(input)), never a gather
+in the inner loop. (A first version packed a gathered im2col panel per tile: 17-25
+GFLOP/s against 28-50 for stride 1 on this machine.)
+
+**Every form is the same GEMM.** The layout is rank-generic, so a 1-D conv (``NCW``) is
+the wide grid of one padded row and a 3-D conv (``NCDHW``) has depth as one more tap
+axis. A grouped conv is one GEMM per group (``O/g x C/g * taps`` weights over the taps
+of channels ``[j * C/g, (j+1) * C/g)`` for group ``j``), the group one more task
+dimension: tasks over (group, pixel tile, output-channel group). The register tile follows the vector width (``conv_tile``:
+``topi.vector_bits``); a group whose channels are no multiple of ``MR`` (3, 17, 100) ends
+with a narrower tail block, so odd channel counts keep the wide tile. float64 takes
+half the lanes. conv_transpose is the same GEMM once per output phase
+(``conv_transpose.py``).
 
 Per batch image the conv kernel
 
 1. copies the image into ``xpad`` (zeros around it, and slack after it so that the
    last tile's loads stay inside the allocation): padding is paid once, at copy time;
-2. runs the GEMM, parallel over (pixel tile, output-channel group) tasks, into the
+2. runs the GEMM, parallel over (group, pixel tile, output-channel group) tasks, into the
    wide scratch ``wide[O, tiles * NR]`` (one store of each register tile);
 3. copies the real pixels out, ``out[n, o, oh, ow] = wide[o, oh * PW + ow]``, parallel
    over output channels. This is the only store to ``out`` (the GEMM never reads it
@@ -39,32 +46,31 @@ Per batch image the conv kernel
    it (``_fuse_epilogue.fold_into_stores``): the epilogue costs no extra pass.
 
 The extra traffic of steps 1 and 3 is O(input + output), small against the
-``O * C * KH * KW`` multiply-adds per pixel. Depthwise convs (groups = C = O, one
-filter per channel) and max pools have their own memory-bound schedule
-(``plane_window``), one-pixel 1x1 convs are dot products (``scheduled_gemv``); other
-grouped convs, non-2-D convs, float64 and tiny convs use the canonical template (``nn``
-decides with ``gemv_ok`` / ``conv_ok`` / ``depthwise_ok`` / ``max_pool_ok``). Imports
-irkernel.tir and FuseTIR's parallel work threshold.
+``O * C/g * taps`` multiply-adds per pixel. Depthwise convs (groups = C = O, one filter
+per channel, float32 2-D) and max pools have their own memory-bound schedule
+(``plane_window``), one-pixel 1x1 convs are dot products (``scheduled_gemv``); only tiny
+convs (below ``MIN_WORK``) use the canonical template (``nn`` decides with ``gemv_ok`` /
+``depthwise_ok`` / ``conv_ok`` / ``max_pool_ok``). Imports irkernel.tir,
+``passes.topi.vector``, ``passes.topi.conv_layout`` and FuseTIR's parallel work threshold.
 """
 
 # no `from __future__ import annotations`: T.prim_func evaluates the closures in annotations
 
 import math
-from dataclasses import dataclass
 from functools import lru_cache
 
 from irkernel.tir import script as T
 from irkernel.tir.function import PrimFunc
 from passes.tir.parallelize import PARALLEL_MIN_WORK
+from passes.topi.conv_layout import Phases
+from passes.topi.vector import registers, vector_bits
 
 #: Below this many multiply-adds the canonical template is used (the copies of this
 #: schedule would dominate). As for matmul: 16 x 16 x 16.
 MIN_WORK = 16 * 16 * 16
 
-#: The register tile: ``MR`` output channels x ``NR`` wide-grid pixels (float32 lanes).
-#: Measured on this AVX2 machine (3x3, 64 -> 64, 56x56, one thread): 4 x 16 and 2 x 32
-#: alike (~50 GFLOP/s), 8 x 8 ~10% slower, 4 x 24 6x slower (odd vector width).
-NR = 16
+#: Longest last kernel axis whose taps the GEMM unrolls (a longer one is a loop).
+MAX_UNROLL = 8
 #: Parallel tasks to aim for (tiles x channel groups), enough to balance two-to-eight
 #: threads when a small image has few pixel tiles.
 MIN_TASKS = 16
@@ -72,179 +78,188 @@ MIN_TASKS = 16
 DW_LANES = 16
 
 
-def _over(work: int):
+def parallel_if_worth(work: int):
     """``T.parallel`` for a loop doing at least ``PARALLEL_MIN_WORK`` innermost iterations
     (FuseTIR's rule), else ``T.serial``: a thread-pool launch costs tens of microseconds,
     more than a small loop's whole run."""
     return T.parallel if work >= PARALLEL_MIN_WORK else T.serial
 
 
-def _mr(o: int) -> int:
-    return next(c for c in (6, 4, 3, 2, 1) if o % c == 0)
-
-
-@dataclass(frozen=True)
-class _Phases:
-    """The phase-split padded layout of one image channel (see the module docstring)."""
-
-    h: int
-    w: int
-    strides: tuple[int, int]
-    pad_begin: tuple[int, int]
-    pad_end: tuple[int, int]
-
-    @property
-    def ph(self) -> int:
-        return -(-(self.h + self.pad_begin[0] + self.pad_end[0]) // self.strides[0])
-
-    @property
-    def pw(self) -> int:
-        return -(-(self.w + self.pad_begin[1] + self.pad_end[1]) // self.strides[1])
-
-    @property
-    def plane(self) -> int:
-        return self.strides[0] * self.strides[1] * self.ph * self.pw
-
-    def offset(self, r, col):
-        """Where padded position ``(r, col)`` of a tap sits in a channel's phase planes."""
-        sh, sw = self.strides
-        if isinstance(r, int) and isinstance(col, int):
-            return ((r % sh) * sw + col % sw) * self.ph * self.pw + (r // sh) * self.pw \
-                + col // sw
-        return ((T.floormod(r, sh) * sw + T.floormod(col, sw)) * (self.ph * self.pw)
-                + T.floordiv(r, sh) * self.pw + T.floordiv(col, sw))
-
-    def phases(self, kernel: tuple[int, int], dilation: tuple[int, int]) -> list[tuple[int, int]]:
-        """The phase planes the taps read (a 1x1 kernel of stride 2 reads one of four)."""
-        sh, sw = self.strides
-        return sorted({((kh * dilation[0]) % sh, (kw * dilation[1]) % sw)
-                       for kh in range(kernel[0]) for kw in range(kernel[1])})
-
-    def copy(self, xpad, x0, n, c, base, phases, fill=0.0) -> None:
-        """Emit: write phase planes ``phases`` of image ``(n, c)`` at ``xpad[base...]``,
-        row by row, ``fill`` where the position is padding. The image occupies a
-        rectangle of each phase plane known at trace time, so the loops are a fill
-        above, below and beside it and a copy inside it: no select, contiguous stores.
-        Planes no tap reads stay unwritten: only discarded wide-grid columns read them."""
-        sh, sw = self.strides
-        pt, pl = self.pad_begin
-        for pr, pc in phases:
-            at = base + (pr * sw + pc) * (self.ph * self.pw)
-            # phase row i is image row i*sh + pr - pt: inside for i in [i0, i1)
-            i0 = min(max(-(-(pt - pr) // sh), 0), self.ph)
-            i1 = min(max(-(-(self.h + pt - pr) // sh), i0), self.ph)
-            j0 = min(max(-(-(pl - pc) // sw), 0), self.pw)
-            j1 = min(max(-(-(self.w + pl - pc) // sw), j0), self.pw)
-            for lo, hi in ((0, i0), (i1, self.ph)):
-                if hi > lo:
-                    for q in T.serial((hi - lo) * self.pw):
-                        xpad[at + lo * self.pw + q] = T.float32(fill)
-            if i1 > i0:
-                for i in T.serial(i0, i1):
-                    for lo, hi in ((0, j0), (j1, self.pw)):
-                        if hi > lo:
-                            for j in T.serial(lo, hi):
-                                xpad[at + i * self.pw + j] = T.float32(fill)
-                    if j1 > j0:
-                        for j in T.serial(j0, j1):
-                            xpad[at + i * self.pw + j] = x0[n, c, i * sh + (pr - pt),
-                                                            j * sw + (pc - pl)]
+def conv_tile(rows: int, dtype: str, bits: int) -> tuple[int, int]:
+    """(MR, NR): the register tile of ``MR`` output channels (at most ``rows``, a group's
+    channels) x ``NR`` wide-grid pixels, two vectors of ``bits``. Twelve accumulators
+    with 16 registers (AVX2: 6 x 16 float32, OpenBLAS's Haswell shape), sixteen with 32
+    (AVX-512: 8 x 32): the rest hold the two tap vectors and the broadcast weight.
+    ``MR`` is the fewest blocks' even share (17 channels: 6 + 6 + a tail block of 5,
+    not 8 + 8 + 1), so odd channel counts keep a wide tile."""
+    lanes = bits // (8 * (4 if dtype == "float32" else 8))
+    most = 8 if registers(bits) >= 32 else 6
+    blocks = -(-rows // most)
+    return -(-rows // blocks), 2 * lanes
 
 
 def conv_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,
             dtype: str) -> bool:
-    """Whether the scheduled conv covers this signature (any stride, padding, dilation)."""
-    if dtype != "float32" or groups != 1 or len(x_shape) != 4 or len(w_shape) != 4:
+    """Whether the implicit GEMM covers this signature: float32 or float64, 1 to 3 spatial
+    axes, any groups, stride, padding and dilation, at least ``MIN_WORK`` multiply-adds."""
+    if dtype not in ("float32", "float64") or len(x_shape) != len(w_shape) \
+            or not 3 <= len(x_shape) <= 5:
         return False
-    n, c, h, w = x_shape
-    o, _, kh, kw = w_shape
-    return n * o * c * kh * kw * h * w >= MIN_WORK
+    return x_shape[0] * math.prod(w_shape) * math.prod(x_shape[2:]) >= MIN_WORK
+
+
+def channel_split(rows: int, mr: int, tasks: int) -> int:
+    """Channel groups per (group, pixel tile): doubled while there are fewer than
+    ``MIN_TASKS`` tasks and the full ``mr``-row blocks of ``rows`` still split evenly."""
+    full, split = rows // mr, 1
+    while tasks * split < MIN_TASKS and full % (2 * split) == 0:
+        split *= 2
+    return split
+
+
+def row_blocks(rows: int, mr: int, split: int, part, block) -> None:
+    """Emit the register tiles of channel group ``part`` of a task: its share of the full
+    ``mr``-row blocks, then (in the last channel group) the narrower tail block of
+    ``rows % mr`` channels. ``block(row0, rows, tag)`` emits one tile."""
+    full, tail = divmod(rows, mr)
+    rows_per = full // split
+    for io in T.serial(rows_per):
+        block((part * rows_per + io) * mr, mr, "i")
+    if tail and split == 1:
+        block(full * mr, tail, "t")
+    elif tail:
+        with T.If(T.eq(part, split - 1)):
+            block(full * mr, tail, "t")
+
+
+def register_tile(rows: int, nr: int, dtype: str, tag: str, channels: int, over_taps,
+                  operands, store) -> None:
+    """Emit one ``rows x nr`` register tile: zeroed accumulators, exact ``fma`` over the
+    ``channels`` x taps loop, one store of each accumulator. ``over_taps(emit)`` calls
+    ``emit(ks, offset)`` per tap (inside loops of its own, or unrolled);
+    ``operands(ii, c, ks, offset, ji)`` gives the (weight, input) pair of row ``ii`` and
+    lane ``ji``; ``store(ii, ji, value)`` stores a result. Loop vars and the accumulator
+    are named by ``tag``: FuseTIR tells buffers apart by name."""
+    acc = T.alloc_buffer((rows, nr), dtype, name=f"acc{tag}")
+    for ii in T.unroll(rows, name=f"i{tag}"):
+        for ji in T.vectorized(nr, name=f"j{tag}"):
+            acc[ii, ji] = 0.0
+    for c in T.serial(channels, name=f"c{tag}"):
+        def fma(ks, offset):
+            for ii in T.unroll(rows, name=f"i{tag}"):
+                for ji in T.vectorized(nr, name=f"j{tag}"):
+                    w, x = operands(ii, c, ks, offset, ji)  # noqa: B023 (traced now)
+                    acc[ii, ji] = T.fma(w, x, acc[ii, ji])
+        over_taps(fma)
+    for ii in T.unroll(rows, name=f"i{tag}"):
+        for ji in T.vectorized(nr, name=f"j{tag}"):
+            store(ii, ji, acc[ii, ji])
+
+
+def scheduled_conv(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,
+                   strides: tuple[int, ...], pad_begin: tuple[int, ...],
+                   pad_end: tuple[int, ...], dilation: tuple[int, ...],
+                   out_size: tuple[int, ...], dtype: str = "float32",
+                   bits: int = 0) -> PrimFunc:
+    """The PrimFunc ``(x0: x_shape, x1: w_shape, out: (N, O, *out_size))`` of a conv of
+    ``groups`` groups over 1 to 3 spatial axes (see the module docstring). ``bits``: the
+    vector width to tile for (0: ``vector_bits()``)."""
+    return _conv(tuple(x_shape), tuple(w_shape), groups, tuple(strides), tuple(pad_begin),
+                 tuple(pad_end), tuple(dilation), tuple(out_size), dtype,
+                 bits or vector_bits())
 
 
 @lru_cache(maxsize=256)
-def scheduled_conv2d(  # noqa: C901 (trace-time specialization)
-        x_shape: tuple[int, int, int, int], w_shape: tuple[int, int, int, int],
-        strides: tuple[int, int], pad_begin: tuple[int, int], pad_end: tuple[int, int],
-        dilation: tuple[int, int], out_hw: tuple[int, int]) -> PrimFunc:
-    """The PrimFunc ``(x0: x_shape, x1: w_shape, out: (N, O, OH, OW))`` of a float32 conv
-    of groups 1 (see the module docstring)."""
-    n_, c_, h_, w_ = x_shape
-    o_, _, kh_, kw_ = w_shape
-    dh, dw = dilation
-    oh_, ow_ = out_hw
-    ph = _Phases(h_, w_, strides, pad_begin, pad_end)
-    plane, pw = ph.plane, ph.pw
-    used = ph.phases((kh_, kw_), dilation)
-    last = (oh_ - 1) * pw + ow_  # wide-grid columns up to the last real pixel
-    tiles = -(-last // NR)
-    width = tiles * NR  # row length of the wide scratch
-    reach = max(ph.offset(kh * dh, kw * dw) for kh in range(kh_) for kw in range(kw_))
-    xlen = max((c_ - 1) * plane + reach + width, c_ * plane)
-    mr = _mr(o_)
-    rows = o_ // mr
-    groups = 1
-    while tiles * groups < MIN_TASKS and rows % (2 * groups) == 0:
-        groups *= 2
-    rows_per = rows // groups
-    dtype = "float32"
+def _conv(  # noqa: C901 (trace-time specialization)
+        x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,
+        strides: tuple[int, ...], pad_begin: tuple[int, ...], pad_end: tuple[int, ...],
+        dilation: tuple[int, ...], out_size: tuple[int, ...], dtype: str,
+        bits: int) -> PrimFunc:
+    n_, c_, size = x_shape[0], x_shape[1], x_shape[2:]
+    o_, cg, kernel = w_shape[0], w_shape[1], w_shape[2:]
+    rank, og = len(size), o_ // groups
+    ph = Phases(size, strides, pad_begin, pad_end)
+    plane, gs = ph.plane, ph.grid_strides
+    used = ph.phases(kernel, dilation)
+    last = ph.grid(tuple(o - 1 for o in out_size)) + 1  # wide grid up to the last pixel
+    mr, nr = conv_tile(og, dtype, bits)
+    tiles = -(-last // nr)
+    width = tiles * nr  # row length of the wide scratch
+    xlen = max((c_ - 1) * plane + max(ph.taps(kernel, dilation)) + width, c_ * plane)
+    split = channel_split(og, mr, groups * tiles)
+    tasks = groups * tiles * split
 
-    # Direct: the wide grid is the output's own pixel order (PW == OW) and has no tail
-    # tile, so the tiles store into ``out`` at ``(q // OW, q % OW)`` (FlattenBuffer merges
-    # the pair back into ``q``: a vector store) with no wide scratch and no copy-out.
-    direct = pw == ow_ and last % NR == 0
+    # Direct: the wide grid is the output's own pixel order (inner plane extents equal
+    # the output's; 1-D always) and has no tail tile, so the tiles store into ``out`` at
+    # ``(q // OW, q % OW)`` (FlattenBuffer merges the pair back into ``q``: a vector
+    # store) with no wide scratch and no copy-out.
+    direct = rank <= 2 and ph.dims[1:] == out_size[1:] and last % nr == 0
     # ... and with no padding and stride 1 the padded copy is the image itself.
-    in_place = direct and strides == (1, 1) and not any(pad_begin) and not any(pad_end)
+    in_place = direct and all(s == 1 for s in strides) and not any(pad_begin) \
+        and not any(pad_end)
+
+    def pixel(q, extents):
+        """The spatial index of flat position ``q`` in a row-major ``extents`` (rank <= 2)."""
+        return (q,) if rank == 1 else (T.floordiv(q, extents[1]), T.floormod(q, extents[1]))
 
     @T.prim_func(private=True)
-    def conv(x0: T.Buffer((n_, c_, h_, w_), dtype),  # noqa: C901
-             x1: T.Buffer((o_, c_, kh_, kw_), dtype),
-             out: T.Buffer((n_, o_, oh_, ow_), dtype)):
+    def conv(x0: T.Buffer(x_shape, dtype),  # noqa: C901
+             x1: T.Buffer(w_shape, dtype),
+             out: T.Buffer((n_, o_, *out_size), dtype)):
         if not in_place:
             xpad = T.alloc_buffer((xlen,), dtype)
         if not direct:
             wide = T.alloc_buffer((o_ * width,), dtype)
 
-        def tap(n, c, kh, kw, q):
+        def tap(n, c, offset, q):
             if in_place:
-                flat = kh * (dh * w_) + kw * dw + q
-                return x0[n, c, T.floordiv(flat, w_), T.floormod(flat, w_)]
-            return xpad[c * plane + ph.offset(kh * dh, kw * dw) + q]
+                return x0[(n, c, *pixel(offset + q, size))]
+            return xpad[c * plane + offset + q]
+
+        def over_taps(emit, ks=()):
+            """Loops over the kernel axes (the last one unrolled when short)."""
+            a = len(ks)
+            if a == rank:
+                emit(ks, ph.offset(tuple(k * d for k, d in zip(ks, dilation, strict=True))))
+                return
+            loop = T.unroll if a == rank - 1 and kernel[a] <= MAX_UNROLL else T.serial
+            for k in loop(kernel[a], name=f"k{a}"):
+                over_taps(emit, (*ks, k))
 
         for n in T.serial(n_):
             if not in_place:
-                for c in _over(c_ * plane)(c_):
+                for c in parallel_if_worth(c_ * plane)(c_):
                     ph.copy(xpad, x0, n, c, c * plane, used)
                 for q in T.serial(xlen - c_ * plane):
                     xpad[c_ * plane + q] = 0.0
-            for t in _over(o_ * c_ * kh_ * kw_ * width)(tiles * groups):
-                for io in T.serial(rows_per):
-                    acc = T.alloc_buffer((mr, NR), dtype)
-                    for ii in T.unroll(mr):
-                        for ji in T.vectorized(NR):
-                            acc[ii, ji] = 0.0
-                    for c in T.serial(c_):
-                        for kh in T.serial(kh_):
-                            for kw in T.unroll(kw_):
-                                for ii in T.unroll(mr):
-                                    for ji in T.vectorized(NR):
-                                        acc[ii, ji] = T.fma(
-                                            x1[(t % groups * rows_per + io) * mr + ii, c, kh, kw],
-                                            tap(n, c, kh, kw, t // groups * NR + ji),
-                                            acc[ii, ji])
-                    for ii in T.unroll(mr):
-                        for ji in T.vectorized(NR):
-                            if direct:
-                                out[n, (t % groups * rows_per + io) * mr + ii,
-                                    T.floordiv(t // groups * NR + ji, ow_),
-                                    T.floormod(t // groups * NR + ji, ow_)] = acc[ii, ji]
-                            else:
-                                wide[((t % groups * rows_per + io) * mr + ii) * width
-                                     + t // groups * NR + ji] = acc[ii, ji]
+            for t in parallel_if_worth(o_ * math.prod(w_shape[1:]) * width)(tasks):
+                grp = 0 if groups == 1 else t // (tiles * split)
+                tile = t // split % tiles if groups > 1 else t // split
+                first = grp * og  # the group's first output channel
+
+                def operands(ii, c, ks, offset, ji, row0):
+                    return (x1[(first + row0 + ii, c, *ks)],
+                            tap(n, c if groups == 1 else grp * cg + c, offset,  # noqa: B023
+                                tile * nr + ji))  # noqa: B023
+
+                def store(ii, ji, value, row0):
+                    if direct:
+                        out[(n, first + row0 + ii,  # noqa: B023
+                             *pixel(tile * nr + ji, out_size))] = value  # noqa: B023
+                    else:
+                        wide[(first + row0 + ii) * width + tile * nr + ji] = value  # noqa: B023
+
+                def block(row0, rows, tag):
+                    register_tile(rows, nr, dtype, tag, cg, over_taps,
+                                  lambda *a: operands(*a, row0),  # noqa: B023
+                                  lambda *a: store(*a, row0))  # noqa: B023
+
+                row_blocks(og, mr, split, t % split, block)
             if not direct:
-                for o in _over(o_ * oh_ * ow_)(o_):
-                    for oh in T.serial(oh_):
-                        for ow in T.serial(ow_):
-                            out[n, o, oh, ow] = wide[o * width + oh * pw + ow]
+                for o in parallel_if_worth(o_ * math.prod(out_size))(o_):
+                    for idx in T.grid(*out_size):
+                        idx = idx if rank > 1 else (idx,)
+                        out[(n, o, *idx)] = wide[o * width + ph.grid(idx)]
 
     return conv
 
@@ -298,7 +313,7 @@ def scheduled_gemv(x_shape: tuple[int, int, int, int],  # noqa: C901 (trace-time
             def pixel(p, c):
                 return x0[n, c, 0, 0] if p_ == 1 else xt[p * c_ + c]  # noqa: B023
 
-            for o in _over(o_ * c_ * p_)(o_):
+            for o in parallel_if_worth(o_ * c_ * p_)(o_):
                 lanes = T.alloc_buffer((p_, GEMV_LANES), dtype)
                 total = T.alloc_buffer((p_,), dtype)
                 for p in T.unroll(p_):
@@ -376,7 +391,7 @@ def plane_window(  # noqa: C901 (trace-time specialization)
              for a in range(2)]
     pad_end = tuple(max(pad_end[a], reach[a] - x_shape[2 + a] - pad_begin[a])
                     for a in range(2))
-    ph = _Phases(h_, w_, strides, pad_begin, pad_end)  # type: ignore[arg-type]
+    ph = Phases((h_, w_), strides, pad_begin, pad_end)  # type: ignore[arg-type]
     used = ph.phases(kernel, dilation)
     full, tail = divmod(ow_, DW_LANES)
     dtype = "float32"
@@ -384,7 +399,7 @@ def plane_window(  # noqa: C901 (trace-time specialization)
     w_buf = T.Buffer((c_, 1, kh_, kw_), dtype)
 
     def body(x0, x1, out):
-        for t in _over(n_ * c_ * oh_ * ow_ * kh_ * kw_)(n_ * c_):
+        for t in parallel_if_worth(n_ * c_ * oh_ * ow_ * kh_ * kw_)(n_ * c_):
             xpad = T.alloc_buffer((ph.plane,), dtype)
             ph.copy(xpad, x0, t // c_, t % c_, 0, used, fill)
 
@@ -392,7 +407,7 @@ def plane_window(  # noqa: C901 (trace-time specialization)
                 acc = T.float32(fill) if kind == "max" else None
                 for kh in range(kh_):
                     for kw in range(kw_):
-                        xv = xpad[ph.offset(kh * dh, kw * dw) + oh * ph.pw + ow]  # noqa: B023
+                        xv = xpad[ph.offset((kh * dh, kw * dw)) + ph.grid((oh, ow))]  # noqa: B023
                         if kind == "max":
                             acc = T.max(acc, xv)
                         else:
@@ -431,13 +446,20 @@ __all__ = [
     "GEMV_LANES",
     "GEMV_MAX_PIXELS",
     "MAX_TAPS",
+    "MAX_UNROLL",
+    "MIN_TASKS",
     "MIN_WORK",
+    "channel_split",
     "conv_ok",
+    "conv_tile",
     "depthwise_ok",
     "gemv_ok",
     "max_pool_ok",
+    "parallel_if_worth",
     "plane_window",
-    "scheduled_conv2d",
+    "register_tile",
+    "row_blocks",
+    "scheduled_conv",
     "scheduled_depthwise2d",
     "scheduled_gemv",
 ]

@@ -6,9 +6,11 @@ kernel positions, row-major) and, for avg_pool and lrn, a finishing store. FuseO
 therefore treats them like matmul (``out_ewise_fusable``: an elementwise epilogue such as
 a bias add and a relu moves into the same nest). FuseTIR could also inline an injective
 producer (a pad) into their loads, but FuseOps, following TVM's rules, does not group one
-with an ``out_ewise_fusable`` op. They are the correct, fusable baselines; float32 2-D
-convs (groups 1 or depthwise) and max pools use the schedules of ``passes/topi/conv.py``
-instead (15-80x faster), chosen here per signature.
+with an ``out_ewise_fusable`` op. They are the correct, fusable baselines; convs and
+conv_transposes above a few thousand multiply-adds (any groups, 1-3 spatial axes, float32
+or float64) and float32 max pools use the schedules of ``passes/topi/conv.py`` and
+``conv_transpose.py`` instead, chosen here per signature (the canonical convs ran 15-80x
+slower than onnxruntime).
 
 Padding is a select: a tap outside the input reads a clamped (in-bounds) index and is
 replaced by 0 (conv, avg_pool) or -inf (max_pool: padding never wins); conditions and
@@ -16,7 +18,8 @@ clamps are left out on axes where every tap is provably inside. conv_transpose g
 output ``y`` receives ``x[q] * w[k]`` where ``y + pad_begin - k * dilation = q * stride``
 with ``0 <= q < size``. avg_pool divides by onnxruntime's divisor, computed from the
 output index (``nn_rules.pool_divisors`` is the same count in Python).
-Imports ``irkernel.ir``, ``irkernel.tir`` and ``passes.topi.conv``.
+Imports ``irkernel.ir``, ``irkernel.tir``, ``passes.topi.conv`` and
+``passes.topi.conv_transpose``.
 """
 
 from __future__ import annotations
@@ -44,10 +47,11 @@ from passes.topi.conv import (
     gemv_ok,
     max_pool_ok,
     plane_window,
-    scheduled_conv2d,
+    scheduled_conv,
     scheduled_depthwise2d,
     scheduled_gemv,
 )
+from passes.topi.conv_transpose import conv_transpose_ok, scheduled_conv_transpose
 
 
 def _idx(v: int) -> PrimExpr:
@@ -106,15 +110,18 @@ def conv(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorTy
     win = sliding_window(x.shape[2:], w.shape[2:], attrs)
     g = attrs["groups"]
     (cx, sx), (_, sw) = types
-    if gemv_ok(sx, sw, g, DTYPE_NAMES[cx], win.out, (*win.pad_begin, *win.pad_end)):
-        return scheduled_gemv(sx, sw).with_attr("op_name", "conv").with_attr(
-            "op_pattern", OUT_EWISE_FUSABLE)
-    for ok, schedule in ((conv_ok, scheduled_conv2d), (depthwise_ok, scheduled_depthwise2d)):
-        if ok(sx, sw, g, DTYPE_NAMES[cx]):
-            fast = schedule(sx, sw, win.strides, win.pad_begin, win.pad_end, win.dilation,
-                            win.out)
-            return fast.with_attr("op_name", "conv").with_attr("op_pattern",
-                                                               OUT_EWISE_FUSABLE)
+    dtype = DTYPE_NAMES[cx]
+    fast = None
+    if gemv_ok(sx, sw, g, dtype, win.out, (*win.pad_begin, *win.pad_end)):
+        fast = scheduled_gemv(sx, sw)
+    elif depthwise_ok(sx, sw, g, dtype):
+        fast = scheduled_depthwise2d(sx, sw, win.strides, win.pad_begin, win.pad_end,
+                                     win.dilation, win.out)
+    elif conv_ok(sx, sw, g, dtype):
+        fast = scheduled_conv(sx, sw, g, win.strides, win.pad_begin, win.pad_end,
+                              win.dilation, win.out, dtype)
+    if fast is not None:
+        return fast.with_attr("op_name", "conv").with_attr("op_pattern", OUT_EWISE_FUSABLE)
     cg, og = x.shape[1] // g, w.shape[0] // g
     axes = te.reduce_axes([cg, *win.kernel])
     rc, rk = axes[0].var, [a.var for a in axes[1:]]
@@ -135,6 +142,12 @@ def conv_transpose(types: Sequence[TensorType], attrs: Mapping[str, Any],
     x, w = _inputs(types)
     win = transpose_window(x.shape[2:], w.shape[2:], attrs)
     g = attrs["groups"]
+    (cx, sx), (_, sw) = types
+    if conv_transpose_ok(sx, sw, DTYPE_NAMES[cx]):
+        fast = scheduled_conv_transpose(sx, sw, g, win.strides, win.pad_begin, win.dilation,
+                                        win.out, DTYPE_NAMES[cx])
+        return fast.with_attr("op_name", "conv_transpose").with_attr("op_pattern",
+                                                                     OUT_EWISE_FUSABLE)
     cg, og = x.shape[1] // g, w.shape[1]
     axes = te.reduce_axes([cg, *win.kernel])
     rc, rk = axes[0].var, [a.var for a in axes[1:]]

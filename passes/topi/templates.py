@@ -51,8 +51,10 @@ from irkernel.tir.buffer import Buffer, BufferLoad
 from irkernel.tir.construct import call, cast, const, eq, ne, select, truncmod
 from irkernel.tir.expr import FloorDiv, FloorMod, IntImm, Max, Min, Not, PrimExpr, Var
 from irkernel.tir.function import Attrs, PrimFunc
+from irkernel.target import CPUTarget
 from irkernel.tir.stmt import BufferStore, For, Stmt, seq
 from passes.topi import movement, nn
+from passes.topi.vector import current_target
 
 Shape = tuple[int, ...]
 Template = Callable[[Sequence[TensorType], Mapping[str, Any], TensorType], PrimFunc]
@@ -426,12 +428,14 @@ def legalize_op(opcode: int, record: tuple[tuple[str, Any], ...],
     op = ops.get_op(opcode)
     if op.legalize is None:
         raise ValueError(f"op {op.name!r} has no TIR template (OpDef.legalize is None)")
-    return _legalize_cached(op.legalize, op.name, record, types, result)
+    return _legalize_cached(op.legalize, op.name, record, types, result, current_target())
 
 
 @lru_cache(maxsize=4096)
 def _legalize_cached(template: Template, name: str, record: tuple[tuple[str, Any], ...],
-                     types: tuple[TensorType, ...], result: TensorType) -> PrimFunc:
+                     types: tuple[TensorType, ...], result: TensorType,
+                     target: CPUTarget) -> PrimFunc:
+    # ``target`` is only part of the key: the templates read their tiles from it
     func = template(list(types), dict(record), result)
     if not isinstance(func, PrimFunc):
         raise TypeError(f"op {name!r}: legalize returned {type(func).__name__}, "
