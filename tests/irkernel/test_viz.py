@@ -240,16 +240,19 @@ def test_cli_without_dot_says_how_to_install_and_dot_still_works(ir_file, tmp_pa
     assert (tmp_path / "g.dot").read_text().startswith("digraph")
 
 
-@pytest.mark.parametrize(("argv", "fragment"), [
-    (["--diff", "-o", "x.html"], "give -p"),
-    (["-p", "O2", "--diff", "-o", "x.svg"], "HTML page"),
-    (["-o", "x.jpg"], "suffix"),
-    (["--max-nodes", "0"], "--max-nodes"),
-    (["--function", "nope"], "'nope'"),
-    (["-p", "NoSuchPass"], "NoSuchPass"),
+@pytest.mark.parametrize(("argv", "fragment", "code"), [
+    # option values the command can not use are usage errors (2); a module without the
+    # function asked for is an error in the input (1): the CLI's one exit-code rule
+    (["--diff", "-o", "x.html"], "give -p", 2),
+    (["-p", "O2", "--diff", "-o", "x.svg"], "HTML page", 2),
+    (["-o", "x.jpg"], "suffix", 2),
+    (["--max-nodes", "0"], "--max-nodes", 2),
+    (["--function", "nope"], "'nope'", 1),
+    (["-p", "NoSuchPass"], "NoSuchPass", 2),
 ])
-def test_cli_errors_are_one_line(ir_file, capsys, argv: list[str], fragment: str) -> None:
-    assert main(["viz", str(ir_file), *argv]) == 1
+def test_cli_errors_are_one_line(ir_file, capsys, argv: list[str], fragment: str,
+                                 code: int) -> None:
+    assert main(["viz", str(ir_file), *argv]) == code
     err = capsys.readouterr().err
     assert err.startswith("irkernel viz: error:")
     assert fragment in err.splitlines()[0]

@@ -452,8 +452,9 @@ def test_matmul_epilogue_fuses_bias_and_relu() -> None:
     out = np.empty((8, 64), np.float32)
     ex["mm"](a, b, c, out)
     np.testing.assert_allclose(out, np.maximum(a @ b + c, 0), rtol=1e-5, atol=1e-5)
-    # N narrower than one vector (16 float32 lanes of AVX-512)
-    assert matmul_with_epilogue(8, 10, 64, "float32", bits=512) is None
+    # N narrower than a vector tiles with half-width vectors, down to 4 lanes
+    assert matmul_with_epilogue(8, 10, 64, "float32", bits=512) is not None
+    assert matmul_with_epilogue(8, 3, 64, "float32", bits=512) is None
 
 
 def test_variadic_ops_group_by_their_operand_types() -> None:
