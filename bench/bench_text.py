@@ -60,8 +60,70 @@ def mixed_graph(n_nodes: int) -> ik.IRModule:
     return ik.IRModule({"main": bb.finish([y])})
 
 
+#: Float specials every ``consts`` graph spells: NaN payloads, signed zero, infinities.
+_SPECIALS = np.array([np.nan, -0.0, np.inf, -np.inf, 0.1, 1e-300, 3.4e38],
+                     np.float64)
+_DTYPES = ("float32", "float64", "int32", "int64", "bool")
+
+
+def _const_value(rng: np.random.Generator, dtype: str, size: int) -> np.ndarray:
+    """``size`` random values of ``dtype`` (floats: normals and the specials, with NaNs of
+    random payloads; ints over their whole range; bools)."""
+    if dtype == "bool":
+        return rng.integers(0, 2, size).astype(bool)
+    if dtype.startswith("int"):
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, size, dtype=dtype, endpoint=True)
+    values = rng.standard_normal(size) * 10.0 ** rng.integers(-5, 6, size)
+    special = rng.random(size) < 0.2
+    values[special] = rng.choice(_SPECIALS, int(special.sum()))
+    values = values.astype(dtype)
+    nan_payload = rng.random(size) < 0.05
+    if nan_payload.any():
+        raw = values.view(np.uint32 if dtype == "float32" else np.uint64)
+        width = 23 if dtype == "float32" else 52
+        top = raw.dtype.type((1 << (8 if dtype == "float32" else 11)) - 1) << raw.dtype.type(width)
+        payload = rng.integers(1, 1 << min(width, 62), int(nan_payload.sum()), dtype=np.int64)
+        raw[nan_payload] = top | payload.astype(raw.dtype)
+    return values
+
+
+def _consts_function(n_nodes: int, seed: int) -> ik.Function:
+    """One function of about ``n_nodes`` nodes, a third of them constants: one lane per
+    dtype over ``[4]``, each step combining the lane with a scalar or a 4-element
+    constant of its dtype; every 8th step a reduction with attributes."""
+    rng = np.random.default_rng(seed)
+    bb = ik.GraphBuilder("main")
+    lanes = {d: bb.param(f"x_{d}", (4,), d) for d in _DTYPES}
+    step = 0
+    while len(bb) < n_nodes:
+        step += 1
+        dtype = _DTYPES[step % len(_DTYPES)]
+        y = lanes[dtype]
+        c = bb.const(_const_value(rng, dtype, 4 if step % 2 else 1).reshape((4,) if step % 2
+                                                                               else ()))
+        if dtype == "bool":
+            y = bb.logical_xor(y, c)
+        else:
+            y = bb.maximum(y, c) if step % 3 else bb.add(y, c)
+        if step % 8 == 0 and dtype != "bool":
+            s = bb.sum(y, axis=0, keepdims=True)
+            y = bb.add(y, s)
+        lanes[dtype] = y
+    return bb.finish(list(lanes.values()))
+
+
+def consts_graph(n_nodes: int, n_functions: int = 4) -> ik.IRModule:
+    """``n_functions`` functions of ``n_nodes`` nodes in all, with constants of every
+    dtype (scalars and 4-element arrays, float specials and NaN payloads) in a third
+    of the nodes, and attribute sets."""
+    return ik.IRModule({f"f{k}": _consts_function(n_nodes // n_functions, k)
+                        for k in range(n_functions)})
+
+
 GRAPHS: dict[str, Callable[[int], ik.IRModule]] = {
     "mixed": mixed_graph,
+    "consts": consts_graph,
     "random": lambda n: ik.IRModule({"main": random_function(GraphSpec(n_nodes=n, seed=0))}),
 }
 
@@ -76,6 +138,10 @@ def _text(graph: str, size: int) -> str:
     return _module(graph, size).script()
 
 
+def _num_nodes(mod: ik.IRModule) -> int:
+    return sum(f.num_nodes for f in mod.functions.values())
+
+
 def _fair(ours: Callable[[], object], ref: Callable[[], object], size: int) -> Fair:
     return fair(ours, ref, repeat=3, warmups=1, rounds=2 if size < 10**6 else 1)
 
@@ -83,13 +149,13 @@ def _fair(ours: Callable[[], object], ref: Callable[[], object], size: int) -> F
 def measure_print(graph: str, size: int) -> tuple[int, Fair]:
     mod = _module(graph, size)
     assert previous.print_module(mod) == _text(graph, size)
-    return mod["main"].num_nodes, _fair(mod.script, lambda: previous.print_module(mod), size)
+    return _num_nodes(mod), _fair(mod.script, lambda: previous.print_module(mod), size)
 
 
 def measure_parse(graph: str, size: int) -> tuple[int, Fair]:
     text = _text(graph, size)
     assert ik.structural_equal(parse(text), previous.parse(text))
-    n = _module(graph, size)["main"].num_nodes
+    n = _num_nodes(_module(graph, size))
     return n, _fair(lambda: parse(text), lambda: previous.parse(text), size)
 
 
