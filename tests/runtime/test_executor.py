@@ -6,6 +6,7 @@ import threading
 
 import numpy as np
 import pytest
+from executor_helpers import add4, rowsum, scale4, tir_call
 
 import irkernel as ik
 import runtime
@@ -17,35 +18,13 @@ NO_FUSION = ["FuseOps", "FuseTIR"]
 
 
 @T.prim_func(private=True)
-def add4(a: T.Buffer((4,), "float32"), b: T.Buffer((4,), "float32"),
-         c: T.Buffer((4,), "float32")):
-    for i in T.serial(4):
-        c[i] = a[i] + b[i]
-
-
-@T.prim_func(private=True)
-def scale4(a: T.Buffer((4,), "float32"), c: T.Buffer((4,), "float32")):
-    for i in T.serial(4):
-        c[i] = a[i] * 3.0
-
-
-@T.prim_func(private=True)
-def rowsum(a: T.Buffer((2, 4), "float32"), c: T.Buffer((2,), "float32")):
-    for i in T.serial(2):
-        c[i] = 0.0
-        for j in T.serial(4):
-            c[i] = c[i] + a[i, j]
-
-
-@T.prim_func(private=True)
 def clobber(a: T.Buffer((4,), "float32"), c: T.Buffer((4,), "float32")):
     for i in T.serial(4):
         a[i] = 0.0
         c[i] = 1.0
 
 
-def _tir(bb: ik.GraphBuilder, callee: str, *operands: int, shape=(4,)) -> int:
-    return bb.call("call_tir", *operands, callee=callee, dtype="float32", shape=shape)
+_tir = tir_call
 
 
 def _build(mod: ik.IRModule, **kw) -> runtime.Executable:
