@@ -165,13 +165,7 @@ class GraphExecutor:
         ValueError
             A wrong shape, layout or overlap (naming the input or output).
         """
-        types = self._param_types
-        if len(inputs) == len(types) and all(
-                type(x) is np.ndarray and x.dtype == dtype and x.shape == shape
-                for x, (dtype, shape) in zip(inputs, types, strict=True)):
-            arrays = list(inputs)
-        else:
-            arrays = check_inputs(self.func, self.name, inputs)
+        arrays = self._checked(inputs)
         outs = None if out is None else self._check_out(out, arrays)
         return self.run(arrays, 0, outs)
 
@@ -179,7 +173,15 @@ class GraphExecutor:
         """``self(*inputs)`` with every launch (here and in ``call_func`` callees) run
         alone through ``timer.launch`` (``runtime/profile.py``): the same kernels in the
         same order on the same slots, so the same results."""
-        return self.run(check_inputs(self.func, self.name, inputs), 0, None, timer)
+        return self.run(self._checked(inputs), 0, None, timer)
+
+    def _checked(self, inputs: Sequence[Any]) -> list[np.ndarray]:
+        types = self._param_types
+        if len(inputs) == len(types) and all(
+                type(x) is np.ndarray and x.dtype == dtype and x.shape == shape
+                for x, (dtype, shape) in zip(inputs, types, strict=True)):
+            return list(inputs)
+        return check_inputs(self.func, self.name, inputs)
 
     def _check_out(self, out: Sequence[np.ndarray], inputs: list[np.ndarray]) -> list[np.ndarray]:
         if isinstance(out, np.ndarray) or not isinstance(out, (list, tuple)):

@@ -6,8 +6,11 @@ compiled from, not hardware counters:
 
 * **FLOPs**: every float arithmetic node (``+ - * /``, ``min``/``max``, a math
   call; ``fma`` counts 2) in a statement's expressions, times the trip counts
-  of the loops around it. An ``if`` counts its larger branch (as
-  ``tir.analysis.trip_count`` does), a ``select`` both of its values. Loop
+  of the loops around it. An ``if`` whose condition is known (from the
+  loop vars of a short loop, ``ITERATE_MAX``, which is then walked once per
+  iteration: the tail panels of a matmul) counts the branch taken, any other
+  its larger branch (as ``tir.analysis.trip_count`` does); a ``select``
+  counts both of its values. Loop
   extents that are shape vars take the call's values; those that the
   shape-generic kernels read from their ``meta`` operand (``n0 = meta[0]``)
   take the values of that constant. An extent still unknown gives None.
@@ -34,8 +37,15 @@ from irkernel.ir.call_tir import bind_call_tir
 from irkernel.tir import dtype as dt
 from irkernel.tir.buffer import BufferLoad
 from irkernel.tir.expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
     MAX_DEPTH,
+    NE,
     Add,
+    And,
     BinaryOp,
     Call,
     Cast,
@@ -47,12 +57,14 @@ from irkernel.tir.expr import (
     Min,
     Mod,
     Mul,
+    Not,
+    Or,
     PrimExpr,
     Sub,
     Var,
 )
 from irkernel.tir.function import PrimFunc
-from irkernel.tir.functor import post_order
+from irkernel.tir.functor import free_vars, post_order
 from irkernel.tir.stmt import (
     Allocate,
     BufferStore,
@@ -69,6 +81,8 @@ _ARITH = (Add, Sub, Mul, Div, Min, Max)
 #: Largest integer constant operand whose values may give loop extents (the ``meta``
 #: operands of shape-generic kernels hold a few dozen); larger constants are data.
 MAX_META_ELEMENTS = 256
+#: Longest loop walked once per iteration when an ``if`` below it tests its var.
+ITERATE_MAX = 64
 
 _INT_OPS = {
     Add: lambda a, b: a + b,
@@ -80,6 +94,14 @@ _INT_OPS = {
     Mod: lambda a, b: int(np.fmod(a, b)) if b else None,
     Min: min,
     Max: max,
+    LT: lambda a, b: int(a < b),
+    LE: lambda a, b: int(a <= b),
+    GT: lambda a, b: int(a > b),
+    GE: lambda a, b: int(a >= b),
+    EQ: lambda a, b: int(a == b),
+    NE: lambda a, b: int(a != b),
+    And: lambda a, b: int(bool(a) and bool(b)),
+    Or: lambda a, b: int(bool(a) or bool(b)),
 }
 
 
@@ -132,6 +154,16 @@ def _stmt_flops(s: Stmt, env: dict[str, int | None], tables: Mapping[str, list[i
         raise ValueError(f"launch_cost: statements nested deeper than {2 * MAX_DEPTH}")
     if isinstance(s, For):
         extent = int_value(s.extent, env, tables)
+        start = int_value(s.min, env, tables)
+        if (extent is not None and start is not None and 0 < extent <= ITERATE_MAX
+                and _tested(s.body, s.loop_var.name)):
+            total = 0
+            for value in range(start, start + extent):
+                count = _stmt_flops(s.body, {**env, s.loop_var.name: value}, tables, depth + 1)
+                if count is None:
+                    return None
+                total += count
+            return total
         inner = _stmt_flops(s.body, env, tables, depth + 1)
         return None if extent is None or inner is None else max(extent, 0) * inner
     if isinstance(s, SeqStmt):
@@ -143,6 +175,10 @@ def _stmt_flops(s: Stmt, env: dict[str, int | None], tables: Mapping[str, list[i
             total += count
         return total
     if isinstance(s, IfThenElse):
+        known = int_value(s.condition, env, tables)
+        if known is not None:
+            taken = s.then_case if known else s.else_case
+            return 0 if taken is None else _stmt_flops(taken, env, tables, depth + 1)
         then = _stmt_flops(s.then_case, env, tables, depth + 1)
         other = 0 if s.else_case is None else _stmt_flops(s.else_case, env, tables, depth + 1)
         return None if then is None or other is None else max(then, other)
@@ -159,6 +195,12 @@ def _stmt_flops(s: Stmt, env: dict[str, int | None], tables: Mapping[str, list[i
     return 0
 
 
+def _tested(body: Stmt, name: str) -> bool:
+    """Whether an ``if`` in ``body`` tests the var ``name``."""
+    return any(isinstance(n, IfThenElse) and name in free_vars(n.condition)
+               for n in post_order(body))
+
+
 def int_value(e: PrimExpr, env: Mapping[str, int | None],
               tables: Mapping[str, list[int]]) -> int | None:
     """The value of an integer expression over known vars and constant tables, or None."""
@@ -168,6 +210,9 @@ def int_value(e: PrimExpr, env: Mapping[str, int | None],
         return env.get(e.name)
     if isinstance(e, Cast) and not dt.is_float(e.dtype):
         return int_value(e.value, env, tables)
+    if isinstance(e, Not):
+        inner = int_value(e.a, env, tables)
+        return None if inner is None else int(not inner)
     if isinstance(e, BufferLoad):
         table = tables.get(e.buffer.name)
         if table is None or len(e.indices) != 1:

@@ -18,7 +18,7 @@ import irkernel as ik
 import runtime
 from irkernel import transform
 from irkernel.tir import script as T
-from runtime.kernel_cost import launch_cost
+from runtime.kernel_cost import ITERATE_MAX, launch_cost
 from runtime.profile import KernelRow, Profile, ops_of, schedule_of
 
 
@@ -194,20 +194,27 @@ def test_ops_of_parses_fused_names() -> None:
     assert schedule_of(prim("add").with_attr("schedule", "matmul")) == "matmul"
 
 
-@T.prim_func(private=True)
-def branchy(a: T.Buffer((8, 4), "float32"), c: T.Buffer((8,), "float32")):
-    for i in T.serial(8):
-        with T.If(i < 4):
-            c[i] = T.fma(a[i, 0], a[i, 1], a[i, 2]) * 2.0
-        with T.Else():
-            c[i] = a[i, 3]
+def _branchy(rows: int):
+    @T.prim_func(private=True)
+    def branchy(a: T.Buffer((rows, 4), "float32"), c: T.Buffer((rows,), "float32")):
+        for i in T.serial(rows):
+            with T.If(i < 4):
+                c[i] = T.fma(a[i, 0], a[i, 1], a[i, 2]) * 2.0
+            with T.Else():
+                c[i] = a[i, 3]
+
+    return branchy
 
 
-def test_launch_cost_counts_fma_twice_and_the_larger_branch() -> None:
+def test_launch_cost_counts_fma_twice_and_the_branch_taken() -> None:
     f32 = np.dtype(np.float32)
-    cost = launch_cost(branchy, [(f32, (8, 4)), (f32, (8,))], {})
-    assert cost.flops == 8 * 3                      # fma (2) + mul (1) per iteration
+    cost = launch_cost(_branchy(8), [(f32, (8, 4)), (f32, (8,))], {})
+    assert cost.flops == 4 * 3                      # fma (2) + mul (1) where i < 4
     assert cost.bytes == 4 * (32 + 8)
+    # a loop longer than ITERATE_MAX is not walked per iteration: the larger branch
+    rows = ITERATE_MAX + 1
+    cost = launch_cost(_branchy(rows), [(f32, (rows, 4)), (f32, (rows,))], {})
+    assert cost.flops == rows * 3
 
 
 def test_profile_is_a_frozen_record(model) -> None:
