@@ -273,3 +273,17 @@ def test_executable_mapping_and_memory_plan() -> None:
     with pytest.raises(KeyError, match="no function 'nope'"):
         ex["nope"]
     assert "kernels" in repr(ex["main"])
+
+
+def test_launch_table_names_the_node_and_kernel_of_each_launch() -> None:
+    mod, _ = _hand_module()
+    ex = _build(mod)
+    for name in ("main", "helper"):
+        func = ex.lowered_module[name]
+        table = ex[name].launch_table
+        calls = [n for n in range(func.num_nodes) if func.op(n).name == "call_tir"]
+        assert table.nodes.tolist() == calls                       # launch order = node order
+        assert table.kernel_names == tuple(sorted(set(table.kernel_names)))
+        assert [table.kernel_names[k] for k in table.kernel_ids.tolist()] == \
+            [func.node_attrs(n)["callee"] for n in calls]
+    assert ex["main"].launch_table.kernel_names == ("add4", "rowsum", "scale4")
