@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from runtime.compile import LoweringSettings
     from runtime.executor import GraphExecutor
     from runtime.memory_plan import MemoryPlan
+    from runtime.profile import Profile
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,35 @@ class Executable(Mapping[str, "Kernel | GraphExecutor"]):
             raise KeyError(f"executable has no graph function {name!r} (graph functions: "
                            f"{known})")
         return graph.plan
+
+    def profile(self, *inputs: Any, repeat: int = 10, function: str = "main") -> Profile:
+        """Run graph function ``function`` ``repeat`` times with every kernel launch timed.
+
+        The same kernels run in the same order as in ``ex[function](*inputs)`` (one
+        launch at a time instead of one native loop per segment), so the outputs are
+        the same (``profile.outputs``: the last run's). See ``runtime/profile.py``.
+
+        Returns
+        -------
+        runtime.profile.Profile
+            ``.rows`` (one :class:`runtime.profile.KernelRow` per kernel, slowest
+            first), ``.render()``, ``.to_chrome_trace(path)``, ``.run_time``.
+
+        Raises
+        ------
+        KeyError
+            When ``function`` is not a graph function of the executable.
+        ValueError
+            When ``repeat`` is not an int >= 1; TypeError/ValueError for bad inputs.
+        """
+        from runtime.profile import profile_graph  # the profiler loads only when used
+
+        graph = self._graphs.get(function)
+        if graph is None:
+            known = ", ".join(self._graphs) or "none"
+            raise KeyError(f"executable has no graph function {function!r} (graph "
+                           f"functions: {known})")
+        return profile_graph(graph, self.lowered_module, inputs, repeat)
 
     def get_source(self, fmt: str = "llvm") -> str:
         """The generated code of every kernel, in module order.

@@ -13,6 +13,9 @@ run needs no per-kernel checks. A call then does, in order:
    one NumPy assignment, and run the launches with the native launcher
    (``runtime/launcher.py``), one ctypes call per segment (``call_func``
    nodes split segments and run their callee in between);
+   a profiled call (``profiled_call``, ``runtime/profile.py``) runs the same
+   launches one at a time through a timer instead; the unprofiled path has no
+   timer calls, only the one ``timer is None`` test per segment;
 4. return the outputs: fresh arrays (``np.empty``, first touched by the
    kernel that writes them), or the ``out`` arrays.
 
@@ -24,7 +27,7 @@ parallel (the ctypes call releases the GIL).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,11 +42,15 @@ from runtime.launch_table import (
     CallFunc,
     CompiledKernel,
     ConstOperand,
+    LaunchTable,
     build_table,
     check_kernel_call,
 )
 from runtime.launcher import run_steps
 from runtime.memory_plan import ALIGN, MemoryPlan, plan_memory
+
+if TYPE_CHECKING:
+    from runtime.profile import LaunchTimer
 
 MAX_CALL_DEPTH = 64
 
@@ -95,9 +102,12 @@ class GraphExecutor:
         validate_function(func, "GraphExecutor", name)  # ids below index Python lists
         self.name, self.func = name, func
         self._graphs = graphs
-        self._kernels = dict(kernels)  # keeps the kernels' machine code alive (see owner)
         self.plan: MemoryPlan = plan_memory(func)
-        self._table = build_table(name, func, self._kernels, self.plan)
+        self._table = build_table(name, func, kernels, self.plan)
+        # keeps the machine code of the kernels this function launches alive (see owner);
+        # only those: a copy of the module's whole dict per function is O(functions x K)
+        self._kernels = {k: kernels[k] for k in self._table.kernel_names}
+        self._result_pos = _result_positions(self._table)
         self._n_params = len(func.params)
         self._out_types = [(NUMPY_DTYPES[int(func.dtype[o])], func.shapes[int(func.shape_id[o])])
                            for o in func.outputs.tolist()]
@@ -155,15 +165,23 @@ class GraphExecutor:
         ValueError
             A wrong shape, layout or overlap (naming the input or output).
         """
+        arrays = self._checked(inputs)
+        outs = None if out is None else self._check_out(out, arrays)
+        return self.run(arrays, 0, outs)
+
+    def profiled_call(self, timer: LaunchTimer, *inputs: Any) -> list[np.ndarray]:
+        """``self(*inputs)`` with every launch (here and in ``call_func`` callees) run
+        alone through ``timer.launch`` (``runtime/profile.py``): the same kernels in the
+        same order on the same slots, so the same results."""
+        return self.run(self._checked(inputs), 0, None, timer)
+
+    def _checked(self, inputs: Sequence[Any]) -> list[np.ndarray]:
         types = self._param_types
         if len(inputs) == len(types) and all(
                 type(x) is np.ndarray and x.dtype == dtype and x.shape == shape
                 for x, (dtype, shape) in zip(inputs, types, strict=True)):
-            arrays = list(inputs)
-        else:
-            arrays = check_inputs(self.func, self.name, inputs)
-        outs = None if out is None else self._check_out(out, arrays)
-        return self.run(arrays, 0, outs)
+            return list(inputs)
+        return check_inputs(self.func, self.name, inputs)
 
     def _check_out(self, out: Sequence[np.ndarray], inputs: list[np.ndarray]) -> list[np.ndarray]:
         if isinstance(out, np.ndarray) or not isinstance(out, (list, tuple)):
@@ -197,8 +215,9 @@ class GraphExecutor:
         return list(out)
 
     def run(self, arrays: list[np.ndarray], depth: int,
-            out: list[np.ndarray] | None = None) -> list[np.ndarray]:
-        """Run on already checked inputs (``call_func`` enters here)."""
+            out: list[np.ndarray] | None = None,
+            timer: LaunchTimer | None = None) -> list[np.ndarray]:
+        """Run on already checked inputs (``call_func`` enters here); ``timer``: profile."""
         if depth > MAX_CALL_DEPTH:
             raise IRError(f"{self.name}: call_func nesting deeper than {MAX_CALL_DEPTH} "
                           "(recursive calls?)")
@@ -222,9 +241,12 @@ class GraphExecutor:
             binding.slots[table.dyn_pos] = ptrs[table.dyn_index]
             fns, starts = self._table_addresses
             for seg in table.segments:
-                run_steps(fns, starts, binding.slots_address, seg.begin, seg.end)
+                if timer is None:
+                    run_steps(fns, starts, binding.slots_address, seg.begin, seg.end)
+                else:
+                    timer.launch(self, fns, starts, binding.slots_address, seg.begin, seg.end)
                 if seg.call is not None:
-                    self._call_func(seg.call, binding, values, ptrs, depth)
+                    self._call_func(seg.call, binding, values, ptrs, depth, timer)
         finally:
             self._free.append(binding)
         results = []
@@ -256,7 +278,7 @@ class GraphExecutor:
         return _Binding(arena, slots)
 
     def _call_func(self, call: CallFunc, binding: _Binding, values: list[Any],
-                   ptrs: np.ndarray, depth: int) -> None:
+                   ptrs: np.ndarray, depth: int, timer: LaunchTimer | None) -> None:
         target = self._graphs.get(call.callee)
         if target is None:
             raise IRError(f"{self.name}: call_func callee {call.callee!r} is not a graph "
@@ -273,13 +295,17 @@ class GraphExecutor:
                             .reshape(operand.shape))
             else:
                 args.append(values[operand.index])
-        result = target.run(args, depth + 1)[0]
+        result = target.run(args, depth + 1, None, timer)[0]
         index = call.result
         values[index], ptrs[index] = _usable(result, int(self._table.dyn_align[index]))
-        table = self._table
-        binding.slots[table.dyn_pos[table.dyn_index == index]] = ptrs[index]
+        binding.slots[self._result_pos[index]] = ptrs[index]
 
     # -- introspection --------------------------------------------------------
+    @property
+    def launch_table(self) -> LaunchTable:
+        """The launches of a call (read it, never write it: calls share it)."""
+        return self._table
+
     @property
     def num_kernels(self) -> int:
         """Kernel launches per call (call_tir nodes)."""
@@ -288,6 +314,20 @@ class GraphExecutor:
     def __repr__(self) -> str:
         return (f"<GraphExecutor {self.name}: {self._n_params} inputs, "
                 f"{self.num_kernels} kernels, arena {self.plan.planned_bytes:,} B>")
+
+
+def _result_positions(table: LaunchTable) -> dict[int, np.ndarray]:
+    """Per ``call_func`` result (its dynamic index): the slots that take its address.
+    Found once at build time with one sort, so a call does no search over the slots."""
+    results = [seg.call.result for seg in table.segments if seg.call is not None]
+    if not results:
+        return {}
+    order = np.argsort(table.dyn_index, kind="stable")
+    grouped = table.dyn_index[order]
+    lo = np.searchsorted(grouped, results, side="left")
+    hi = np.searchsorted(grouped, results, side="right")
+    return {r: table.dyn_pos[order[a:b]] for r, a, b in
+            zip(results, lo.tolist(), hi.tolist(), strict=True)}
 
 
 def _usable(arr: np.ndarray, align: int) -> tuple[np.ndarray, int]:

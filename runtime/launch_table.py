@@ -213,6 +213,9 @@ class LaunchTable:
     fresh: list[FreshOutput]
     n_dynamic: int
     keep: list[Any]  # arrays whose addresses are in ``slots`` (constants)
+    nodes: np.ndarray  # int64[steps]: the call_tir node of each launch (profiles, errors)
+    kernel_ids: np.ndarray  # int64[steps]: each launch's kernel, an index into kernel_names
+    kernel_names: tuple[str, ...]  # the distinct callees, sorted
 
 
 def _const_addresses(func: Function, nodes: np.ndarray, align: np.ndarray,
@@ -311,9 +314,9 @@ def build_table(name: str, func: Function, kernels: dict[str, CompiledKernel],
             raise IRError(f"{name}: node {node} (call_tir): callee {callee!r} is not a "
                           "compiled PrimFunc of the module")
     kid_of_attr = np.full(len(records), -1, np.int64)
+    index_of = {callee: k for k, callee in enumerate(names)}  # a dict: O(1) per attr record
     for aid, callee in callee_of.items():
-        if callee in kernels:
-            kid_of_attr[aid] = names.index(callee) if callee in names else -1
+        kid_of_attr[aid] = index_of.get(callee, -1)
     kid = kid_of_attr[func.attr_id[calls]]
     csr = operand_csr(func)
     n_ops_of = (csr.ptr[calls + 1] - csr.ptr[calls]).astype(np.int64)
@@ -345,8 +348,11 @@ def build_table(name: str, func: Function, kernels: dict[str, CompiledKernel],
     # -- check each distinct (kernel, types) signature once -------------------
     type_key = (func.dtype.astype(np.int64) << 32) | func.shape_id
     sizes = func.shapes.size[func.shape_id].astype(np.int64)
+    # the calls of each kernel, in call order: one stable sort, not a scan per kernel
+    by_kernel = np.argsort(kid, kind="stable")
+    bounds = np.searchsorted(kid[by_kernel], np.arange(len(names) + 1))
     for k, callee in enumerate(names):
-        members = np.nonzero(kid == k)[0]
+        members = by_kernel[bounds[k]:bounds[k + 1]]
         width_k = int(n_params[k])
         pos = starts[members][:, None] + np.arange(width_k)
         kern = kernels[callee]
@@ -395,7 +401,8 @@ def build_table(name: str, func: Function, kernels: dict[str, CompiledKernel],
     return LaunchTable(fns=np.ascontiguousarray(fns), starts=starts, slots=slots,
                        arena_pos=arena_pos, dyn_pos=dyn_pos, dyn_index=dyn_index,
                        dyn_align=dyn_align, segments=segments, fresh=fresh,
-                       n_dynamic=n_dynamic, keep=keep)
+                       n_dynamic=n_dynamic, keep=keep, nodes=calls.astype(np.int64),
+                       kernel_ids=kid.astype(np.int64), kernel_names=tuple(names))
 
 
 def _segments(func: Function, calls: np.ndarray, func_nodes: np.ndarray,

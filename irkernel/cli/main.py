@@ -197,6 +197,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="opt_level of the build (default: the context's, 2)")
     run.add_argument("--time-passes", action="store_true",
                      help="print the timing tree of every pass of the build (stderr)")
+    run.add_argument("--profile", action="store_true",
+                     help="time every kernel over the --repeat runs; print a table per kernel")
+    run.add_argument("--profile-json", metavar="FILE",
+                     help="write the kernel profile as a Chrome trace (implies --profile)")
     run.set_defaults(run=cmd_run)
     viz = sub.add_parser("viz", parents=[common], help="draw a graph function (DOT, SVG, PNG, HTML; --diff: "
                          "before and after a pipeline)")

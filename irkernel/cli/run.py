@@ -2,7 +2,9 @@
 
 FILE is an ``.ir`` file or an ``.onnx`` model (imported by the frontend); ``--random``
 runs on random inputs of the parameters' types, ``--repeat N`` reports the median time
-per run of N runs.
+per run of N runs. ``--profile`` then runs N more times with every kernel timed and
+prints a table per kernel (``runtime/profile.py``); ``--profile-json FILE`` also writes
+those runs as a Chrome trace.
 
 Imported lazily by ``irkernel/cli/main.py`` (runtime and numpy load only when
 the subcommand runs). Inputs are checked before anything is built or
@@ -120,6 +122,17 @@ def run_file(args: argparse.Namespace, out: TextIO,
         print(f"  wrote {len(results)} output(s) to {args.output}", file=out)
     if timing is not None:
         print(timing.render(), file=sys.stderr)
+    profile_json = getattr(args, "profile_json", None)
+    if getattr(args, "profile", False) or profile_json:
+        profile = ex.profile(*inputs, repeat=repeat, function=args.entry)
+        print(profile.render(), file=out)
+        if profile_json:
+            try:
+                profile.to_chrome_trace(profile_json)
+            except OSError as exc:
+                raise RunError(f"cannot write the profile to {profile_json!r}: "
+                               f"{exc.strerror or exc}") from None
+            print(f"  wrote the kernel profile to {profile_json} (Chrome trace)", file=out)
     return 0
 
 

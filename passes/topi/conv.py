@@ -261,7 +261,7 @@ def _conv(  # noqa: C901 (trace-time specialization)
                         idx = idx if rank > 1 else (idx,)
                         out[(n, o, *idx)] = wide[o * width + ph.grid(idx)]
 
-    return conv
+    return conv.with_attr("schedule", "conv_implicit_gemm")
 
 
 #: Lanes of the channel-vectorized dot products of ``scheduled_gemv``.
@@ -333,7 +333,7 @@ def scheduled_gemv(x_shape: tuple[int, int, int, int],  # noqa: C901 (trace-time
                                          pixel(p, full * GEMV_LANES + ci), total[p])
                     out[n, o, p // w_, p % w_] = total[p]
 
-    return gemv
+    return gemv.with_attr("schedule", "conv_gemv")
 
 
 def depthwise_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,
@@ -432,14 +432,14 @@ def plane_window(  # noqa: C901 (trace-time specialization)
                      out: T.Buffer((n_, c_, oh_, ow_), dtype)):
             body(x0, None, out)
 
-        return max_pool
+        return max_pool.with_attr("schedule", "pool_window")
 
     @T.prim_func(private=True)
     def depthwise(x0: T.Buffer((n_, c_, h_, w_), dtype), x1: w_buf,
                   out: T.Buffer((n_, c_, oh_, ow_), dtype)):
         body(x0, x1, out)
 
-    return depthwise
+    return depthwise.with_attr("schedule", "depthwise")
 
 
 __all__ = [

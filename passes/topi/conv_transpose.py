@@ -175,7 +175,7 @@ def _conv_transpose(  # noqa: C901 (trace-time specialization)
                         out[(n, o, *y)] = wide[o * (len(live) * width) + index * width
                                                + ph.grid(m)]
 
-    return conv_transpose
+    return conv_transpose.with_attr("schedule", "conv_transpose_gemm")
 
 
 __all__ = ["conv_transpose_ok", "scheduled_conv_transpose"]

@@ -177,7 +177,8 @@ def _vars(prefix: str, count: int = RANK) -> list[Var]:
 
 def _prim(name: str, params: Sequence[Buffer], body: Stmt, op_name: str) -> PrimFunc:
     return PrimFunc(tuple(params), body, Attrs({"op_name": op_name, "op_pattern": OPAQUE,
-                                                "generic_name": name}))
+                                                "generic_name": name,
+                                                "schedule": "generic"}))
 
 
 @lru_cache(maxsize=1024)

@@ -382,7 +382,7 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
                     main_panels(x0, x1, out, b, chunk, ct)
                 with T.Else():
                     tail_panel(x0, x1, out, b, chunk)
-    return matmul
+    return matmul.with_attr("schedule", "matmul")
 
 
 __all__ = ["MIN_WORK", "PARALLEL_MIN_MACS", "WIDE_PANEL_L2_FRACTION", "accumulators",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -92,3 +93,28 @@ def test_run_is_in_the_help() -> None:
     from irkernel.cli.main import build_parser
 
     assert "run" in build_parser().format_help()
+
+
+def test_run_profile_prints_the_kernel_table(tmp_path: Path, files: dict[str, Path],
+                                             cache_dir: Path) -> None:
+    trace = tmp_path / "trace.json"
+    proc = _run(tmp_path, cache_dir, "g.ir", "--random", "--repeat", "3", "--profile",
+                "--profile-json", str(trace))
+    assert proc.returncode == 0, proc.stderr
+    assert "profile of main: 3 run(s)" in proc.stdout
+    assert "ms/run" in proc.stdout and "GFLOP/s" in proc.stdout
+    lines = proc.stdout.splitlines()
+    table = lines[next(k for k, line in enumerate(lines) if "ms/run" in line) + 1:]
+    assert any("(add)" in line or "(add, exp" in line or "add" in line for line in table)
+    events = json.loads(trace.read_text())
+    assert sum(e["cat"] == "Session" for e in events) == 3
+    assert sum(e["cat"] == "Node" for e in events) % 3 == 0
+
+
+def test_run_profile_json_to_a_missing_directory_exits_1(tmp_path: Path,
+                                                         files: dict[str, Path],
+                                                         cache_dir: Path) -> None:
+    proc = _run(tmp_path, cache_dir, "g.ir", "--random", "--profile-json",
+                str(tmp_path / "no" / "trace.json"))
+    assert proc.returncode == 1
+    assert "cannot write the profile" in proc.stderr

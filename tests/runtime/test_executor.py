@@ -6,6 +6,7 @@ import threading
 
 import numpy as np
 import pytest
+from executor_helpers import add4, rowsum, scale4, tir_call
 
 import irkernel as ik
 import runtime
@@ -17,35 +18,13 @@ NO_FUSION = ["FuseOps", "FuseTIR"]
 
 
 @T.prim_func(private=True)
-def add4(a: T.Buffer((4,), "float32"), b: T.Buffer((4,), "float32"),
-         c: T.Buffer((4,), "float32")):
-    for i in T.serial(4):
-        c[i] = a[i] + b[i]
-
-
-@T.prim_func(private=True)
-def scale4(a: T.Buffer((4,), "float32"), c: T.Buffer((4,), "float32")):
-    for i in T.serial(4):
-        c[i] = a[i] * 3.0
-
-
-@T.prim_func(private=True)
-def rowsum(a: T.Buffer((2, 4), "float32"), c: T.Buffer((2,), "float32")):
-    for i in T.serial(2):
-        c[i] = 0.0
-        for j in T.serial(4):
-            c[i] = c[i] + a[i, j]
-
-
-@T.prim_func(private=True)
 def clobber(a: T.Buffer((4,), "float32"), c: T.Buffer((4,), "float32")):
     for i in T.serial(4):
         a[i] = 0.0
         c[i] = 1.0
 
 
-def _tir(bb: ik.GraphBuilder, callee: str, *operands: int, shape=(4,)) -> int:
-    return bb.call("call_tir", *operands, callee=callee, dtype="float32", shape=shape)
+_tir = tir_call
 
 
 def _build(mod: ik.IRModule, **kw) -> runtime.Executable:
@@ -294,3 +273,17 @@ def test_executable_mapping_and_memory_plan() -> None:
     with pytest.raises(KeyError, match="no function 'nope'"):
         ex["nope"]
     assert "kernels" in repr(ex["main"])
+
+
+def test_launch_table_names_the_node_and_kernel_of_each_launch() -> None:
+    mod, _ = _hand_module()
+    ex = _build(mod)
+    for name in ("main", "helper"):
+        func = ex.lowered_module[name]
+        table = ex[name].launch_table
+        calls = [n for n in range(func.num_nodes) if func.op(n).name == "call_tir"]
+        assert table.nodes.tolist() == calls                       # launch order = node order
+        assert table.kernel_names == tuple(sorted(set(table.kernel_names)))
+        assert [table.kernel_names[k] for k in table.kernel_ids.tolist()] == \
+            [func.node_attrs(n)["callee"] for n in calls]
+    assert ex["main"].launch_table.kernel_names == ("add4", "rowsum", "scale4")
