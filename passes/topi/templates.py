@@ -18,7 +18,7 @@ saturates, NaN -> 0: LLVM's ``fptosi.sat``, like ``ops.astype_reference``);
 ``less``/``greater`` on bools compare them as int32. ``concat`` selects
 between clamped loads so no operand is ever read out of bounds.
 
-Where the results are only close: exp/log/tanh/sigmoid/power/erf are TIR math
+Where the results are only close: exp/log/tanh/sigmoid/power/erf/trig are TIR math
 calls (LLVM intrinsics; libm on scalars, a vector math library on vectors;
 NumPy in ``tir.interpret``), while the reference uses Numba's libm calls, so
 they agree to a few ulps. Float ``sum``/``mean``/``matmul`` accumulate
@@ -144,6 +144,8 @@ _UNARY: dict[str, Callable[[PrimExpr], PrimExpr]] = {
     "ceil": lambda x: call("ceil", x),
     "round": lambda x: call("round", x),  # llvm.roundeven: half to even, as np.round
     "logical_not": Not,
+    # sin/cos: LLVM intrinsics; tan ... atanh: libm calls (irkernel.tir.expr.LIBM_TRIG)
+    **{name: (lambda n: lambda x: call(n, x))(name) for name in ops.TRIG_OPS},
 }
 
 

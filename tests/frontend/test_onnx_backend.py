@@ -55,7 +55,6 @@ EXCLUDED_OPS: dict[str, str] = {
     **dict.fromkeys(["BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot",
                      "BitCast"], _BITS),
     **dict.fromkeys([
-        "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Cos", "Cosh", "Sin", "Sinh", "Tan",
         "Attention", "LinearAttention", "ai.onnx.preview.FlexAttention", "RotaryEmbedding",
         "RMSNormalization",
         "Resize", "Upsample", "GridSample", "AffineGrid", "GatherElements", "GatherND",

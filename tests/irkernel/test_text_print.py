@@ -197,6 +197,7 @@ OP_CASES = {
     "argmin": (_arg_reduce, NUMERIC),
     **{op: (_movement, DTYPES) for op in ("strided_slice", "take", "pad", "scatter_nd")},
     **{op: (_nn, FLOATS) for op in ("conv", "conv_transpose", "max_pool", "avg_pool", "lrn")},
+    **{op: (_unary, FLOATS) for op in ops.TRIG_OPS},
 }
 
 

@@ -230,6 +230,18 @@ BUILTIN_OPS: tuple[OpDef, ...] = (
           (AttrSpec("size", A_INT), AttrSpec("alpha", A_FLOAT, FloatAttr(1e-4)),
            AttrSpec("beta", A_FLOAT, FloatAttr(0.75)), AttrSpec("bias", A_FLOAT, FloatAttr(1.0))),
           doc="ONNX LRN over channels: x / (bias + alpha/size * sum of squares) ** beta"),
+    # -- issue 26: trigonometric and hyperbolic functions (libm; NaN outside the domain) --
+    _unary("sin", None, _FLOAT, "sine (libm sin/sinf)"),
+    _unary("cos", None, _FLOAT, "cosine (libm)"),
+    _unary("tan", None, _FLOAT, "tangent (libm)"),
+    _unary("asin", None, _FLOAT, "arcsine (libm); NaN outside [-1, 1]"),
+    _unary("acos", None, _FLOAT, "arccosine (libm); NaN outside [-1, 1]"),
+    _unary("atan", None, _FLOAT, "arctangent (libm)"),
+    _unary("sinh", None, _FLOAT, "hyperbolic sine (libm)"),
+    _unary("cosh", None, _FLOAT, "hyperbolic cosine (libm)"),
+    _unary("asinh", None, _FLOAT, "inverse hyperbolic sine (libm)"),
+    _unary("acosh", None, _FLOAT, "inverse hyperbolic cosine (libm); NaN below 1"),
+    _unary("atanh", None, _FLOAT, "inverse hyperbolic tangent (libm); +-inf at +-1, NaN beyond"),
 )
 
 if tuple(op.name for op in BUILTIN_OPS) != BUILTIN_OP_NAMES:
