@@ -54,6 +54,7 @@ from irkernel.tir.function import Attrs, PrimFunc
 from irkernel.target import CPUTarget
 from irkernel.tir.stmt import BufferStore, For, Stmt, seq
 from passes.topi import movement, nn
+from passes.topi.movement import nan_max, nan_min
 from passes.topi.vector import current_target
 
 Shape = tuple[int, ...]
@@ -85,15 +86,6 @@ def _finish(name: str, pattern: int, inputs: Sequence[te.Tensor], out: te.Tensor
 
 def _is_float(x: PrimExpr) -> bool:
     return x.dtype in ("float32", "float64")
-
-
-def nan_max(x: PrimExpr, y: PrimExpr) -> PrimExpr:
-    """``ops.references.nan_max``: NaN if x is NaN, else ``x if x > y else y``."""
-    return select(ne(x, x) | (x > y), x, y) if _is_float(x) else Max(x, y)
-
-
-def nan_min(x: PrimExpr, y: PrimExpr) -> PrimExpr:
-    return select(ne(x, x) | (x < y), x, y) if _is_float(x) else Min(x, y)
 
 
 def _as_int(x: PrimExpr) -> PrimExpr:

@@ -1,6 +1,15 @@
 """The ONNX converter table, one module per kind of op (importing this package fills
 ``irkernel.frontend.onnx.common.CONVERTERS``)."""
 
-from irkernel.frontend.onnx.converters import elementwise, extra, nn, reduce, sequence, shape, trig
+from irkernel.frontend.onnx.converters import (
+    elementwise,
+    extra,
+    indexing,
+    nn,
+    reduce,
+    sequence,
+    shape,
+    trig,
+)
 
-__all__ = ["elementwise", "extra", "nn", "reduce", "sequence", "shape", "trig"]
+__all__ = ["elementwise", "extra", "indexing", "nn", "reduce", "sequence", "shape", "trig"]
