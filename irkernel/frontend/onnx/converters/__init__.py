@@ -7,9 +7,10 @@ from irkernel.frontend.onnx.converters import (
     indexing,
     nn,
     reduce,
+    resize,
     sequence,
     shape,
     trig,
 )
 
-__all__ = ["elementwise", "extra", "indexing", "nn", "reduce", "sequence", "shape", "trig"]
+__all__ = ["elementwise", "extra", "indexing", "nn", "reduce", "resize", "sequence", "shape", "trig"]
