@@ -57,7 +57,7 @@ EXCLUDED_OPS: dict[str, str] = {
     **dict.fromkeys([
         "Attention", "LinearAttention", "ai.onnx.preview.FlexAttention", "RotaryEmbedding",
         "RMSNormalization",
-        "GridSample", "AffineGrid", "TensorScatter", "Einsum", "TopK",
+        "GridSample", "AffineGrid", "TensorScatter", "TopK",
         "NonZero", "Unique", "Compress", "Hardmax", "GRU", "RNN", "LpPool",
         "MaxUnpool", "MaxRoiPool", "RoiAlign",
         "NonMaxSuppression", "DFT", "STFT", "BlackmanWindow", "HammingWindow", "HannWindow",

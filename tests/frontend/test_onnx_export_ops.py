@@ -120,3 +120,16 @@ def test_cumsum(exclusive, reverse):
                                 reverse=reverse)], {"x": x}, ["y"],
               {"axis": np.array(-1, np.int32)})
     check(m, {"x": x})
+
+
+@pytest.mark.parametrize(("equation", "shapes"), [
+    ("ij,jk->ik", [(3, 4), (4, 5)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("ij,kj->ik", [(3, 4), (5, 4)]), ("ii->i", [(4, 4)]), ("ii", [(3, 3)]),
+    ("ij->", [(3, 4)]), ("i,i", [(5,), (5,)]), ("i,j->ij", [(3,), (4,)]),
+    ("abc,cd,de->abe", [(2, 3, 4), (4, 5), (5, 2)]), ("ba,ac", [(3, 4), (4, 2)]),
+    ("...ij,...jk->...ik", [(2, 1, 3, 4), (2, 5, 4, 2)]), ("bhqd,bhkd->bhqk", [(1, 2, 3, 4)] * 2),
+    ("ij,ij->ij", [(2, 3), (2, 3)]), ("i j , j->i", [(3, 4), (4,)]), ("iij,jk->ik", [(3, 3, 2), (2, 4)])])
+def test_einsum(equation, shapes):
+    xs = {f"x{k}": _f32(*s) for k, s in enumerate(shapes)}
+    m = model([helper.make_node("Einsum", list(xs), ["y"], equation=equation)], xs, ["y"])
+    check(m, xs, build=equation == "abc,cd,de->abe")

@@ -2,6 +2,7 @@
 ``irkernel.frontend.onnx.common.CONVERTERS``)."""
 
 from irkernel.frontend.onnx.converters import (
+    einsum,
     elementwise,
     extra,
     indexing,
@@ -13,4 +14,4 @@ from irkernel.frontend.onnx.converters import (
     trig,
 )
 
-__all__ = ["elementwise", "extra", "indexing", "nn", "reduce", "resize", "sequence", "shape", "trig"]
+__all__ = ["einsum", "elementwise", "extra", "indexing", "nn", "reduce", "resize", "sequence", "shape", "trig"]
