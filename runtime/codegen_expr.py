@@ -15,8 +15,8 @@ which are libm/libmvec's, and fast math when enabled):
 * float32 ``exp`` is inline IR (``runtime/inline_math.py``: a loop holding it still
   vectorizes);
 * other math calls are LLVM intrinsics (``llvm.exp.f64`` ...), except ``fmod`` (the
-  ``frem`` instruction) and ``erf`` (libm's ``erf``/``erff``, called once per lane:
-  LLVM has no erf intrinsic); a *vector* call of a
+  ``frem`` instruction), ``erf`` and tan/asin/.../atanh (libm's ``erf``/``erff``,
+  ``tan``/``tanf`` ..., called once per lane: LLVM has no intrinsic for them); a *vector* call of a
   transcendental becomes calls of glibc's libmvec variants (``_ZGVeN16v_expf``)
   when the target has them: LLVM would otherwise scalarize it into libm
   calls, and it does not map intrinsics to libmvec itself here.
@@ -39,6 +39,7 @@ from irkernel.tir.expr import (
     GE,
     GT,
     LE,
+    LIBM_TRIG,
     LT,
     NE,
     Add,
@@ -78,7 +79,7 @@ _INTRINSIC = {"exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log", "log2":
 #: Intrinsics of two operands (for declaring them).
 _BINARY_INTRINSICS = frozenset({"llvm.minnum", "llvm.maxnum"})
 #: Math ops that are plain libm calls (no LLVM intrinsic).
-_LIBM = frozenset({"erf"})
+_LIBM = frozenset({"erf", *LIBM_TRIG})
 #: Math ops with libmvec variants (the rest are single instructions on x86).
 _MVEC = frozenset({"exp", "exp2", "log", "log2", "tanh", "sin", "cos", "pow"})
 

@@ -46,11 +46,14 @@ BINARY = Hook("build a TIR expression with an operator", "irkernel.tir.construct
 #: Deepest allowed nesting of statements and expressions in one tree.
 MAX_DEPTH = 200
 
+#: Trigonometric and hyperbolic math ops that are libm calls (LLVM has no intrinsic for them).
+LIBM_TRIG = ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh")
+
 #: Math intrinsics: name -> (arity, which element dtypes are accepted).
 MATH_OPS: dict[str, tuple[int, frozenset[str]]] = {
     **{name: (1, dt.FLOAT_ELEMENTS) for name in (
         "exp", "exp2", "log", "log2", "sqrt", "tanh", "sin", "cos", "fabs", "floor", "ceil",
-        "round", "erf")},
+        "round", "erf", *LIBM_TRIG)},
     "pow": (2, dt.FLOAT_ELEMENTS),
     "fmod": (2, dt.FLOAT_ELEMENTS),  # C fmod (sign of the dividend): LLVM's frem
     "fma": (3, dt.FLOAT_ELEMENTS),
@@ -468,8 +471,8 @@ class Cast(PrimExpr):
 @dataclass(frozen=True, slots=True)
 class Call(PrimExpr):
     """A math intrinsic (``MATH_OPS``): lowered to the LLVM intrinsic of the same name
-    (``erf`` to libm's ``erf``/``erff``, which LLVM has no intrinsic for; ``fmod`` to
-    ``frem``)."""
+    (``erf`` and ``LIBM_TRIG`` to libm's ``erf``/``erff``, ``tan``/``tanf``, ..., which LLVM
+    has no intrinsic for; ``fmod`` to ``frem``)."""
 
     op: str
     args: tuple[PrimExpr, ...]

@@ -22,7 +22,7 @@ import numpy as np
 
 from irkernel.ir.interp import RUN_PRIM_FUNC
 from irkernel.ir.ops import scalar
-from irkernel.ir.ops.opcodes import OP_ERF
+from irkernel.ir.ops.opcodes import BUILTIN_OP_NAMES, OP_ERF
 from irkernel.tir import dtype as dt
 from irkernel.tir.buffer import Buffer, BufferLoad
 from irkernel.tir.expr import (
@@ -30,6 +30,7 @@ from irkernel.tir.expr import (
     GE,
     GT,
     LE,
+    LIBM_TRIG,
     LT,
     NE,
     Add,
@@ -110,15 +111,18 @@ _MATH: dict[str, Callable[..., np.ndarray]] = {
     "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
     "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "fabs": np.abs, "floor": np.floor,
     "ceil": np.ceil, "round": np.rint, "pow": np.power, "abs": np.abs, "fmod": np.fmod,
-    "erf": lambda a: _erf(a),
+    "erf": lambda a: _libm(OP_ERF, a),
+    **{name: (lambda op: lambda a: _libm(op, a))(BUILTIN_OP_NAMES.index(name))
+       for name in LIBM_TRIG},
     "fma": lambda a, b, c: _fma(a, b, c),
 }
 
 
-def _erf(a: np.ndarray) -> np.ndarray:
-    """libm's erf (erff for float32) per lane: the graph interpreter's own scalar code."""
+def _libm(opcode: int, a: np.ndarray) -> np.ndarray:
+    """libm's erf, tan, ... (erff, tanf, ... for float32) per lane: the graph interpreter's
+    own scalar code (the graph op of the same name)."""
     flat = np.array(a, np.float64).ravel()
-    out = scalar.float_math_kernel(OP_ERF, flat, flat, a.dtype == np.float32)
+    out = scalar.float_math_kernel(opcode, flat, flat, a.dtype == np.float32)
     return out.astype(a.dtype).reshape(a.shape)
 
 

@@ -499,6 +499,8 @@ exp, exp2, log, log2, sqrt, tanh = (_math(n) for n in ("exp", "exp2", "log", "lo
 sin, cos, fabs, floor, ceil, round = (_math(n) for n in ("sin", "cos", "fabs", "floor", "ceil",
                                                           "round"))
 pow, fma, erf, fmod = _math("pow"), _math("fma"), _math("erf"), _math("fmod")
+tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh = (
+    _math(n) for n in ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"))
 
 float32, float64, int32, int64 = (_DTypeSpec(n) for n in ("float32", "float64", "int32",
                                                           "int64"))
@@ -508,7 +510,8 @@ Buffer = Buffer_
 STORE.install(_store)
 
 __all__ = [
-    "Buffer", "Else", "If", "abs", "alloc_buffer", "bool", "broadcast", "cast", "ceil", "cos",
+    "Buffer", "Else", "If", "abs", "acos", "acosh", "alloc_buffer", "asin", "asinh", "atan",
+    "atanh", "bool", "cosh", "sinh", "tan", "broadcast", "cast", "ceil", "cos",
     "eq", "erf", "evaluate", "exp", "exp2", "fabs", "float32", "float64", "floor", "floordiv",
     "floormod", "fma", "fmod", "func_attr", "grid", "int32", "int64", "let", "let_expr", "log", "log2",
     "max", "min", "ne", "parallel", "pow", "prim_func", "ramp", "round", "select", "serial",

@@ -1,5 +1,6 @@
-"""TIR templates of the movement ops: strided_slice, take, pad (canonical injective form)
-and scatter_nd (a copy nest, then a serial scatter loop).
+"""TIR templates of the movement ops: strided_slice, take, pad (canonical injective form),
+scatter_nd (a copy nest, then a serial scatter loop) and the scans cumsum/cumprod (a
+serial loop along the axis).
 
 Every template reads inside its buffers whatever the data: index operands
 (``take``'s and ``scatter_nd``'s) are wrapped (``i in [-d, d)`` selects ``i mod d``)
@@ -11,7 +12,7 @@ widened first. Imports ``irkernel.ir`` and ``irkernel.tir`` only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from irkernel.ir.ids import DTYPE_NAMES
@@ -20,10 +21,10 @@ from irkernel.ir.ops.type_rules import normalize_axes, slice_range
 from irkernel.tir import dtype as dt
 from irkernel.tir import te
 from irkernel.tir.buffer import Buffer
-from irkernel.tir.construct import cast, const, select
+from irkernel.tir.construct import cast, const, ne, select
 from irkernel.tir.expr import FloorMod, IntImm, Max, Min, PrimExpr, Var
 from irkernel.tir.function import PrimFunc
-from irkernel.tir.stmt import BufferStore, For, Stmt, seq
+from irkernel.tir.stmt import BufferStore, Evaluate, For, Stmt, seq
 
 
 def _idx(v: int) -> PrimExpr:
@@ -132,7 +133,8 @@ def pad(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorTyp
 def scatter_nd(types: Sequence[TensorType], attrs: Mapping[str, Any],
                result: TensorType) -> PrimFunc:
     """``out = data``, then for every index row in row-major order (serially, so the last
-    update of a repeated target wins) ``out[clamped row, ...] = updates[row, ...]``."""
+    update of a repeated target wins, and reductions combine in row order)
+    ``out[clamped row, ...] = updates[row, ...]`` (or ``combine(out[...], updates[...])``)."""
     (dcode, dshape), (icode, ishape), _ = types
     data = Buffer("x0", dshape, DTYPE_NAMES[dcode])
     indices = Buffer("x1", ishape, DTYPE_NAMES[icode])
@@ -146,7 +148,11 @@ def scatter_nd(types: Sequence[TensorType], attrs: Mapping[str, Any],
     rows = [Var(f"r{a}", dt.INDEX) for a in range(len(batch))]
     cols = [Var(f"j{a}", dt.INDEX) for a in range(len(dshape) - k)]
     target = [wrap_index(indices[(*rows, _idx(m))], dshape[m]) for m in range(k)]
-    scatter: Stmt = BufferStore(out, updates[(*rows, *cols)], (*target, *cols))
+    new = updates[(*rows, *cols)]
+    combine = _SCATTER_COMBINE[attrs.get("reduction", "none")]
+    if combine is not None:
+        new = combine(out[(*target, *cols)], new)
+    scatter: Stmt = BufferStore(out, new, (*target, *cols))
     for v, n in zip(reversed([*rows, *cols]), reversed([*batch, *dshape[k:]]), strict=True):
         scatter = For(v, _idx(0), _idx(n), "serial", scatter)
     empty = any(n == 0 for n in batch) or any(n == 0 for n in dshape[k:])
@@ -155,6 +161,70 @@ def scatter_nd(types: Sequence[TensorType], attrs: Mapping[str, Any],
                     {"op_name": "scatter_nd", "op_pattern": OPAQUE})
 
 
-TEMPLATES = {"strided_slice": strided_slice, "take": take, "pad": pad, "scatter_nd": scatter_nd}
+def nan_max(x: PrimExpr, y: PrimExpr) -> PrimExpr:
+    """``ops.references.nan_max``: NaN if x is NaN, else ``x if x > y else y``."""
+    return select(ne(x, x) | (x > y), x, y) if dt.is_float(x.dtype) else Max(x, y)
 
-__all__ = ["TEMPLATES", "clamp", "pad", "scatter_nd", "strided_slice", "take", "wrap_index"]
+
+def nan_min(x: PrimExpr, y: PrimExpr) -> PrimExpr:
+    return select(ne(x, x) | (x < y), x, y) if dt.is_float(x.dtype) else Min(x, y)
+
+
+_SCATTER_COMBINE: dict[str, Callable[[PrimExpr, PrimExpr], PrimExpr] | None] = {
+    "none": None, "add": lambda a, b: a + b, "mul": lambda a, b: a * b,
+    "max": nan_max, "min": nan_min}
+
+
+# ---------------------------------------------------------------------------
+# cumsum, cumprod
+# ---------------------------------------------------------------------------
+
+
+def _loops(index: Sequence[Var], extents: Sequence[int], body: Stmt) -> Stmt:
+    for v, n in zip(reversed(index), reversed(extents), strict=True):
+        body = For(v, _idx(0), _idx(n), "serial", body)
+    return body
+
+
+def cumulative(name: str) -> Callable[[Sequence[TensorType], Mapping[str, Any], TensorType],
+                                      PrimFunc]:
+    """cumsum/cumprod: per position of the outer axes, the first element along ``axis``,
+    then a serial loop ``out[k] = out[k - 1] (+|*) x[k or k - 1]`` whose inner axes are
+    the innermost loops (contiguous, so they vectorize); ``reverse`` mirrors ``k``."""
+    is_sum = name == "cumsum"
+
+    def template(types: Sequence[TensorType], attrs: Mapping[str, Any],
+                 result: TensorType) -> PrimFunc:
+        ((code, shape),) = types
+        dtype = DTYPE_NAMES[code]
+        x, out = Buffer("x0", shape, dtype), Buffer("out", shape, dtype)
+        (axis,) = normalize_axes((attrs["axis"],), len(shape))
+        n, exclusive, reverse = shape[axis], attrs["exclusive"], attrs["reverse"]
+        outer = [Var(f"i{a}", dt.INDEX) for a in range(axis)]
+        inner = [Var(f"j{a}", dt.INDEX) for a in range(axis + 1, len(shape))]
+        k = Var("k", dt.INDEX)
+
+        def at(e: PrimExpr) -> tuple[PrimExpr, ...]:
+            return (*outer, _idx(n - 1) - e if reverse else e, *inner)
+
+        first = const(0 if is_sum else 1, dtype) if exclusive else x[at(_idx(0))]
+        prev, src = out[at(k - _idx(1))], x[at(k - _idx(1) if exclusive else k)]
+        step = prev + src if is_sum else prev * src
+        inner_shape = shape[axis + 1:]
+        body = seq(_loops(inner, inner_shape, BufferStore(out, first, at(_idx(0)))),
+                   For(k, _idx(1), _idx(n - 1), "serial",
+                       _loops(inner, inner_shape, BufferStore(out, step, at(k)))))
+        if n <= 1:
+            body = _loops(inner, inner_shape, BufferStore(out, first, at(_idx(0))))
+        if n == 0:
+            body = Evaluate(const(0, "int32"))
+        return PrimFunc((x, out), _loops(outer, shape[:axis], body),
+                        {"op_name": name, "op_pattern": OPAQUE})
+    return template
+
+
+TEMPLATES = {"strided_slice": strided_slice, "take": take, "pad": pad, "scatter_nd": scatter_nd,
+             "cumsum": cumulative("cumsum"), "cumprod": cumulative("cumprod")}
+
+__all__ = ["TEMPLATES", "clamp", "cumulative", "nan_max", "nan_min", "pad", "scatter_nd",
+           "strided_slice", "take", "wrap_index"]

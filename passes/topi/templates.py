@@ -18,7 +18,7 @@ saturates, NaN -> 0: LLVM's ``fptosi.sat``, like ``ops.astype_reference``);
 ``less``/``greater`` on bools compare them as int32. ``concat`` selects
 between clamped loads so no operand is ever read out of bounds.
 
-Where the results are only close: exp/log/tanh/sigmoid/power/erf are TIR math
+Where the results are only close: exp/log/tanh/sigmoid/power/erf/trig are TIR math
 calls (LLVM intrinsics; libm on scalars, a vector math library on vectors;
 NumPy in ``tir.interpret``), while the reference uses Numba's libm calls, so
 they agree to a few ulps. Float ``sum``/``mean``/``matmul`` accumulate
@@ -54,6 +54,7 @@ from irkernel.tir.function import Attrs, PrimFunc
 from irkernel.target import CPUTarget
 from irkernel.tir.stmt import BufferStore, For, Stmt, seq
 from passes.topi import movement, nn
+from passes.topi.movement import nan_max, nan_min
 from passes.topi.vector import current_target
 
 Shape = tuple[int, ...]
@@ -85,15 +86,6 @@ def _finish(name: str, pattern: int, inputs: Sequence[te.Tensor], out: te.Tensor
 
 def _is_float(x: PrimExpr) -> bool:
     return x.dtype in ("float32", "float64")
-
-
-def nan_max(x: PrimExpr, y: PrimExpr) -> PrimExpr:
-    """``ops.references.nan_max``: NaN if x is NaN, else ``x if x > y else y``."""
-    return select(ne(x, x) | (x > y), x, y) if _is_float(x) else Max(x, y)
-
-
-def nan_min(x: PrimExpr, y: PrimExpr) -> PrimExpr:
-    return select(ne(x, x) | (x < y), x, y) if _is_float(x) else Min(x, y)
 
 
 def _as_int(x: PrimExpr) -> PrimExpr:
@@ -144,6 +136,8 @@ _UNARY: dict[str, Callable[[PrimExpr], PrimExpr]] = {
     "ceil": lambda x: call("ceil", x),
     "round": lambda x: call("round", x),  # llvm.roundeven: half to even, as np.round
     "logical_not": Not,
+    # sin/cos: LLVM intrinsics; tan ... atanh: libm calls (irkernel.tir.expr.LIBM_TRIG)
+    **{name: (lambda n: lambda x: call(n, x))(name) for name in ops.TRIG_OPS},
 }
 
 

@@ -23,7 +23,7 @@ from irkernel import ops
 
 #: Ops whose float results may differ from the interpreter by rounding.
 INEXACT_OPS = frozenset({"exp", "log", "tanh", "sigmoid", "power", "sum", "mean", "matmul",
-                         "erf", "prod", "conv", "conv_transpose", "lrn",
+                         "erf", "prod", "conv", "conv_transpose", "lrn", *ops.TRIG_OPS,
                          # np.max over {0.0, -0.0} may return either zero; the kernel is
                          # deterministic, so only the sign of a zero may differ
                          "max", "min"})

@@ -77,6 +77,9 @@ BUILD_CASES = {
                  ("float64", (1, 2, 7))),
     "lrn": ([((2, 5, 3, 3), "float32")], {"size": 3, "alpha": 0.5, "beta": 1, "bias": 2.0},
             ("float32", (2, 5, 3, 3))),
+    **{op: ([((2, 3), "float64")], {}, ("float64", (2, 3))) for op in ops.TRIG_OPS},
+    **{op: ([((2, 3), "int32")], {"axis": -1, "exclusive": True}, ("int32", (2, 3)))
+       for op in ("cumsum", "cumprod")},
 }
 OP_NAMES = [op.name for op in ops.all_ops() if op.name not in ("param", "const")]
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from interp_helpers import ALL, FLOATS, INTS, NUMERIC, check, run, sample
 from test_interp_elementwise_ops import COVERED as COVERED_ELEMENTWISE
+from test_interp_export_ops import COVERED as COVERED_EXPORT
 from test_interp_movement import COVERED as COVERED_MOVEMENT
 from test_interp_nn import COVERED as COVERED_NN
 
@@ -440,7 +441,7 @@ def test_concat_same_operand_twice():
 
 COVERED = set(ARITH) | {"divide", "power"} | set(COMPARE) | set(UNARY_EXACT) | set(UNARY_MATH) | {
     "where", "matmul", "sum", "max", "mean", "reshape", "permute_dims", "broadcast_to", "astype",
-    "concat"} | COVERED_ELEMENTWISE | COVERED_MOVEMENT | COVERED_NN
+    "concat"} | COVERED_ELEMENTWISE | COVERED_MOVEMENT | COVERED_NN | COVERED_EXPORT
 
 
 def test_every_op_in_the_table_has_an_interpreter_test():

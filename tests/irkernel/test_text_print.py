@@ -141,8 +141,18 @@ def _movement(op: str, dtype: str) -> ik.Function:
     elif op == "pad":
         out = bb.pad(x, bb.param("v", (), dtype), pad_width=(1, 2, 0, 3), mode="reflect")
     else:
-        out = bb.scatter_nd(x, i, bb.param("u", (2, 3), dtype))
+        u = bb.param("u", (2, 3), dtype)
+        if dtype == "bool":
+            return bb.finish([bb.scatter_nd(x, i, u)])
+        return bb.finish([bb.scatter_nd(x, i, u), bb.scatter_nd(x, i, u, reduction="max")])
     return bb.finish([out])
+
+
+def _scan(op: str, dtype: str) -> ik.Function:
+    bb = ik.GraphBuilder("main")
+    x = bb.param("x", (4, 3), dtype)
+    return bb.finish([bb.call(op, x), bb.call(op, x, axis=-1, exclusive=True),
+                      bb.call(op, x, axis=0, reverse=True, exclusive=True)])
 
 
 def _nn(op: str, dtype: str) -> ik.Function:
@@ -197,6 +207,8 @@ OP_CASES = {
     "argmin": (_arg_reduce, NUMERIC),
     **{op: (_movement, DTYPES) for op in ("strided_slice", "take", "pad", "scatter_nd")},
     **{op: (_nn, FLOATS) for op in ("conv", "conv_transpose", "max_pool", "avg_pool", "lrn")},
+    **{op: (_unary, FLOATS) for op in ops.TRIG_OPS},
+    **{op: (_scan, NUMERIC) for op in ("cumsum", "cumprod")},
 }
 
 

@@ -28,7 +28,7 @@ from irkernel.testing import (
 from irkernel.tir import PrimFunc, te
 
 INEXACT = {"exp", "log", "tanh", "sigmoid", "power", "sum", "mean", "matmul", "prod", "conv",
-           "conv_transpose", "lrn"}
+           "conv_transpose", "lrn", "sin", "cos"}
 #: Ops whose float result may be either signed zero in NumPy (np.max/np.min over {0.0, -0.0}).
 EITHER_ZERO = {"max", "min"}
 EXACT_OPS = tuple(op for op in GENERATED_OPS if op not in INEXACT | EITHER_ZERO)
@@ -47,9 +47,10 @@ def legalize(mod: ik.IRModule | ik.Function) -> ik.IRModule:
             assert not left, f"{name}: ops left after LegalizeOps: {left}"
         elif isinstance(f, PrimFunc):  # canonical form, except the scheduled matmul, concats
             desc = te.extract_compute(f)  # of many parts (a copy loop per part), the
-            if desc is None:              # copy-then-scatter of scatter_nd and the scheduled
-                assert f.attrs["op_name"] in ("matmul", "concat", "scatter_nd",  # float32
-                                              "conv", "max_pool"), f.script(name)  # 2-D ones
+            if desc is None:              # copy-then-scatter of scatter_nd, the scans and the
+                assert f.attrs["op_name"] in ("matmul", "concat", "scatter_nd",  # scheduled
+                                              "conv", "max_pool", "cumsum",  # float32 2-D ones
+                                              "cumprod"), f.script(name)
             else:
                 assert te.prim_func_from_desc(desc, f.attrs) == f
     return out
@@ -109,7 +110,14 @@ def _case_shapes(op: ops.OpDef) -> list[tuple[list[tuple[int, ...]], dict]]:
                     ([(3, 1), ()], {"pad_width": (4, 0, 0, 5), "mode": "reflect"})]
     if name == "scatter_nd":
         return [([(4, 3), (5, 1), (5, 3)], {}), ([(4, 3), (2, 2), (2,)], {}),
-                ([(2, 2), (3, 0), (3, 2, 2)], {})]
+                ([(2, 2), (3, 0), (3, 2, 2)], {})] + [
+                    ([(4, 3), (6, 1), (6, 3)], {"reduction": r}) for r in
+                    ("add", "mul", "max", "min")]
+    if name in ("cumsum", "cumprod"):
+        return [([(3, 4, 2)], {"axis": a, "exclusive": e, "reverse": r})
+                for a, e, r in ((0, False, False), (1, True, False), (-1, False, True),
+                                (1, True, True))] + [([(5,)], {}), ([(2, 0)], {"axis": 1}),
+                                                      ([(1, 3)], {"axis": 0, "exclusive": True})]
     if name == "conv":
         return [([(2, 4, 5, 6), (6, 2, 3, 3)], {"strides": (2, 1), "padding": (1, 1, 0, 2),
                                                 "dilation": (1, 2), "groups": 2}),

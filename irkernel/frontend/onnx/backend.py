@@ -24,6 +24,12 @@ from irkernel.ir.interp import interpret
 from irkernel.ir.module import IRModule
 
 
+def _shape_like(a: np.ndarray) -> bool:
+    """A short float vector (Resize's scales or roi): bound as a constant when the model
+    needs one; binding a data input too only folds it, the results are the same."""
+    return a.ndim == 1 and a.size <= 16
+
+
 class IrkernelRep(BackendRep):
     """A prepared model: ``run(inputs)`` returns the outputs in graph order.
 
@@ -62,7 +68,7 @@ class IrkernelRep(BackendRep):
 
     def _specialize(self, arrays: list[np.ndarray]) -> tuple[IRModule, Any, list[np.ndarray]]:
         bound = {n: a for n, a in zip(self.input_names, arrays, strict=True)
-                 if a.dtype.kind in "iub" or a.size <= 1}
+                 if a.dtype.kind in "iub" or a.size <= 1 or _shape_like(a)}
         key = b"|".join(n.encode() + b"=" + a.dtype.str.encode() + repr(a.shape).encode()
                         + a.tobytes() for n, a in bound.items())
         hit = self._specialized.get(key)

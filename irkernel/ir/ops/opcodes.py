@@ -20,6 +20,9 @@ BUILTIN_OP_NAMES = (
     "erf", "floor", "ceil", "round", "logical_not", "logical_and", "logical_or", "logical_xor",
     "floor_mod", "fmod", "min", "prod", "argmax", "argmin", "strided_slice", "take", "pad",
     "scatter_nd", "conv", "conv_transpose", "max_pool", "avg_pool", "lrn",
+    # issue 26 (the ops that real exports use)
+    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+    "cumsum", "cumprod",
 )
 
 OP_PARAM, OP_CONST, OP_ADD, OP_SUBTRACT, OP_MULTIPLY, OP_DIVIDE, OP_MAXIMUM, OP_MINIMUM, \
@@ -29,4 +32,9 @@ OP_PARAM, OP_CONST, OP_ADD, OP_SUBTRACT, OP_MULTIPLY, OP_DIVIDE, OP_MAXIMUM, OP_
     OP_ERF, OP_FLOOR, OP_CEIL, OP_ROUND, OP_LOGICAL_NOT, OP_LOGICAL_AND, OP_LOGICAL_OR, \
     OP_LOGICAL_XOR, OP_FLOOR_MOD, OP_FMOD, OP_MIN, OP_PROD, OP_ARGMAX, OP_ARGMIN, \
     OP_STRIDED_SLICE, OP_TAKE, OP_PAD, OP_SCATTER_ND, OP_CONV, OP_CONV_TRANSPOSE, OP_MAX_POOL, \
-    OP_AVG_POOL, OP_LRN = range(len(BUILTIN_OP_NAMES))
+    OP_AVG_POOL, OP_LRN, \
+    OP_SIN, OP_COS, OP_TAN, OP_ASIN, OP_ACOS, OP_ATAN, OP_SINH, OP_COSH, OP_ASINH, OP_ACOSH, \
+    OP_ATANH, OP_CUMSUM, OP_CUMPROD = range(len(BUILTIN_OP_NAMES))
+
+#: The trigonometric and hyperbolic ops: one contiguous opcode range (libm functions).
+TRIG_OPS = BUILTIN_OP_NAMES[OP_SIN:OP_ATANH + 1]

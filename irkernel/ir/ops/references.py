@@ -186,24 +186,58 @@ def pad_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
 
 
 def scatter_nd_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
-    """ONNX ScatterND (reduction none): the last update in row-major order wins; index
-    components are wrapped and clamped like ``take``'s."""
+    """ONNX ScatterND: index rows apply in row-major order, each replacing its target
+    (reduction none: the last update wins) or combining with it (add, mul, max, min; max
+    and min propagate NaN as ``nan_max``/``nan_min``); index components are wrapped and
+    clamped like ``take``'s."""
     data, indices, updates = xs
     out = np.array(data, copy=True)
     k = indices.shape[-1]
     rows = indices.reshape(int(np.prod(indices.shape[:-1], dtype=np.int64)), k)
-    ups = updates.reshape((rows.shape[0], *data.shape[k:]))
-    if rows.shape[0] == 0:
+    if rows.shape[0] == 0 or out.size == 0:
         return out
+    ups = updates.reshape((rows.shape[0], -1))
     flat = np.zeros(rows.shape[0], np.int64)
     for j in range(k):
         flat = flat * data.shape[j] + clamp_indices(rows[:, j], data.shape[j])
-    # NumPy does not promise which of repeated fancy-assignment targets wins: keep only the
-    # last update of each target (its first occurrence in reversed order)
-    _, last = np.unique(flat[::-1], return_index=True)
-    keep = rows.shape[0] - 1 - last
-    if k == 0:  # every row replaces the whole tensor: the last one wins
-        out[...] = ups[-1]
-        return out
-    out[np.unravel_index(flat[keep], data.shape[:k])] = ups[keep]
+    target = out.reshape(int(np.prod(data.shape[:k], dtype=np.int64)), -1)
+    combine = _SCATTER_COMBINE[attrs.get("reduction", "none")]
+    # rounds: the r-th update of every target in round r, so repeated targets combine in
+    # row order with one vectorized step per round (NumPy's fancy assignment does not
+    # promise an order among repeated targets)
+    order = np.argsort(flat, kind="stable")
+    sorted_flat = flat[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(sorted_flat)) + 1]
+    rank = np.arange(flat.size) - np.repeat(starts, np.diff(np.r_[starts, flat.size]))
+    with np.errstate(all="ignore"):
+        for r in range(int(rank.max()) + 1):
+            sel = order[rank == r]
+            t = flat[sel]
+            target[t] = combine(target[t], ups[sel])
     return out
+
+
+_SCATTER_COMBINE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "none": lambda old, new: new, "add": np.add, "mul": np.multiply,
+    "max": lambda old, new: nan_max(old, new), "min": lambda old, new: nan_min(old, new)}
+
+
+def cumulative_ref(is_sum: bool) -> Reference:
+    """cumsum/cumprod along ``axis`` in the input dtype, accumulated in order (ints wrap);
+    ``exclusive`` leaves each element out of its own result (the first is 0 or 1),
+    ``reverse`` runs from the end."""
+    def ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+        x = xs[0]
+        (axis,) = normalize_axes((attrs["axis"],), x.ndim)
+        if x.shape[axis] == 0:
+            return np.array(x, copy=True)
+        if attrs["reverse"]:
+            x = np.flip(x, axis)
+        if attrs["exclusive"]:
+            first = np.full_like(np.take(x, [0], axis=axis), 0 if is_sum else 1)
+            x = np.concatenate([first, np.take(x, np.arange(x.shape[axis] - 1), axis=axis)],
+                               axis=axis)
+        with np.errstate(all="ignore"):
+            out = (np.cumsum if is_sum else np.cumprod)(x, axis=axis, dtype=x.dtype)
+        return np.flip(out, axis) if attrs["reverse"] else out
+    return ref

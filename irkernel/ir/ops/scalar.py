@@ -2,7 +2,7 @@
 
 FoldConstant evaluates one-element constants with ``scalar_eval_kernel`` and
 the reference interpreter evaluates the transcendental ops (exp, log, tanh,
-sigmoid, power, erf) with ``float_math_kernel``, which calls the same scalar code,
+sigmoid, power, erf, sin ... atanh) with ``float_math_kernel``, which calls the same scalar code,
 so folded results are bit-identical to ``ik.interpret`` by construction. The
 exact ops (floor, ceil, round, the logical ops, floor_mod, fmod) are written
 here to give NumPy's results bit for bit (their references are NumPy ufuncs).
@@ -24,9 +24,17 @@ from irkernel.ir.ids import BOOL, FLOAT32, FLOAT64, INT32
 from irkernel.ir.jit import kernel
 from irkernel.ir.ops.opcodes import (
     OP_ABS,
+    OP_ACOS,
+    OP_ACOSH,
     OP_ADD,
+    OP_ASIN,
+    OP_ASINH,
+    OP_ATAN,
+    OP_ATANH,
     OP_ASTYPE,
     OP_CEIL,
+    OP_COS,
+    OP_COSH,
     OP_DIVIDE,
     OP_EQUAL,
     OP_ERF,
@@ -49,8 +57,11 @@ from irkernel.ir.ops.opcodes import (
     OP_RELU,
     OP_ROUND,
     OP_SIGMOID,
+    OP_SIN,
+    OP_SINH,
     OP_SQRT,
     OP_SUBTRACT,
+    OP_TAN,
     OP_TANH,
     OP_WHERE,
 )
@@ -79,11 +90,42 @@ def exact_unary_kernel(op, x):
 
 
 @kernel
+def trig_kernel(op, a):
+    """sin ... atanh (the ``OP_SIN..OP_ATANH`` range) of one float32 or float64 ``a``, in its
+    own precision: libm's ``sinf``/``sin`` ..., the functions compiled code calls."""
+    if op == OP_SIN:
+        return np.sin(a)
+    if op == OP_COS:
+        return np.cos(a)
+    if op == OP_TAN:
+        return np.tan(a)
+    if op == OP_ASIN:
+        return np.arcsin(a)
+    if op == OP_ACOS:
+        return np.arccos(a)
+    if op == OP_ATAN:
+        return np.arctan(a)
+    if op == OP_SINH:
+        return np.sinh(a)
+    if op == OP_COSH:
+        return np.cosh(a)
+    if op == OP_ASINH:
+        return np.arcsinh(a)
+    if op == OP_ACOSH:
+        return np.arccosh(a)
+    return np.arctanh(a)  # OP_ATANH
+
+
+@kernel
 def float_unary_kernel(op, x, is_f32):
-    """exp/log/sqrt/tanh/sigmoid/erf/negative/abs/floor/ceil/round of one float, in float32
-    when ``is_f32``."""
+    """exp/log/sqrt/tanh/sigmoid/erf/negative/abs/floor/ceil/round/trig of one float, in
+    float32 when ``is_f32``."""
     if op == OP_FLOOR or op == OP_CEIL or op == OP_ROUND:
         return exact_unary_kernel(op, np.float64(x))  # a float32 value's result is a float32
+    if op >= OP_SIN and op <= OP_ATANH:
+        if is_f32:
+            return np.float64(trig_kernel(op, np.float32(x)))
+        return trig_kernel(op, np.float64(x))
     if is_f32:
         a = np.float32(x)
         one = np.float32(1.0)
@@ -266,7 +308,8 @@ def scalar_eval_kernel(op, dt, odt, fx, ix, fy, iy, fz, iz):
             return float_binary_kernel(OP_MAXIMUM, fx, 0.0, is_f32), np.int64(0), True
         return 0.0, ix if ix > 0 else np.int64(0), True
     if (op == OP_EXP or op == OP_LOG or op == OP_SQRT or op == OP_TANH or op == OP_SIGMOID
-            or op == OP_ERF or op == OP_FLOOR or op == OP_CEIL or op == OP_ROUND):
+            or op == OP_ERF or op == OP_FLOOR or op == OP_CEIL or op == OP_ROUND
+            or (op >= OP_SIN and op <= OP_ATANH)):
         return float_unary_kernel(op, fx, is_f32), np.int64(0), True
     if op == OP_LOGICAL_NOT:
         return 0.0, np.int64(0) if ix != 0 else np.int64(1), True

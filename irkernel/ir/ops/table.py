@@ -73,6 +73,7 @@ from irkernel.ir.ops.references import (
     astype_ref,
     broadcast_to_ref,
     concat_ref,
+    cumulative_ref,
     divide,
     float_math,
     floor_mod,
@@ -97,6 +98,7 @@ from irkernel.ir.ops.type_rules import (
     broadcast_to_rule,
     call_rule,
     concat_rule,
+    cumulative_rule,
     elementwise_rule,
     leaf_rule,
     matmul_rule,
@@ -124,6 +126,8 @@ _WINDOW = (AttrSpec("strides", A_INTS, ()), AttrSpec("padding", A_INTS, ()),
            AttrSpec("dilation", A_INTS, ()))
 _CONV = (*_WINDOW, AttrSpec("groups", A_INT, 1))
 _POOL = (AttrSpec("kernel", A_INTS), *_WINDOW, AttrSpec("ceil_mode", A_BOOL, False))
+_SCAN = (AttrSpec("axis", A_INT, 0), AttrSpec("exclusive", A_BOOL, False),
+         AttrSpec("reverse", A_BOOL, False))
 _CALL = (AttrSpec("callee", A_STR), AttrSpec("dtype", A_DTYPE), AttrSpec("shape", A_INTS))
 _NUM, _FLOAT, _ALL, _BOOL = NUMERIC_DTYPES, FLOAT_DTYPES, ALL_DTYPES, frozenset({BOOL})
 
@@ -214,7 +218,9 @@ BUILTIN_OPS: tuple[OpDef, ...] = (
     OpDef("pad", ENC_BINARY, 2, pad_rule, pad_ref, INJECTIVE, _PAD,
           doc="(x, 0-d value); pad_width = begins then ends; mode constant/reflect/edge"),
     OpDef("scatter_nd", ENC_VARIADIC, 3, scatter_nd_rule, scatter_nd_ref, OPAQUE,
-          doc="(data, indices[..., k], updates) in extra; ONNX ScatterND, last update wins"),
+          (AttrSpec("reduction", A_STR, "none"),),
+          doc="(data, indices[..., k], updates) in extra; ONNX ScatterND: rows in order, "
+              "reduction none (last wins)/add/mul/max/min"),
     # -- neural network (NCHW; weights OIHW) --
     OpDef("conv", ENC_BINARY, 2, conv_rule, conv_ref, OUT_EWISE_FUSABLE, _CONV,
           doc="(x[N, C, *S], w[O, C/groups, *K]) -> [N, O, *S_out]; 1-3 spatial axes"),
@@ -230,6 +236,23 @@ BUILTIN_OPS: tuple[OpDef, ...] = (
           (AttrSpec("size", A_INT), AttrSpec("alpha", A_FLOAT, FloatAttr(1e-4)),
            AttrSpec("beta", A_FLOAT, FloatAttr(0.75)), AttrSpec("bias", A_FLOAT, FloatAttr(1.0))),
           doc="ONNX LRN over channels: x / (bias + alpha/size * sum of squares) ** beta"),
+    # -- issue 26: trigonometric and hyperbolic functions (libm; NaN outside the domain) --
+    _unary("sin", None, _FLOAT, "sine (libm sin/sinf)"),
+    _unary("cos", None, _FLOAT, "cosine (libm)"),
+    _unary("tan", None, _FLOAT, "tangent (libm)"),
+    _unary("asin", None, _FLOAT, "arcsine (libm); NaN outside [-1, 1]"),
+    _unary("acos", None, _FLOAT, "arccosine (libm); NaN outside [-1, 1]"),
+    _unary("atan", None, _FLOAT, "arctangent (libm)"),
+    _unary("sinh", None, _FLOAT, "hyperbolic sine (libm)"),
+    _unary("cosh", None, _FLOAT, "hyperbolic cosine (libm)"),
+    _unary("asinh", None, _FLOAT, "inverse hyperbolic sine (libm)"),
+    _unary("acosh", None, _FLOAT, "inverse hyperbolic cosine (libm); NaN below 1"),
+    _unary("atanh", None, _FLOAT, "inverse hyperbolic tangent (libm); +-inf at +-1, NaN beyond"),
+    # -- scans --
+    OpDef("cumsum", ENC_UNARY, 1, cumulative_rule, cumulative_ref(True), OPAQUE, _SCAN,
+          doc="running sum along axis in order, in the input dtype; exclusive, reverse"),
+    OpDef("cumprod", ENC_UNARY, 1, cumulative_rule, cumulative_ref(False), OPAQUE, _SCAN,
+          doc="running product along axis in order, in the input dtype; exclusive, reverse"),
 )
 
 if tuple(op.name for op in BUILTIN_OPS) != BUILTIN_OP_NAMES:

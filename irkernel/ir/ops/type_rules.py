@@ -281,6 +281,27 @@ def scatter_nd_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Te
                                  f"(indices {fmt(ishape)}, data {fmt(shape)})")
     if any(shape[j] == 0 for j in range(k)) and int(np.prod(ishape[:-1], dtype=np.int64)):
         raise TypeInferenceError(f"data {fmt(shape)} has an empty indexed axis")
+    reduction = attrs.get("reduction", "none")
+    if reduction not in SCATTER_REDUCTIONS:
+        raise TypeInferenceError(f"reduction {reduction!r} is not one of "
+                                 f"{', '.join(SCATTER_REDUCTIONS)}")
+    if reduction != "none" and dt not in NUMERIC_DTYPES:
+        raise TypeInferenceError(f"reduction {reduction!r} needs numeric data, "
+                                 f"got {DTYPE_NAMES[dt]}")
+    return dt, shape
+
+
+#: scatter_nd's ``reduction`` attribute: how an update combines with its target.
+SCATTER_REDUCTIONS = ("none", "add", "mul", "max", "min")
+
+
+def cumulative_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
+    """cumsum/cumprod: a numeric tensor of rank >= 1 and one axis; the shape is kept."""
+    dtypes_in(NUMERIC_DTYPES, types, "operand")
+    dt, shape = types[0]
+    if not shape:
+        raise TypeInferenceError("a cumulative op needs rank >= 1, got a 0-d operand")
+    normalize_axes((attrs["axis"],), len(shape))
     return dt, shape
 
 

@@ -1,6 +1,17 @@
 """The ONNX converter table, one module per kind of op (importing this package fills
 ``irkernel.frontend.onnx.common.CONVERTERS``)."""
 
-from irkernel.frontend.onnx.converters import elementwise, extra, nn, reduce, sequence, shape
+from irkernel.frontend.onnx.converters import (
+    einsum,
+    elementwise,
+    extra,
+    indexing,
+    nn,
+    reduce,
+    resize,
+    sequence,
+    shape,
+    trig,
+)
 
-__all__ = ["elementwise", "extra", "nn", "reduce", "sequence", "shape"]
+__all__ = ["einsum", "elementwise", "extra", "indexing", "nn", "reduce", "resize", "sequence", "shape", "trig"]

@@ -249,7 +249,7 @@ class _Unary(OnnxOpConverter):
         return ctx.emit(cls.op, x)
 
 
-def _unary(name: str, op: str) -> None:
+def unary_converter(name: str, op: str) -> None:
     """The converter of an ONNX op that is one graph op of one operand."""
     cls = type(name, (_Unary,), {"op": op, "graph_ops": (op,)})
     register(name)(cls)
@@ -259,7 +259,7 @@ for _name, _op in (("Neg", "negative"), ("Abs", "abs"), ("Exp", "exp"), ("Log", 
                    ("Sqrt", "sqrt"), ("Tanh", "tanh"), ("Sigmoid", "sigmoid"), ("Relu", "relu"),
                    ("Floor", "floor"), ("Ceil", "ceil"), ("Round", "round"), ("Erf", "erf"),
                    ("Not", "logical_not")):
-    _unary(_name, _op)
+    unary_converter(_name, _op)
 
 
 @register("Reciprocal")

@@ -528,7 +528,6 @@ class ScatterND(OnnxOpConverter):
     def _impl_v11(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         data, idx, upd = _first(args), args[1], args[2]
         assert idx is not None and upd is not None
-        if attrs.get("reduction", "none") != "none":
-            raise ctx.error(f"reduction={attrs['reduction']!r} is not supported (none only)")
         ctx.const_value(idx, "input 'indices'")
-        return ctx.emit("scatter_nd", data, ctx.astype(idx, "int64"), upd)
+        return ctx.emit("scatter_nd", data, ctx.astype(idx, "int64"), upd,
+                        reduction=attrs.get("reduction", "none"))
