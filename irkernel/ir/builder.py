@@ -9,6 +9,7 @@ signature sweep. ``finish`` trims the columns into read-only arrays.
 
 from __future__ import annotations
 
+import math
 import traceback
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
@@ -318,6 +319,29 @@ class GraphBuilder:
         code = dtype_code(dtype)
         return self._consts.add_scalars(
             _convert_exact("add_scalar_consts", np.asarray(values), code), code)
+
+    def add_tensor_consts(self, flat: np.ndarray, dtype: object, shape_ids: np.ndarray
+                          ) -> np.ndarray:
+        """Intern many constants of one dtype at once; returns their int32 const ids.
+
+        ``flat`` holds their elements back to back, row-major; constant j has the
+        shape ``shape_ids[j]`` (from :meth:`intern_shape`). Equal constants share an
+        entry, as with :meth:`const`. For CONST nodes of :meth:`add_nodes`.
+        """
+        self._check_open()
+        code = dtype_code(dtype)
+        shape_ids = _check_bulk("shape_ids", shape_ids, np.int32, None)
+        if len(shape_ids) and not 0 <= int(shape_ids.min()) <= int(shape_ids.max()) < len(
+                self._shapes):
+            raise ValueError("add_tensor_consts: shape_ids holds an unknown shape id")
+        distinct, inverse = np.unique(shape_ids, return_inverse=True)
+        sizes = np.array([math.prod(self._shapes[s]) for s in distinct.tolist()] or [0],
+                         np.int64)[inverse]
+        flat = _convert_exact("add_tensor_consts", np.asarray(flat).ravel(), code)
+        if int(sizes.sum()) != len(flat):
+            raise ValueError(f"add_tensor_consts: the shapes hold {int(sizes.sum())} elements, "
+                             f"flat has {len(flat)}")
+        return self._consts.add_tensors(flat, code, shape_ids, sizes)
 
     def add_nodes(self, kind: np.ndarray, a0: np.ndarray | None = None,
                   a1: np.ndarray | None = None, *, attr_id: np.ndarray | None = None,

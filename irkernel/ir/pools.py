@@ -409,6 +409,49 @@ class ConstPoolBuilder:
             self._n += m
         return ids[inverse].astype(np.int32, copy=False)
 
+    def add_tensors(self, flat: np.ndarray, code: int, shape_ids: np.ndarray,
+                    sizes: np.ndarray) -> np.ndarray:
+        """Intern many constants of one dtype given back to back in ``flat`` (constant j
+        has ``sizes[j]`` elements and shape ``shape_ids[j]``); returns int32 const ids.
+
+        One dictionary step per constant and no array per constant (the text parser's
+        bulk path); one-element and large constants go through :meth:`add`.
+        """
+        flat = np.ascontiguousarray(flat, NUMPY_DTYPES[code]).ravel()
+        item = flat.dtype.itemsize
+        ends = np.cumsum(sizes.astype(np.int64))
+        starts = ends - sizes
+        raw = flat.tobytes()
+        ids = np.empty(len(sizes), np.int32)
+        index = self._index
+        big = LARGE_CONST_BYTES // item
+        pending: list[int] = []  # shape ids of the new entries whose columns are not yet added
+
+        def flush() -> None:
+            if pending:
+                self._dtype.append(np.full(len(pending), code, np.int8))
+                self._shape_id.append(np.array(pending, np.int32))
+                self._sval.append(np.zeros(len(pending), np.int64))
+                pending.clear()
+
+        for j, (a, b, sid) in enumerate(zip(starts.tolist(), ends.tolist(),
+                                            shape_ids.tolist(), strict=True)):
+            if b - a == 1 or b - a >= big:
+                flush()
+                ids[j] = self.add(flat[a:b].copy(), sid)
+                continue
+            key = (code, sid, raw[a * item: b * item])
+            cid = index.get(key)
+            if cid is None:
+                cid = index[key] = self._n
+                self._blob_ids.append(cid)
+                self._blobs.append(key[2])
+                pending.append(sid)
+                self._n += 1
+            ids[j] = cid
+        flush()
+        return ids
+
     def freeze_types(self) -> tuple[np.ndarray, np.ndarray]:
         """(dtype int8[k], shape_id int32[k]) of the constants so far."""
         if not self._n:
@@ -426,14 +469,14 @@ class ConstPoolBuilder:
         sval = np.concatenate(self._sval)
         padded = np.zeros(k, np.int64)
         align = ConstPool.ALIGN
-        for cid, blob in zip(self._blob_ids, self._blobs):
-            padded[cid] = -(-len(blob) // align) * align
+        if self._blobs:
+            lens = np.fromiter(map(len, self._blobs), np.int64, len(self._blobs))
+            padded[np.array(self._blob_ids, np.int64)] = -(-lens // align) * align
         offset = np.zeros(k + 1, np.int64)
         np.cumsum(padded, out=offset[1:])
-        data = np.zeros(int(offset[-1]), np.uint8)
-        for cid, blob in zip(self._blob_ids, self._blobs):
-            start = int(offset[cid])
-            data[start: start + len(blob)] = np.frombuffer(blob, np.uint8)
+        # blob ids ascend and other entries take no bytes: data is the padded blobs in order
+        data = np.frombuffer(b"".join([blob + bytes(-len(blob) % align) for blob in self._blobs]),
+                             np.uint8) if self._blobs else np.zeros(0, np.uint8)
         return ConstPool(dtype, shape_id, sval, offset, data, self._external)
 
 

@@ -5,7 +5,8 @@
 (its kernels: node lines written as bytes from the columns), and ``parser``
 (``parse(text) -> IRModule``, every error a ParseError with line:column) with
 ``scan`` (its kernels: lines classified and names resolved as bytes) and
-``fastpath`` (runs of printer-form lines taken as whole columns).
+``fastpath`` (runs of printer-form lines taken as whole columns) and ``literals``
+(constant literals read in bulk).
 May import ``irkernel.ir`` only.
 """
 

@@ -200,6 +200,97 @@ def distinct_rows_kernel(kind, attr_id, shape_id, dtype):
     return inverse, first[:k].copy()
 
 
+_INT64_MIN = -(2**63)
+
+
+@kernel
+def int_texts_kernel(values, as_bool):
+    """Decimal texts of int64 ``values`` (``true``/``false`` when ``as_bool``) as a byte
+    table: (bytes uint8[B], ptr int64[e + 1])."""
+    e = values.shape[0]
+    ptr = np.empty(e + 1, np.int64)
+    ptr[0] = 0
+    for i in range(e):
+        v = values[i]
+        if as_bool:
+            size = 4 if v != 0 else 5
+        elif v == _INT64_MIN:
+            size = 20
+        elif v < 0:
+            size = 1 + n_digits(-v)
+        else:
+            size = n_digits(v)
+        ptr[i + 1] = ptr[i] + size
+    out = np.empty(ptr[e], np.uint8)
+    true_word = np.array([116, 114, 117, 101], np.uint8)
+    false_word = np.array([102, 97, 108, 115, 101], np.uint8)
+    min_word = np.array([45, 57, 50, 50, 51, 51, 55, 50, 48, 51, 54, 56, 53, 52, 55, 55, 53, 56,
+                         48, 56], np.uint8)  # "-9223372036854775808"
+    for i in range(e):
+        v = values[i]
+        pos = ptr[i]
+        if as_bool or v == _INT64_MIN:
+            word = (true_word if v != 0 else false_word) if as_bool else min_word
+            for j in range(word.shape[0]):
+                out[pos + j] = word[j]
+        elif v < 0:
+            out[pos] = 45
+            put_int(out, pos + 1, -v)
+        else:
+            put_int(out, pos, v)
+    return out, ptr
+
+
+@kernel
+def literal_table_kernel(elem_bytes, elem_ptr, const_ptr, is_list):
+    """The literal of every constant as a byte table: its elements (entries
+    ``const_ptr[c]:const_ptr[c + 1]`` of the element table) as ``[a, b, ...]``, or the
+    lone element when ``is_list[c]`` is false. Returns (bytes uint8[B], ptr int64[k + 1])."""
+    k = const_ptr.shape[0] - 1
+    ptr = np.empty(k + 1, np.int64)
+    ptr[0] = 0
+    for c in range(k):
+        a = const_ptr[c]
+        b = const_ptr[c + 1]
+        size = elem_ptr[b] - elem_ptr[a]
+        if is_list[c]:
+            size += 2 + 2 * max(b - a - 1, 0)  # brackets, ", " between elements
+        ptr[c + 1] = ptr[c] + size
+    out = np.empty(ptr[k], np.uint8)
+    for c in range(k):
+        pos = ptr[c]
+        if is_list[c]:
+            out[pos] = 91
+            pos += 1
+        for g in range(const_ptr[c], const_ptr[c + 1]):
+            if is_list[c] and g > const_ptr[c]:
+                out[pos] = _COMMA
+                out[pos + 1] = _SPACE
+                pos += 2
+            pos = put_entry(out, pos, elem_bytes, elem_ptr, g)
+        if is_list[c]:
+            out[pos] = 93
+    return out, ptr
+
+
+@kernel
+def scatter_entries_kernel(sizes, parts_bytes, parts_ptr, parts_at):
+    """One byte table from several: entry ``parts_at[j]`` of the result is entry ``j`` of
+    the concatenated parts (``parts_bytes``/``parts_ptr``, offsets rebased per part).
+
+    Arrays: sizes int64[e] (every result entry's length); parts_* as one table whose
+    entry j goes to ``parts_at[j]``. Returns (bytes uint8[B], ptr int64[e + 1])."""
+    e = sizes.shape[0]
+    ptr = np.empty(e + 1, np.int64)
+    ptr[0] = 0
+    for g in range(e):
+        ptr[g + 1] = ptr[g] + sizes[g]
+    out = np.empty(ptr[e], np.uint8)
+    for j in range(parts_at.shape[0]):
+        put_entry(out, ptr[parts_at[j]], parts_bytes, parts_ptr, j)
+    return out, ptr
+
+
 def byte_table(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """``texts`` as one UTF-8 byte array and int64 offsets (entry k is bytes[ptr[k]:ptr[k+1]])."""
     encoded = [t.encode("utf-8") for t in texts]
@@ -207,14 +298,15 @@ def byte_table(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     if encoded:
         np.cumsum([len(b) for b in encoded], out=ptr[1:])
     data = np.frombuffer(b"".join(encoded), np.uint8) if encoded else np.zeros(0, np.uint8)
-    return _readonly(data), _readonly(ptr)
+    return readonly(data), readonly(ptr)
 
 
-def _readonly(arr: np.ndarray) -> np.ndarray:
+def readonly(arr: np.ndarray) -> np.ndarray:
     """A read-only view: every kernel argument is read-only (one specialization)."""
     view = arr.view()
     view.flags.writeable = False
     return view
 
 
-__all__ = ["byte_table", "distinct_rows_kernel", "line_sizes_kernel", "write_lines_kernel"]
+__all__ = ["byte_table", "distinct_rows_kernel", "int_texts_kernel", "line_sizes_kernel",
+           "literal_table_kernel", "readonly", "scatter_entries_kernel", "write_lines_kernel"]

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from irkernel.ir import ops
-from irkernel.ir.ids import DTYPE_NAMES, ENC_BINARY, ENC_VARIADIC, NONE, numpy_dtype
+from irkernel.ir.ids import ENC_BINARY, ENC_VARIADIC, NONE
+from irkernel.text.literals import element_arrays, literal_values
 from irkernel.text.scan import (
     ATTR,
     BLANK,
@@ -47,10 +48,9 @@ _WORDS = keyword_table()
 #: (opcode, encoding, arity, attr_id) of a node form, or None when it does not parse.
 Form = tuple[int, int, int, int]
 #: Resolvers the parser passes in: form of (op text, attribute text or None); type
-#: index of a type text (-1 when bad); (dtype code, shape) of a type index; value of
-#: (literal text, dtype code) or the NOT_FAST marker.
+#: index of a type text (-1 when bad); (dtype code, shape) of a type index.
 Resolvers = tuple[Callable[[str, str | None], Form | None], Callable[[str], int],
-                  Callable[[int], tuple[int, tuple[int, ...]]], Callable[[str, int], Any]]
+                  Callable[[int], tuple[int, tuple[int, ...]]]]
 
 
 def _frozen(*arrays: np.ndarray) -> None:
@@ -95,7 +95,9 @@ class RunColumns:
     attr_id: np.ndarray  # int32
     extra: np.ndarray  # int32
     type_idx: np.ndarray  # int32, the declared type of each node
-    consts: dict[int, tuple[np.ndarray, np.ndarray]]  # code -> (positions, values)
+    consts: dict[int, tuple[np.ndarray, np.ndarray]]  # code -> (positions, scalar values)
+    # code -> (positions, distinct literal of each): constants of a shape other than ()
+    tensors: dict[int, tuple[np.ndarray, np.ndarray]]
     outputs: list[int] | None  # set when the run ends with a return line
 
 
@@ -139,7 +141,7 @@ class BodyScan:
     # -- which lines are fast ----------------------------------------------------
     def _classify(self, span: np.ndarray, resolvers: Resolvers) -> np.ndarray:
         """bool[m]: the lines the fast path takes (the rest but blanks go careful)."""
-        resolve_form, resolve_type, type_of, literal = resolvers
+        resolve_form, resolve_type, type_of = resolvers
         cls, m = self.cls, len(self.cls)
         ok = self.status == OK
         typed = ((cls == NODE) | (cls == CONST)) & ok
@@ -148,25 +150,30 @@ class BodyScan:
         size = np.concatenate([np.where(typed, span[:, col + 1], 0) for col in (OP, ATTR, TYPE)])
         _frozen(pos, size)
         sym, first = intern_spans_kernel(self.lines.buf, pos, size.astype(np.int32))
-        texts = [self.lines.decode(p, p + n)
-                 for p, n in zip(pos[first].tolist(), size[first].tolist(), strict=True)]
+        n_texts = len(first)
+
+        def text(s: int) -> str:  # decoded only for op names, attributes and types
+            p = int(pos[first[s]])
+            return self.lines.decode(p, p + int(size[first[s]]))
+
         op_sym, attr_sym, type_sym = sym[:m], sym[m: 2 * m], sym[2 * m:]
 
         # types: one resolution per distinct type text
-        type_by_sym = np.full(len(texts) + 1, -1, np.int32)
+        type_by_sym = np.full(n_texts + 1, -1, np.int32)
         for s in np.unique(type_sym[typed]).tolist():
-            type_by_sym[s] = resolve_type(texts[s])
+            type_by_sym[s] = resolve_type(text(s))
         self.type_idx = type_by_sym[type_sym]  # -1 (last entry) for untyped rows
         typed &= self.type_idx >= 0
-        codes = np.array([type_of(t)[0] for t in range(int(type_by_sym.max()) + 1)] or [0],
-                         np.int8)
-        scalar = np.array([not type_of(t)[1] for t in range(int(type_by_sym.max()) + 1)]
-                          or [False])
+        types = [type_of(t) for t in range(int(type_by_sym.max()) + 1)]
+        codes = np.array([code for code, _ in types] or [0], np.int8)
+        self.type_scalar = np.array([not shape for _, shape in types] or [False])
+        counts = np.array([int(np.prod(shape, dtype=np.int64)) for _, shape in types] or [0],
+                          np.int64)
 
         # node forms: one resolution per distinct (op, attributes)
         is_node = typed & (cls == NODE)
         node_rows = np.flatnonzero(is_node)
-        key = op_sym[node_rows].astype(np.int64) * (len(texts) + 1) + attr_sym[node_rows] + 1
+        key = op_sym[node_rows].astype(np.int64) * (n_texts + 1) + attr_sym[node_rows] + 1
         _frozen(key)
         form_of, form_first = distinct_keys_kernel(key)
         n_forms = len(form_first)
@@ -174,7 +181,7 @@ class BodyScan:
         form_ok = np.zeros(n_forms + 1, bool)
         for f, row in enumerate(node_rows[form_first].tolist()):
             a = int(attr_sym[row])
-            form = resolve_form(texts[op_sym[row]], texts[a] if a >= 0 else None)
+            form = resolve_form(text(op_sym[row]), text(a) if a >= 0 else None)
             if form is not None:
                 self.form[f], form_ok[f] = form, True
         self.form_of = np.full(m, n_forms, np.int32)
@@ -183,42 +190,41 @@ class BodyScan:
         count = np.diff(self.opnd_ptr)
         fast = is_node & form_ok[self.form_of] & ((arity < 0) | (count == arity))
 
-        # scalar constants: one value per distinct (literal, dtype)
-        const_rows = np.flatnonzero(typed & (cls == CONST) & scalar[self.type_idx])
-        fast[const_rows] = self._constants(const_rows, op_sym, texts, codes, literal)
+        # constants: the values of every distinct (literal, type), read by kernels
+        const_rows = np.flatnonzero(typed & (cls == CONST))
+        fast[const_rows] = self._constants(const_rows, line_start + span[:, OP],
+                                           span[:, OP + 1], op_sym, codes, counts)
         fast |= (cls == RETURN) & ok
         returns = np.flatnonzero(fast & (cls == RETURN))
         if len(returns):  # after a return, every line is the careful path's
             fast[returns[0] + 1:] = False
         return fast
 
-    def _constants(self, rows: np.ndarray, op_sym: np.ndarray, texts: list[str],
-                   codes: np.ndarray, literal: Callable[[str, int], Any]) -> np.ndarray:
-        """Resolve the literals of CONST ``rows``; bool per row: fast. Sets ``const_code``,
-        ``const_pos`` (row -> index in its dtype's values) and ``const_values``."""
-        m = len(self.cls)
-        self.const_code = np.zeros(m, np.int8)
-        self.const_pos = np.zeros(m, np.int32)
-        self.const_values: dict[int, np.ndarray] = {}
-        code = codes[self.type_idx[rows]]
-        self.const_code[rows] = code
-        key = op_sym[rows].astype(np.int64) * len(DTYPE_NAMES) + code
+    def _constants(self, rows: np.ndarray, lit_pos: np.ndarray, lit_size: np.ndarray,
+                   op_sym: np.ndarray, codes: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """Read the literals of CONST ``rows``, each distinct (literal, type) once
+        (:func:`irkernel.text.literals.literal_values`); bool per row: fast. Sets
+        ``const_lit`` (row -> distinct literal) and the literals' ``lit_*`` columns."""
+        self.const_lit = np.zeros(len(self.cls), np.int32)
+        types = self.type_idx[rows]
+        key = op_sym[rows].astype(np.int64) * (len(counts) + 1) + types
         _frozen(key)
         lit_of, lit_first = distinct_keys_kernel(key)
-        good = np.zeros(len(lit_first), bool)
-        pos = np.zeros(len(lit_first), np.int32)
-        by_code: dict[int, list[Any]] = {}
-        for d, row in enumerate(rows[lit_first].tolist()):  # one per distinct literal
-            c = int(self.const_code[row])
-            value = literal(texts[op_sym[row]], c)
-            if value is not None:
-                values = by_code.setdefault(c, [])
-                good[d], pos[d] = True, len(values)
-                values.append(value)
-        for c, values in by_code.items():
-            self.const_values[c] = np.array(values, numpy_dtype(c))
-        self.const_pos[rows] = pos[lit_of]
-        return good[lit_of]
+        first_rows = rows[lit_first]
+        self.lit_type = self.type_idx[first_rows]
+        self.lit_code = codes[self.lit_type]
+        ok, self.lit_ptr, self.lit_raw = literal_values(
+            self.lines.buf, lit_pos[first_rows], lit_size[first_rows], self.lit_code,
+            counts[self.lit_type], _WORDS)
+        self.const_lit[rows] = lit_of
+        return ok[lit_of]
+
+    def literal_elements(self, lits: np.ndarray, code: int) -> np.ndarray:
+        """The elements of distinct literals ``lits`` (all of dtype ``code``), back to back."""
+        start, stop = self.lit_ptr[lits], self.lit_ptr[lits + 1]
+        counts = stop - start
+        within = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+        return element_arrays(self.lit_raw[np.repeat(start, counts) + within], code)
 
     # -- runs --------------------------------------------------------------------
     def run_columns(self, a: int, b: int) -> RunColumns:
@@ -238,13 +244,20 @@ class BodyScan:
         within = np.arange(int(v_count.sum()), dtype=np.int64) - np.repeat(v_start, v_count)
         extra = self.ids[np.repeat(ptr, v_count) + within]
         a0 = np.where(variadic, v_start, first_id)
-        a0 = np.where(is_const, self.const_pos[rows], a0).astype(np.int32)
+        a0 = np.where(is_const, 0, a0).astype(np.int32)
         a1 = np.where(variadic, count, np.where(enc == ENC_BINARY, second_id, NONE))
         a1 = np.where(is_const, NONE, a1).astype(np.int32)
-        consts = {}
-        for code in np.unique(self.const_code[rows[is_const]]).tolist():
-            at = np.flatnonzero(is_const & (self.const_code[rows] == code))
-            consts[code] = (at, self.const_values[code][self.const_pos[rows[at]]])
+        consts, tensors = {}, {}
+        lit = self.const_lit[rows] if len(self.cls) else np.zeros(0, np.int32)
+        scalar = is_const & self.type_scalar[self.type_idx[rows]]
+        for code in np.unique(self.lit_code[lit[is_const]]).tolist():
+            of_code = is_const & (self.lit_code[lit] == code)
+            at = np.flatnonzero(of_code & scalar)
+            if len(at):
+                consts[code] = (at, self.literal_elements(lit[at], code))
+            at = np.flatnonzero(of_code & ~scalar)
+            if len(at):
+                tensors[code] = (at, lit[at])
         outputs = None
         ret = np.flatnonzero(cls == RETURN)
         if len(ret):
@@ -252,7 +265,7 @@ class BodyScan:
             outputs = self.ids[self.opnd_ptr[r]: self.opnd_ptr[r + 1]].tolist()
         return RunColumns(rows, kind, a0, a1, np.where(is_const, 0, form[:, 3]).astype(np.int32),
                           extra.astype(np.int32), self.type_idx[rows].astype(np.int32), consts,
-                          outputs)
+                          tensors, outputs)
 
     def careful_rows(self) -> np.ndarray:
         """Rows the careful path parses: neither fast nor blank."""

@@ -57,11 +57,12 @@ The format is line oriented: one statement per line.
 
 Speed: the text is scanned as UTF-8 bytes by Numba kernels
 (:mod:`irkernel.text.scan`), which classify every line of a body, number its
-nodes and resolve every name; node, scalar-constant and return lines in the
+nodes and resolve every name; node, constant (scalars and lists) and return lines in the
 printer's form become whole columns for one ``GraphBuilder.add_nodes`` call per
 run of such lines (types inferred by its Numba sweep). Op names, attribute
-texts, types and literals are parsed once per distinct text
-(:mod:`irkernel.text.fastpath`). Any other line, and any run the builder
+texts and types are parsed once per distinct text
+(:mod:`irkernel.text.fastpath`); constant literals are read by kernels, their
+decimal floats converted in one NumPy call (:mod:`irkernel.text.literals`). Any other line, and any run the builder
 rejects, goes through a tokenizer that knows exact
 columns, so every error is a :class:`~irkernel.ir.errors.ParseError` with a
 1-based line and column. Declared types are checked against the inferred ones
@@ -85,14 +86,12 @@ from irkernel.ir.ids import DTYPE_NAMES, ENC_BINARY, ENC_PARAM, ENC_UNARY
 from irkernel.ir.module import IRModule
 from irkernel.text.fastpath import BodyScan, Form, Lines, RunColumns
 from irkernel.text.lexer import (
-    NOT_FAST,
     Cursor,
     Token,
     attr_dict,
     const_array,
     const_literals,
     describe,
-    fast_literal,
     operand_tokens,
     parse_type,
     string_value,
@@ -210,10 +209,6 @@ class _FunctionParser:
                 return -1
         return idx
 
-    def _literal(self, text: str, code: int) -> Any:
-        value = fast_literal(text, code)
-        return None if value is NOT_FAST else value
-
     # -- the body -------------------------------------------------------------
     def parse_body(self, lines: Lines, start: int) -> int:
         """Parse lines from ``start`` up to the closing ``}``; returns the next line index."""
@@ -228,7 +223,7 @@ class _FunctionParser:
     def _body_loop(self, lines: Lines, first: int) -> int:
         scan = self.scan = BodyScan(lines, first, (
             self._resolve_form, self._resolve_type,
-            lambda t: (self.type_code[t], self.type_shape[t]), self._literal))
+            lambda t: (self.type_code[t], self.type_shape[t])))
         pos, m = 0, len(scan.cls)
         for row in [*scan.careful_rows().tolist(), m]:  # one step per careful line
             if self.outputs is None:
@@ -273,6 +268,10 @@ class _FunctionParser:
         values: dict[int, Any] = {}
         for at, vals in cols.consts.values():
             values.update(zip(at.tolist(), vals, strict=True))
+        for code, (at, lits) in cols.tensors.items():  # one per tensor constant (short runs)
+            for j, lit in zip(at.tolist(), lits.tolist(), strict=True):
+                shape = self.type_shape[int(self.scan.lit_type[lit])]
+                values[j] = self.scan.literal_elements(np.array([lit]), code).reshape(shape)
         extra = cols.extra.tolist()
         for j, (k, x, y, aid) in enumerate(zip(cols.kind.tolist(), cols.a0.tolist(),
                                                cols.a1.tolist(), cols.attr_id.tolist(),
@@ -288,6 +287,11 @@ class _FunctionParser:
         a0 = cols.a0.copy()
         for code, (at, vals) in cols.consts.items():
             a0[at] = self.bb.add_scalar_consts(vals, code)
+        for code, (at, lits) in cols.tensors.items():
+            distinct, inverse = np.unique(lits, return_inverse=True)
+            shape_ids = np.array(self.type_shape_id, np.int32)[self.scan.lit_type[distinct]]
+            a0[at] = self.bb.add_tensor_consts(self.scan.literal_elements(distinct, code), code,
+                                               shape_ids)[inverse]
         self.bb.add_nodes(cols.kind, a0, cols.a1, attr_id=cols.attr_id, extra=cols.extra)
 
     def _replay(self, lines: Lines, first: int, stop: int, error: Exception) -> None:

@@ -25,7 +25,11 @@ from irkernel.ir.validate import validate_function
 from irkernel.text.emit import (
     byte_table,
     distinct_rows_kernel,
+    int_texts_kernel,
     line_sizes_kernel,
+    literal_table_kernel,
+    readonly,
+    scatter_entries_kernel,
     write_lines_kernel,
 )
 
@@ -169,26 +173,69 @@ def format_values(values: np.ndarray, code: int) -> list[str]:
     return strs
 
 
+def _element_values(func: Function, code: int, const_ptr: np.ndarray, size: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """(element index, value) of every element of the constants of dtype ``code``, gathered
+    with whole-array NumPy (a Python step only per constant held by reference)."""
+    pool, dt = func.consts, np.dtype(DTYPE_NAMES[code])
+    of_code = pool.dtype == code
+    scalars = np.flatnonzero(of_code & (size == 1))
+    raw = pool.sval[scalars]
+    at = [const_ptr[scalars]]
+    vals = [(raw.view(np.float64) if dt.kind == "f" else raw).astype(dt)]
+    held = np.zeros(len(pool), bool)
+    held[list(pool.external)] = True
+    tensors = np.flatnonzero(of_code & (size > 1) & ~held)
+    if len(tensors):
+        counts = size[tensors]
+        within = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+        at.append(np.repeat(const_ptr[tensors], counts) + within)
+        byte_pos = np.repeat(pool.offset[tensors], counts) + within * dt.itemsize
+        vals.append(pool.data[byte_pos[:, None] + np.arange(dt.itemsize)].view(dt).ravel())
+    for cid in np.flatnonzero(of_code & held).tolist():  # one per constant held by reference
+        at.append(const_ptr[cid] + np.arange(int(size[cid])))
+        vals.append(pool.external[cid].ravel())
+    return np.concatenate(at), np.concatenate(vals)
+
+
+def _literal_table(func: Function) -> tuple[np.ndarray, np.ndarray]:
+    """The literal of every constant in the pool as a byte table (``emit.byte_table``).
+
+    Elements are formatted per dtype in bulk: ints and bools by a kernel, floats by
+    :func:`format_values`; kernels then place them and add the brackets of lists.
+    """
+    pool = func.consts
+    size = func.shapes.size[pool.shape_id].astype(np.int64)
+    const_ptr = np.zeros(len(pool) + 1, np.int64)
+    np.cumsum(size, out=const_ptr[1:])
+    sizes = np.zeros(int(const_ptr[-1]), np.int64)
+    parts_bytes, parts_ptr, parts_at, base = [], [], [], 0
+    for code in np.unique(pool.dtype).tolist():
+        at, values = _element_values(func, code, const_ptr, size)
+        if code in (FLOAT32, FLOAT64):
+            data, ptr = byte_table(format_values(values, code))
+        else:
+            data, ptr = int_texts_kernel(readonly(values.astype(np.int64)), code == BOOL)
+        sizes[at] = np.diff(ptr)
+        parts_bytes.append(data)
+        parts_ptr.append(ptr[:-1] + base)
+        parts_at.append(at)
+        base += len(data)
+    parts_ptr.append(np.array([base], np.int64))
+    elem_bytes, elem_ptr = scatter_entries_kernel(
+        readonly(sizes), readonly(np.concatenate(parts_bytes or [np.zeros(0, np.uint8)])),
+        readonly(np.concatenate(parts_ptr)),
+        readonly(np.concatenate(parts_at or [np.zeros(0, np.int64)]).astype(np.int64)))
+    data, ptr = literal_table_kernel(readonly(elem_bytes), readonly(elem_ptr),
+                                     readonly(const_ptr), readonly(size != 1))
+    return readonly(data), readonly(ptr)
+
+
 def _const_literals(func: Function) -> list[str]:
-    """The literal of every constant in the pool (scalars formatted per dtype in bulk)."""
-    pool, shapes = func.consts, func.shapes
-    k = len(pool)
-    out = [""] * k
-    is_scalar = shapes.size[pool.shape_id] == 1 if k else np.zeros(0, bool)
-    for code, name in enumerate(DTYPE_NAMES):
-        ids = np.flatnonzero(is_scalar & (pool.dtype == code))
-        if not len(ids):
-            continue
-        raw = pool.sval[ids]
-        values = raw.view(np.float64) if np.dtype(name).kind == "f" else raw
-        for cid, text in zip(ids.tolist(), format_values(values.astype(name), code),
-                             strict=True):
-            out[cid] = text
-    for cid in np.flatnonzero(~is_scalar).tolist():  # one per distinct tensor constant
-        code = int(pool.dtype[cid])
-        flat = pool.value(cid, shapes).ravel()
-        out[cid] = "[" + ", ".join(format_values(flat, code)) + "]"
-    return out
+    """The literal of every constant in the pool, as str (for callers outside the kernels)."""
+    data, ptr = _literal_table(func)
+    text = data.tobytes().decode("utf-8")
+    return [text[a:b] for a, b in zip(ptr[:-1].tolist(), ptr[1:].tolist(), strict=True)]
 
 
 # ---------------------------------------------------------------------------
@@ -222,10 +269,9 @@ def _function_text(func: Function, head: str, foot: str) -> str:
     """
     all_ops = ops.all_ops()
     tail_of, tails = _tails(func)
-    consts = _const_literals(func) if len(func.consts) else []
     op_bytes, op_ptr = byte_table([op.name for op in all_ops])
     tail_bytes, tail_ptr = byte_table(tails)
-    lit_bytes, lit_ptr = byte_table(consts)
+    lit_bytes, lit_ptr = _literal_table(func) if len(func.consts) else byte_table([])
     name_bytes, name_ptr = byte_table(list(func.param_names))
     head_bytes, foot_bytes = byte_table([head])[0], byte_table([foot])[0]
     encoding = ops.op_arrays().encoding

@@ -182,9 +182,17 @@ def _number_end(buf, p, e):
 
 
 @helper
-def _literal_end(buf, p, e, words):
-    """End of a one-literal constant value at ``p`` (a number, -inf, inf, nan, true,
-    false), or -1; what follows must be a blank or ':'."""
+def _element_end(buf, p, e, words):
+    """End of one constant element at ``p`` (a number, -inf, inf, nan, true, false or
+    ``nan:0x<hex>``), or -1; the tokenizer's lookahead holds: no word character or '.'
+    follows (the caller checks what may come next)."""
+    size = _matches(buf, p, e, words, 2)  # nan:0x<hex>
+    if size and p + size + 3 < e and buf[p + size] == _COLON and buf[p + size + 1] == 48 \
+            and buf[p + size + 2] == 120:
+        q = p + size + 3
+        while q < e and (48 <= buf[q] <= 57 or 97 <= buf[q] <= 102 or 65 <= buf[q] <= 70):
+            q += 1
+        return q if q > p + size + 3 else -1
     q = _number_end(buf, p, e)
     if q < 0:
         for w in range(KW_RETURN):
@@ -192,6 +200,31 @@ def _literal_end(buf, p, e, words):
             if size:
                 q = p + size
                 break
+    return q
+
+
+@helper
+def _literal_end(buf, p, e, words):
+    """End of a constant's value at ``p``: one element, or ``[e0, e1, ...]`` (``[]``
+    included), or -1; what follows must be a blank or ':'."""
+    if p < e and buf[p] == _LBRACK:
+        q = _skip_ws(buf, p + 1, e)
+        if q < e and buf[q] == _RBRACK:
+            q += 1
+        else:
+            while True:
+                q = _element_end(buf, q, e, words)
+                if q < 0 or q >= e:
+                    return -1
+                q = _skip_ws(buf, q, e)
+                if q < e and buf[q] == _RBRACK:
+                    q += 1
+                    break
+                if q >= e or buf[q] != _COMMA:
+                    return -1
+                q = _skip_ws(buf, q + 1, e)
+    else:
+        q = _element_end(buf, p, e, words)
     if q < 0 or (q < e and not (buf[q] == _SPACE or buf[q] == _TAB or buf[q] == _COLON)):
         return -1
     return q
