@@ -49,7 +49,7 @@ from irkernel.tir.buffer import Buffer
 from irkernel.tir.expr import PrimExpr
 from irkernel.tir.function import PrimFunc
 from irkernel.target import CPUTarget
-from passes.topi.vector import current_target
+from passes.topi.vector import current_target, vector_pieces
 
 #: Below this many multiply-adds the canonical (fusable) reduction is used instead.
 MIN_WORK = 16 * 16 * 16
@@ -207,23 +207,6 @@ def _build(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str, odt: 
     out_shape = (*(b_batch or a_batch), m, n)
     return _schedule(batches, rows, n, k, tile, dtype, odt, finish, a_shape, b_shape,
                      out_shape, tuple(b_batch), row_dims, target)
-
-
-def vector_pieces(width: int, lanes: int) -> list[tuple[int, int]]:
-    """``(offset, size)`` pieces of a row of ``width`` elements: whole vectors of ``lanes``,
-    then powers of two. LLVM scalarizes vector types of other lengths (a tile 3 vectors
-    wide written as one ``<48 x float>`` ran at 5 GFLOP/s instead of 40)."""
-    pieces, j = [], 0
-    while width - j >= lanes:
-        pieces.append((j, lanes))
-        j += lanes
-    size = lanes
-    while j < width:
-        size //= 2
-        if width - j >= size:
-            pieces.append((j, size))
-            j += size
-    return pieces
 
 
 def _row_chunks(col_tasks: int, blocks: int) -> int:
