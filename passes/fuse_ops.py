@@ -13,11 +13,17 @@ then decides, per consumer, which single-use producers join its group:
   an ELEMWISE/BROADCAST consumer (epilogue), never into an injective or heavy one;
 * a group holds at most one heavy member and at most ``max_group_size`` members
   (so the fused kernel stays small enough to compile quickly);
-* function outputs and multi-use nodes are group roots (their value must exist).
+* function outputs are group roots (their value must exist); a multi-use node joins
+  a consumer's group only when every one of its consumers is already in that group:
+  a *diamond* whose paths re-join there (TVM's post-dominator rule). The sweep visits
+  a node's single-use producers first, then its multi-use ones, checking each
+  consumer's group root by its ``parent`` chain (at most a group long). This is what
+  fuses SiLU, ``x * sigmoid(x)``, into the conv before it (efficientnet: a separate
+  pass over 96 x 112 x 112 floats per block otherwise).
 
-Because only single-use producers join, every group is an in-tree whose root
-is its last node; the sweep records ``parent`` links and one reverse sweep
-resolves roots: no union-find, no recursion, no per-node Python.
+Every group is an in-tree of ``parent`` links whose root is its last node (diamond
+edges are extra edges inside the group); the sweep records the links and one reverse
+sweep resolves roots: no union-find, no recursion, no per-node Python.
 
 Rewrite (vectorized over all groups at once, then per *group* Python for the
 dedup key and per *distinct* group for the Function object): each group of two
@@ -28,10 +34,6 @@ members; output = the root), and the root's row in the caller becomes a
 ``irkernel.ir.rebuild``. Structurally identical groups share one Primitive
 function, so FuseTIR compiles each distinct kernel once.
 
-Alternatives considered: TVM's post-dominator-tree grouping also fuses a
-multi-use producer when all its paths re-join at one post-dominator (a
-diamond); that needs an LCA walk per node. Single-use trees capture the chains
-and epilogues that matter for memory traffic here and keep the sweep O(n).
 Imports irkernel only (never runtime).
 """
 
@@ -48,7 +50,7 @@ from irkernel.ir import ops
 from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
 from irkernel.ir.ids import DTYPE_NAMES, NONE
-from irkernel.ir.jit import kernel
+from irkernel.ir.jit import helper, kernel
 from irkernel.ir.module import IRModule
 from irkernel.ir.operands import operand_csr, operand_edges
 from irkernel.ir.pools import ConstPool
@@ -66,6 +68,27 @@ _ELEMWISE, _BROADCAST, _INJECTIVE = ops.ELEMWISE, ops.BROADCAST, ops.INJECTIVE
 _REDUCE, _OUT_EWISE_FUSABLE, _OPAQUE = ops.REDUCE, ops.OUT_EWISE_FUSABLE, ops.OPAQUE
 
 
+@helper
+def _consumers_in_group(p, i, uses, cons_ptr, cons, parent):
+    """Whether every consumer of ``p`` is ``i`` or already in ``i``'s group, and ``p`` is no
+    output (its distinct consumers are all of its uses): then ``p`` is a diamond's source
+    whose paths re-join at ``i`` (TVM's post-dominator rule), and may join the group."""
+    distinct = 0
+    last = -1
+    for t in range(cons_ptr[p], cons_ptr[p + 1]):
+        c = cons[t]
+        if c == last:
+            continue
+        last = c
+        distinct += 1
+        r = c
+        while parent[r] != r:  # the consumer's group root (chains are at most a group long)
+            r = parent[r]
+        if r != i:
+            return False
+    return distinct == uses[p]
+
+
 @kernel
 def fuse_groups_kernel(operand_ptr, operand, pattern, uses, max_size):
     """Forward sweep choosing, per consumer, the single-use producer groups that join it.
@@ -78,6 +101,18 @@ def fuse_groups_kernel(operand_ptr, operand, pattern, uses, max_size):
     group is final when its consumer is visited.
     """
     n = pattern.shape[0]
+    # consumers of each node (CSR, in node order: a node reading p twice appears twice)
+    cons_ptr = np.zeros(n + 1, np.int64)
+    for t in range(operand.shape[0]):
+        cons_ptr[operand[t] + 1] += 1
+    for i in range(n):
+        cons_ptr[i + 1] += cons_ptr[i]
+    fill = cons_ptr[:-1].copy()
+    cons = np.empty(operand.shape[0], np.int64)
+    for i in range(n):
+        for t in range(operand_ptr[i], operand_ptr[i + 1]):
+            cons[fill[operand[t]]] = i
+            fill[operand[t]] += 1
     parent = np.arange(n).astype(np.int32)
     size = np.ones(n, np.int32)
     heavy = np.zeros(n, np.bool_)
@@ -86,20 +121,24 @@ def fuse_groups_kernel(operand_ptr, operand, pattern, uses, max_size):
         if pc == _OPAQUE:
             continue
         heavy[i] = _REDUCE <= pc <= _OUT_EWISE_FUSABLE
-        for t in range(operand_ptr[i], operand_ptr[i + 1]):
-            p = operand[t]
-            # uses == 1: one consumer (it may read p twice: x * x), and p is no output.
-            if (uses[p] != 1 or pattern[p] == _OPAQUE or parent[p] != p
-                    or size[i] + size[p] > max_size):
-                continue
-            if heavy[p]:  # epilogue: elementwise/broadcast onto a reduction / matmul group
-                ok = pc <= _BROADCAST and not heavy[i]
-            else:  # injective producers fuse into injective consumers and reductions
-                ok = pc <= _INJECTIVE or pc == _REDUCE
-            if ok:
-                parent[p] = i
-                size[i] += size[p]
-                heavy[i] = heavy[i] or heavy[p]
+        # single-use producers first, so that a diamond's inner paths have joined before
+        # its multi-use source is considered
+        for single in (True, False):
+            for t in range(operand_ptr[i], operand_ptr[i + 1]):
+                p = operand[t]
+                if (uses[p] == 1) != single or pattern[p] == _OPAQUE or parent[p] != p \
+                        or size[i] + size[p] > max_size:
+                    continue
+                if not single and not _consumers_in_group(p, i, uses, cons_ptr, cons, parent):
+                    continue
+                if heavy[p]:  # epilogue: elementwise/broadcast onto a reduction / matmul
+                    ok = pc <= _BROADCAST and not heavy[i]
+                else:  # injective producers fuse into injective consumers and reductions
+                    ok = pc <= _INJECTIVE or pc == _REDUCE
+                if ok:
+                    parent[p] = i
+                    size[i] += size[p]
+                    heavy[i] = heavy[i] or heavy[p]
     root = np.empty(n, np.int32)
     for i in range(n - 1, -1, -1):
         p = parent[i]

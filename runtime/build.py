@@ -71,7 +71,7 @@ from runtime.executor import GraphExecutor, make_kernels
 from runtime.jit import Engine, assembly, optimized_ir
 from runtime.lower import lower
 from runtime.objfile import object_problem
-from runtime.target import host
+from runtime.target import host, target_for
 
 #: The registered pipeline graph modules are lowered by (``passes/pipelines.py``).
 GRAPH_PIPELINE = "GraphLowering"
@@ -98,10 +98,11 @@ def _source(job: Job, settings: LoweringSettings) -> Callable[[str], str]:
             with settings.context():
                 lowered = lower_tir(job.name, job.func)
             memo["tir"] = lowered.script(job.name)
-            memo["ir"] = lower(lowered, job.symbol, host(), settings.fast_math)
+            memo["ir"] = lower(lowered, job.symbol, target_for(settings.cpu),
+                               settings.fast_math)
         if kind not in memo:
             make = optimized_ir if kind == "llvm" else assembly
-            memo[kind] = make(memo["ir"], job.tier)
+            memo[kind] = make(memo["ir"], job.tier, settings.cpu)
         return memo[kind]
 
     return source
@@ -280,7 +281,7 @@ def _open_engine(engine: Any, stack: contextlib.ExitStack) -> Any:
 def _jobs(mod: IRModule, ctx: transform.PassContext) -> tuple[list[Job], dict[str, Job]]:
     """One job per distinct PrimFunc of ``mod`` (verified), and each name's job."""
     settings = LoweringSettings.of(ctx)
-    target, version = host(), code_version(settings.pipeline)
+    target, version = target_for(settings.cpu), code_version(settings.pipeline)
     fast_max = int(ctx.get_config(FAST_TIER_MAX_ELEMENTS))
     by_key: dict[str, Job] = {}
     of_name: dict[str, Job] = {}
@@ -310,7 +311,8 @@ def _build_lowered(mod: IRModule, ctx: transform.PassContext, disk: DiskCache | 
 
     def compile_kernels(m: IRModule, c: transform.PassContext) -> CompiledKernels:
         jobs, of_name = _jobs(m, c)
-        compiler = Compiler(jobs, settings.fast_math, disk, progress, executor)
+        compiler = Compiler(jobs, settings.fast_math, disk, progress, executor,
+                            settings.cpu)
         compiler.run(code_version(settings.pipeline))
         for key, value in compiler.stats.items():
             c.stat(key, value)

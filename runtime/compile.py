@@ -41,11 +41,12 @@ from irkernel.tir.analysis import trip_count
 from irkernel.tir.function import Attrs, PrimFunc
 from passes.tir import FAST_MATH
 from passes.tir.unroll_loop import CONFIG_KEY as UNROLL_KEY
+from passes.topi.vector import TARGET
 from runtime.cache import DiskCache, digest
 from runtime.jit import TIERS, compile_ir
 from runtime.lower import lower, lower_batch
 from runtime.objfile import object_check
-from runtime.target import Target, host
+from runtime.target import Target, target_for
 
 #: Attributes that do not change generated code (left out of a kernel's key).
 _NEUTRAL_ATTRS = ("global_symbol", "op_name", "op_pattern", "generic_name")
@@ -80,20 +81,23 @@ class LoweringSettings:
     fast_math: bool
     unroll: tuple[tuple[str, Any], ...]  # config tir.UnrollLoop, sorted items
     pipeline: str  # the text of the LowerTIR pipeline in this context
+    cpu: str = "host"  # config ``target``: the CPU the code is generated for
 
     @classmethod
     def of(cls, ctx: transform.PassContext) -> LoweringSettings:
         return cls(ctx.opt_level, tuple(sorted(ctx.disabled_pass)),
                    bool(ctx.get_config(FAST_MATH)),
                    tuple(sorted(dict(ctx.get_config(UNROLL_KEY)).items())),
-                   transform.pipeline_text_of(LOWERING_PIPELINE, ctx))
+                   transform.pipeline_text_of(LOWERING_PIPELINE, ctx),
+                   str(ctx.get_config(TARGET)))
 
     def context(self) -> transform.PassContext:
         """A context that lowers as the one these settings came from."""
         return transform.PassContext(
             opt_level=self.opt_level, disabled_pass=list(self.disabled),
             config={FAST_MATH: self.fast_math, UNROLL_KEY: dict(self.unroll),
-                    transform.pipeline_config_key(LOWERING_PIPELINE): self.pipeline})
+                    transform.pipeline_config_key(LOWERING_PIPELINE): self.pipeline,
+                    TARGET: self.cpu})
 
 
 @dataclass
@@ -191,13 +195,14 @@ class Compiler:
     """
 
     def __init__(self, jobs: list[Job], fast_math: bool, cache: DiskCache | None,
-                 progress: Progress | None, executor: Any = None) -> None:
+                 progress: Progress | None, executor: Any = None, cpu: str = "host") -> None:
         self.jobs = jobs
         self.executor = executor  # anything with submit(fn, *args) -> future; None: a thread
         self.fast_math = fast_math
         self.cache = cache
         self.progress = progress
-        self.target = host()
+        self.cpu = cpu
+        self.target = target_for(cpu)
         self.objects: dict[str, bytes] = {}  # batch key -> object
         self.cached_objects: set[str] = set()  # the batch keys of objects read from the cache
         self.stats = {"kernels": len(jobs), "cached": 0, "compiled": 0, "batches": 0,
@@ -261,14 +266,14 @@ class Compiler:
         return lower_batch(items, self.target, batch[0].batch, self.fast_math)
 
     def _submit(self, pool: Any, text: str, batch: list[Job]) -> Any:
-        return pool.submit(compile_batch, text, batch[0].tier, self.target.key)
+        return pool.submit(compile_batch, text, batch[0].tier, self.target.key, self.cpu)
 
     def _culprit(self, batch: list[Job], exc: Exception) -> RuntimeError:
         """The first kernel of a failed batch that fails alone, named in an error."""
         for job in batch:
             try:
                 compile_ir(lower(lower_tir(job.name, job.func), job.symbol, self.target,
-                                 self.fast_math), job.tier)
+                                 self.fast_math), job.tier, self.cpu)
             except Exception as alone:  # NOTE: naming the failing kernel is the point
                 return RuntimeError(f"build: LLVM failed to compile kernel {job.name!r} "
                                     f"({', '.join(job.names)}): {alone}")
@@ -335,16 +340,17 @@ class Compiler:
                 raise
 
 
-def compile_batch(ir_text: str, tier: str, target_key: str) -> tuple[bytes, float]:
+def compile_batch(ir_text: str, tier: str, target_key: str,
+                  cpu: str = "host") -> tuple[bytes, float]:
     """One batch's object bytes and the seconds LLVM took, where this runs (the build's
-    thread or an engine's worker). A worker whose CPU differs from the caller's would
-    emit code for another machine: refused, naming both."""
-    here = host().key
+    thread or an engine's worker). A worker whose target for ``cpu`` differs from the
+    caller's would emit code for another machine: refused, naming both."""
+    here = target_for(cpu).key
     if here != target_key:
         raise RuntimeError(f"this worker compiles for {here}, the build is for {target_key}; "
                            "use workers on machines of the caller's CPU")
     start = time.perf_counter()
-    obj = compile_ir(ir_text, tier).obj
+    obj = compile_ir(ir_text, tier, cpu).obj
     return obj, time.perf_counter() - start
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 
 from runtime.objfile import ABI_RECORD_SIZE, ABI_SUFFIX
-from runtime.target import FAST_PASSES, LEAN_SPEED_LEVEL, MINIMAL_PASSES, PIPELINE, host
+from runtime.target import FAST_PASSES, LEAN_SPEED_LEVEL, MINIMAL_PASSES, PIPELINE, host, target_for
 
 _COMPILE_LOCK = threading.Lock()
 
@@ -43,9 +43,9 @@ class Compiled:
 TIERS = ("full", "lean", "fast", "minimal")
 
 
-def optimize(ir_text: str, tier: str = "full") -> llvm.ModuleRef:
-    """Parse, verify and optimize ``ir_text`` for the host in ``tier``."""
-    target = host()
+def optimize(ir_text: str, tier: str = "full", cpu: str = "host") -> llvm.ModuleRef:
+    """Parse, verify and optimize ``ir_text`` in ``tier`` for the CPU target ``cpu``."""
+    target = target_for(cpu)
     module = llvm.parse_assembly(ir_text)
     module.verify()
     if tier in ("fast", "minimal"):
@@ -70,30 +70,30 @@ def optimize(ir_text: str, tier: str = "full") -> llvm.ModuleRef:
     return module
 
 
-def _machine(tier: str) -> llvm.TargetMachine:
-    target = host()
+def _machine(tier: str, cpu: str = "host") -> llvm.TargetMachine:
+    target = target_for(cpu)
     if tier == "full":
         return target.machine
     return target.lean_machine if tier == "lean" else target.fast_machine
 
 
-def compile_ir(ir_text: str, tier: str = "full") -> Compiled:
-    """Optimize ``ir_text`` in ``tier`` and emit a host object file."""
+def compile_ir(ir_text: str, tier: str = "full", cpu: str = "host") -> Compiled:
+    """Optimize ``ir_text`` in ``tier`` and emit an object file for the CPU ``cpu``."""
     with _COMPILE_LOCK:
-        module = optimize(ir_text, tier)
-        return Compiled(_machine(tier).emit_object(module))
+        module = optimize(ir_text, tier, cpu)
+        return Compiled(_machine(tier, cpu).emit_object(module))
 
 
-def assembly(ir_text: str, tier: str = "full") -> str:
-    """Host assembly of ``ir_text`` after optimization (for ``get_source("asm")``)."""
+def assembly(ir_text: str, tier: str = "full", cpu: str = "host") -> str:
+    """Assembly of ``ir_text`` after optimization (for ``get_source("asm")``)."""
     with _COMPILE_LOCK:
-        return str(_machine(tier).emit_assembly(optimize(ir_text, tier)))
+        return str(_machine(tier, cpu).emit_assembly(optimize(ir_text, tier, cpu)))
 
 
-def optimized_ir(ir_text: str, tier: str = "full") -> str:
+def optimized_ir(ir_text: str, tier: str = "full", cpu: str = "host") -> str:
     """The optimized LLVM IR of ``ir_text``."""
     with _COMPILE_LOCK:
-        return str(optimize(ir_text, tier))
+        return str(optimize(ir_text, tier, cpu))
 
 
 class Engine:

@@ -21,6 +21,8 @@ from typing import Any
 import llvmlite
 import llvmlite.binding as llvm
 
+from irkernel.target import cpu_target
+
 #: libmvec ISA letters and the (float32, float64) lane counts of each.
 _MVEC_ISA = (("avx512f", "e", 16, 8), ("avx2", "d", 8, 4), ("sse4.2", "b", 4, 2))
 
@@ -121,6 +123,30 @@ def host() -> Target:
         return Target(triple, cpu, features, str(machine.target_data), mvec, machine)
 
 
+#: The ISA of each libmvec variant, as ``irkernel.target`` names it.
+_MVEC_LEVEL = {"avx512f": "avx512", "avx2": "avx2", "sse4.2": "sse4.2"}
+_ISA_ORDER = ("sse4.2", "avx2", "avx512")
+
+
+@functools.cache
+def target_for(name: str = "host") -> Target:
+    """The target of the CPU called ``name`` (``irkernel.target.cpu_target``: ``"host"``
+    or an x86-64 level the host can run): its own TargetMachine, and the widest libmvec
+    variant of its ISA. Code for a level runs on every CPU of that level, so an AVX-512
+    machine can build exactly what an AVX2 machine would run (``target="avx2"``)."""
+    if name == "host":
+        return host()
+    cpu, base = cpu_target(name), host()
+    machine = _create_machine(base.triple, cpu.llvm_cpu, cpu.llvm_features)
+    mvec = None
+    if base.mvec is not None:
+        mvec = next(((letter, f32, f64) for feature, letter, f32, f64 in _MVEC_ISA
+                     if _ISA_ORDER.index(_MVEC_LEVEL[feature]) <= _ISA_ORDER.index(cpu.isa)),
+                    None)
+    return Target(base.triple, cpu.llvm_cpu, cpu.llvm_features, str(machine.target_data),
+                  mvec, machine)
+
+
 def _load_libmvec(features: str) -> tuple[str, int, int] | None:
     """Load glibc's libmvec into the process; the widest variant this CPU runs."""
     path = ctypes.util.find_library("mvec")
@@ -137,4 +163,4 @@ def _load_libmvec(features: str) -> tuple[str, int, int] | None:
     return None
 
 
-__all__ = ["FAST_PASSES", "MINIMAL_PASSES", "PIPELINE", "Target", "host"]
+__all__ = ["FAST_PASSES", "MINIMAL_PASSES", "PIPELINE", "Target", "host", "target_for"]

@@ -63,7 +63,7 @@ from irkernel.tir import script as T
 from irkernel.tir.function import PrimFunc
 from passes.tir.parallelize import PARALLEL_MIN_WORK
 from passes.topi.conv_layout import Phases
-from passes.topi.vector import registers, vector_bits
+from passes.topi.vector import registers, vector_bits, vector_pieces
 
 #: Below this many multiply-adds the canonical template is used (the copies of this
 #: schedule would dominate). As for matmul: 16 x 16 x 16.
@@ -74,8 +74,13 @@ MAX_UNROLL = 8
 #: Parallel tasks to aim for (tiles x channel groups), enough to balance two-to-eight
 #: threads when a small image has few pixel tiles.
 MIN_TASKS = 16
-#: Vector width of the depthwise schedule's output-row chunks (two AVX2 vectors).
-DW_LANES = 16
+
+
+def row_chunk(bits: int = 0) -> int:
+    """Elements per vector chunk of the depthwise, max-pool and dot-product schedules: two
+    vectors of the target's width (16 float32 with AVX2, as measured on an AVX2 EPYC; 32
+    with AVX-512; 8 with SSE), so each chunk is two independent fma chains."""
+    return 2 * (bits or vector_bits()) // 32
 
 
 def parallel_if_worth(work: int):
@@ -264,8 +269,6 @@ def _conv(  # noqa: C901 (trace-time specialization)
     return conv.with_attr("schedule", "conv_implicit_gemm")
 
 
-#: Lanes of the channel-vectorized dot products of ``scheduled_gemv``.
-GEMV_LANES = 16
 #: Most pixels a 1x1 conv may have to run as dot products (the pixel-tiled schedule fills
 #: ``P`` of its 16 lanes: at 2x2 it ran at 6 GFLOP/s).
 GEMV_MAX_PIXELS = 8
@@ -282,9 +285,15 @@ def gemv_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int, dty
             and math.prod(out_hw) <= GEMV_MAX_PIXELS and not any(pads))
 
 
+def scheduled_gemv(x_shape: tuple[int, int, int, int],
+                   w_shape: tuple[int, int, int, int], bits: int = 0) -> PrimFunc:
+    """The dot-product schedule of a few-pixel 1x1 conv for the target's vector width."""
+    return _gemv(tuple(x_shape), tuple(w_shape), row_chunk(bits))
+
+
 @lru_cache(maxsize=256)
-def scheduled_gemv(x_shape: tuple[int, int, int, int],  # noqa: C901 (trace-time)
-                   w_shape: tuple[int, int, int, int]) -> PrimFunc:
+def _gemv(x_shape: tuple[int, int, int, int],  # noqa: C901 (trace-time)
+          w_shape: tuple[int, int, int, int], GEMV_LANES: int) -> PrimFunc:  # noqa: N803
     """``out[n, o, p] = sum_c W[o, c] * x[n, c, p]`` for the ``P`` pixels of a 1x1 conv
     (see ``gemv_ok``): per output channel, ``P`` dot products along the weights'
     contiguous row, ``GEMV_LANES`` channels at a time with exact fma into ``P`` vector
@@ -363,14 +372,15 @@ def scheduled_depthwise2d(x_shape: tuple[int, int, int, int],
                           dilation: tuple[int, int], out_hw: tuple[int, int]) -> PrimFunc:
     """A depthwise conv: ``plane_window`` with the taps weighted and summed."""
     return plane_window("conv", x_shape, w_shape[2:], strides, pad_begin, pad_end, dilation,
-                        out_hw)
+                        out_hw, row_chunk())
 
 
 @lru_cache(maxsize=256)
 def plane_window(  # noqa: C901 (trace-time specialization)
         kind: str, x_shape: tuple[int, int, int, int], kernel: tuple[int, int],
         strides: tuple[int, int], pad_begin: tuple[int, int], pad_end: tuple[int, int],
-        dilation: tuple[int, int], out_hw: tuple[int, int]) -> PrimFunc:
+        dilation: tuple[int, int], out_hw: tuple[int, int],
+        DW_LANES: int) -> PrimFunc:  # noqa: N803 (a constant of each specialization)
     """A per-channel window op, ``kind`` "conv" (depthwise: params ``x0, x1: (C, 1, KH,
     KW), out``) or "max" (max_pool: ``x0, out``), parallel over (image, channel) planes.
 
@@ -421,10 +431,10 @@ def plane_window(  # noqa: C901 (trace-time specialization)
                         for ji in T.vectorized(DW_LANES):
                             out[t // c_, t % c_, oh, owo * DW_LANES + ji] = taps(
                                 oh, owo * DW_LANES + ji)
-                if tail:
-                    for ji in T.vectorized(tail):
-                        out[t // c_, t % c_, oh, full * DW_LANES + ji] = taps(
-                            oh, full * DW_LANES + ji)
+                for j0, size in vector_pieces(tail, DW_LANES):
+                    for ji in T.vectorized(size):
+                        out[t // c_, t % c_, oh, full * DW_LANES + j0 + ji] = taps(
+                            oh, full * DW_LANES + j0 + ji)
 
     if kind == "max":
         @T.prim_func(private=True)
@@ -443,7 +453,6 @@ def plane_window(  # noqa: C901 (trace-time specialization)
 
 
 __all__ = [
-    "GEMV_LANES",
     "GEMV_MAX_PIXELS",
     "MAX_TAPS",
     "MAX_UNROLL",
@@ -458,6 +467,7 @@ __all__ = [
     "parallel_if_worth",
     "plane_window",
     "register_tile",
+    "row_chunk",
     "row_blocks",
     "scheduled_conv",
     "scheduled_depthwise2d",

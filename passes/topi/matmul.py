@@ -49,7 +49,8 @@ from irkernel.tir.buffer import Buffer
 from irkernel.tir.expr import PrimExpr
 from irkernel.tir.function import PrimFunc
 from irkernel.target import CPUTarget
-from passes.topi.vector import current_target
+from passes.topi.matmul_rows import rows_ok, streamed_rows, unravel
+from passes.topi.vector import current_target, vector_pieces
 
 #: Below this many multiply-adds the canonical (fusable) reduction is used instead.
 MIN_WORK = 16 * 16 * 16
@@ -103,7 +104,7 @@ def _tile(m: int, n: int, k: int, dtype: str, target: CPUTarget) -> tuple[int, i
     mr = min(budget // v, 8)
     if m < mr:
         mr = m
-        v = min(vectors, budget // m, 8)
+        v = min(vectors, budget // m, 24)
     return mr, v * lanes
 
 
@@ -172,17 +173,6 @@ def _group(full: int, k: int, nr: int, itemsize: int, max_bytes: int) -> int:
     return 1
 
 
-def _unravel(flat: PrimExpr, dims: tuple[int, ...]) -> tuple[PrimExpr, ...]:
-    """Indices of ``flat`` (below ``prod(dims)``) in C order over ``dims`` (extent-1 dims
-    index 0; the outermost takes what is left, with no modulo)."""
-    out: list = []
-    for pos in range(len(dims) - 1, -1, -1):
-        d = dims[pos]
-        out.append(0 if d == 1 else flat if pos == 0 else flat % d)
-        flat = flat // d
-    return tuple(reversed(out))
-
-
 def _build(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str, odt: str,
            target: CPUTarget, finish: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr]
            ) -> PrimFunc | None:
@@ -201,29 +191,15 @@ def _build(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str, odt: 
         return None
     if batches * rows * n * k < MIN_WORK or k == 0:
         return None
+    out_shape = (*(b_batch or a_batch), m, n)
+    if rows_ok(batches, rows, n, target, dtype):
+        return streamed_rows(rows, n, k, dtype, odt, finish, a_shape, b_shape, out_shape,
+                             row_dims, target, PARALLEL_MIN_MACS)
     tile = _tile(rows, n, k, dtype, target)
     if tile is None:
         return None
-    out_shape = (*(b_batch or a_batch), m, n)
     return _schedule(batches, rows, n, k, tile, dtype, odt, finish, a_shape, b_shape,
                      out_shape, tuple(b_batch), row_dims, target)
-
-
-def vector_pieces(width: int, lanes: int) -> list[tuple[int, int]]:
-    """``(offset, size)`` pieces of a row of ``width`` elements: whole vectors of ``lanes``,
-    then powers of two. LLVM scalarizes vector types of other lengths (a tile 3 vectors
-    wide written as one ``<48 x float>`` ran at 5 GFLOP/s instead of 40)."""
-    pieces, j = [], 0
-    while width - j >= lanes:
-        pieces.append((j, lanes))
-        j += lanes
-    size = lanes
-    while j < width:
-        size //= 2
-        if width - j >= size:
-            pieces.append((j, size))
-            j += size
-    return pieces
 
 
 def _row_chunks(col_tasks: int, blocks: int) -> int:
@@ -270,10 +246,10 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
     tvec = tail // lanes * lanes      # unpacked: the tail's whole vectors
 
     def batch_index(b):
-        return () if not batch_dims else _unravel(b, batch_dims)
+        return () if not batch_dims else unravel(b, batch_dims)
 
     def a_at(x0, b, r, kk):
-        return x0[(*batch_index(b), *_unravel(r, row_dims), kk)]
+        return x0[(*batch_index(b), *unravel(r, row_dims), kk)]
 
     def b_at(x1, b, kk, j):
         return x1[(*batch_index(b), kk, j)]
@@ -299,7 +275,7 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
             for j0, size in vector_pieces(width, lanes):
                 for ji in T.vectorized(size):
                     r, j = row0 + ii, j0 + ji
-                    out[(*batch_index(b), *_unravel(r, row_dims), col0 + j)] = finish(
+                    out[(*batch_index(b), *unravel(r, row_dims), col0 + j)] = finish(
                         acc[ii, j], r, col0 + j)
 
     def row_blocks(x0, out, b, chunk, col0, width, stored, b_of, name):

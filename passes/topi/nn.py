@@ -47,6 +47,7 @@ from passes.topi.conv import (
     gemv_ok,
     max_pool_ok,
     plane_window,
+    row_chunk,
     scheduled_conv,
     scheduled_depthwise2d,
     scheduled_gemv,
@@ -183,7 +184,7 @@ def max_pool(types: Sequence[TensorType], attrs: Mapping[str, Any],
     (cx, sx), = types
     if max_pool_ok(sx, win.kernel, DTYPE_NAMES[cx]):
         fast = plane_window("max", sx, win.kernel, win.strides, win.pad_begin, win.pad_end,
-                            win.dilation, win.out)
+                            win.dilation, win.out, row_chunk())
         return fast.with_attr("op_name", "max_pool").with_attr("op_pattern",
                                                                OUT_EWISE_FUSABLE)
     axes = te.reduce_axes(win.kernel)

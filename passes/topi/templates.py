@@ -55,6 +55,7 @@ from irkernel.target import CPUTarget
 from irkernel.tir.stmt import BufferStore, For, Stmt, seq
 from passes.topi import movement, nn
 from passes.topi.movement import nan_max, nan_min
+from passes.topi.transpose import blocked_ok, blocked_transpose
 from passes.topi.vector import current_target
 
 Shape = tuple[int, ...]
@@ -261,6 +262,9 @@ def _reshape(types: Sequence[TensorType], attrs: Mapping[str, Any], result: Tens
 def _permute(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorType) -> PrimFunc:
     (x,) = _inputs(types)
     perm = permutation(attrs["axes"], x.ndim)
+    in_shape = tuple(types[0][1])
+    if blocked_ok(in_shape, tuple(perm)):
+        return blocked_transpose(in_shape, tuple(perm), DTYPE_NAMES[types[0][0]])
     inverse = [perm.index(a) for a in range(x.ndim)]
     out = te.compute(result[1], lambda *i: x[tuple(i[inverse[a]] for a in range(x.ndim))], "out")
     return _finish("permute_dims", INJECTIVE, [x], out)

@@ -150,19 +150,41 @@ def test_bad_op_pattern_is_a_clear_error() -> None:
 
 
 def test_kernel_roots_form_trees_of_single_use_edges() -> None:
-    """The sweep on raw arrays: a chain a->b->c plus a node with two consumers."""
+    """The sweep on raw arrays: a chain a->b->c, then a diamond c -> (d, e) -> e whose
+    paths re-join at e: c's group joins e's (TVM's post-dominator rule)."""
     g = Graph()
     x = g.param("x")
     a = g.call("neg", x)
     b = g.call("neg", a)
     c = g.call("add", b, b)                        # one consumer reading b twice: fuses
     d = g.call("neg", c)
-    e = g.call("add", c, d)                        # c has two consumers: a root
+    e = g.call("add", c, d)                        # c's consumers d and e both end in e
     mod = g.module(e)
     root, size = fusion_groups(mod["main"], mod)
-    assert root.tolist() == [0, c, c, c, e, e]
-    assert size[c] == 3
-    assert size[e] == 2
+    assert root.tolist() == [0, e, e, e, e, e]
+    assert size[e] == 5
+
+
+def test_a_multi_use_value_read_outside_the_group_stays_a_root() -> None:
+    """c's consumers do not re-join in one group (f reads c too, after e), and a value
+    that is also an output must exist: both keep c a root."""
+    g = Graph()
+    x = g.param("x")
+    c = g.call("neg", x)
+    d = g.call("neg", c)
+    e = g.call("add", c, d)
+    f = g.call("exp", c)
+    g2 = g.call("add", e, f)
+    mod = g.module(g2)
+    root, _ = fusion_groups(mod["main"], mod)
+    assert root[c] in (c, g2) and root[d] == root[e]
+    g = Graph()
+    x = g.param("x")
+    c = g.call("neg", x)
+    e = g.call("add", c, g.call("neg", c))
+    mod = g.module([e, c])
+    root, _ = fusion_groups(mod["main"], mod)
+    assert root[c] == c
 
 
 def test_sweep_kernel_compiles_one_specialization() -> None:

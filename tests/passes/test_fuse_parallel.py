@@ -115,12 +115,12 @@ def test_independence_proof() -> None:
     (6, 48, 16, "float32", 512, (6, 48)),     # three vectors wide
     (8, 64, 24, "float64", 512, (6, 32)),
     (16, 64, 8192, "float32", 512, (8, 32)),  # K too deep for the wide panel to stay in L2
-    (1, 1000, 64, "float32", 512, (1, 128)),  # GEMV: 8 chains; tail of 6 vectors + 8
+    (1, 200, 64, "float32", 512, (1, 192)),   # GEMV: 12 chains; a tail of 8 (wider N streams B)
     (6, 37, 24, "float32", 512, (6, 32)),     # tail of 5 columns, unpacked
     # 16 vector registers (AVX2, SSE): twelve accumulators, row tails
     (16, 128, 64, "float32", 256, (6, 16)),   # two 6-row blocks and a 4-row tail
     (4, 64, 32, "float32", 256, (4, 24)),     # few rows: a wider tile, a 16-column tail
-    (1, 1000, 64, "float32", 256, (1, 64)),   # a GEMV row: 8 vectors, tail of 40
+    (1, 100, 64, "float32", 256, (1, 96)),    # a GEMV row: 12 vectors, tail of 4
     (5, 20, 48, "float32", 256, (5, 16)),     # tail of 4 columns
     (7, 8, 96, "float64", 256, (6, 8)),       # a 1-row tail
     (13, 10, 40, "float32", 256, (8, 8)),     # one vector wide: 8 rows

@@ -95,7 +95,9 @@ def test_grouped_panels_pack_four_panels_per_task() -> None:
 #: a column count one past a panel (129), few columns and many rows (row chunks: one
 #: column task), and K of 1.
 AWKWARD = [(197, 24, 200), (1, 64, 1000), (13, 7, 129), (300, 16, 17), (50, 33, 95),
-           (97, 1, 130), (8, 40, 33)]
+           (97, 1, 130), (8, 40, 33),
+           # few rows, B streamed by rows (tasks over column ranges, a narrower last one)
+           (3, 17, 700), (4, 5, 257), (2, 130, 4096)]
 
 
 @pytest.mark.parametrize("bits", [128, 256, 512])
@@ -137,3 +139,23 @@ def test_tiles_do_not_depend_on_the_divisors_of_m() -> None:
     assert _tile(509, 1531, 1531, "float32", avx2) == (6, 16)
     mr, nr = _tile(1, 1000, 512, "float32", avx512)
     assert mr == 1 and nr >= 4 * 16
+
+
+def test_few_rows_stream_b_and_take_the_epilogue() -> None:
+    """A batch-1 linear layer with bias and relu: the row-streamed schedule, its store
+    carrying FuseTIR's epilogue, against the interpreter."""
+    from passes.topi.matmul_rows import rows_ok
+
+    from irkernel.target import host_target
+    assert rows_ok(1, 1, 1000, host_target(), "float32")
+    assert not rows_ok(1, 5, 1000, host_target(), "float32")
+    bb = ik.GraphBuilder("main")
+    x, w = bb.param("x", (1, 300), "float32"), bb.param("w", (300, 1000), "float32")
+    y = bb.call("relu", bb.call("add", bb.matmul(x, w), bb.param("b", (1000,), "float32")))
+    mod = ik.IRModule({"main": bb.finish([y])})
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal(s).astype(np.float32) for s in ((1, 300), (300, 1000), (1000,))]
+    ex = runtime.build(mod)
+    np.testing.assert_allclose(ex["main"](*args)[0], ik.interpret(mod, *args)[0],
+                               rtol=1e-4, atol=1e-3)
+    assert "racc" in ex.get_source("tir")
