@@ -119,7 +119,7 @@ def streamed_rows(m: int, n: int, k: int, dtype: str, odt: str,
                     columns(x0, x1, out, task * span, span)
                 with T.Else():
                     columns(x0, x1, out, (tasks - 1) * span, last)
-    return matmul
+    return matmul.with_attr("schedule", "matmul_rows")
 
 
 __all__ = ["K_STEP", "MAX_ROWS", "rows_ok", "streamed_rows", "unravel"]

@@ -62,7 +62,8 @@ def blocked_transpose(in_shape: tuple[int, ...], perm: tuple[int, ...], dtype: s
                         with T.If((at[q] < rows) & (at[last] < cols)):
                             out[out_index] = x0[in_index]
 
-    return transpose.with_attr("op_name", "permute_dims").with_attr("op_pattern", OPAQUE)
+    return (transpose.with_attr("op_name", "permute_dims").with_attr("op_pattern", OPAQUE)
+            .with_attr("schedule", "transpose_blocked"))
 
 
 __all__ = ["BLOCK", "MIN_ELEMENTS", "blocked_ok", "blocked_transpose"]
