@@ -94,3 +94,28 @@ def test_parallel_equals_serial_at_default_chunks() -> None:
 def test_parallel_equals_serial_hypothesis(func: ik.Function,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     _check_all_splits(ik.IRModule({"main": func}), "O2", monkeypatch)
+
+
+def test_hash_collisions_fall_back_to_the_serial_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """All-equal hashes make the split table merge different values; the check of the
+    canonical operands catches that and the serial kernel decides."""
+    from passes import cse
+    from irkernel.ir import ops
+
+    func = random_function(GraphSpec(n_nodes=2000, seed=4, duplicate_fraction=0.3))
+    table = ops.op_arrays()
+    columns = (func.kind, func.a0, func.a1, func.extra, func.attr_id, func.dtype,
+               func.shape_id, table.encoding, table.pure, table.commutative)
+    vh = np.zeros(func.num_nodes, np.uint64)
+    monkeypatch.setattr(jit, "PARALLEL_MIN_NODES", 1)
+    monkeypatch.setattr(jit, "CHUNK_NODES", 64)
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+    try:
+        rep, n_merged = cse._hash_cons(vh, columns, 4096)
+    finally:
+        numba.set_num_threads(before)
+    want = np.full(func.num_nodes, -1, np.int32)
+    want_merged = cse.hash_cons_kernel(vh, *columns, np.full(4096, -1, np.int64), want)
+    assert n_merged == want_merged > 0
+    assert np.array_equal(rep, want)
