@@ -9,17 +9,29 @@ in an int64 array of capacity >= 1.5n holding a 31-bit fingerprint beside the
 node id (numba.typed.Dict measured 3x slower).
 A duplicate's uses are redirected through ``rep`` and ``rebuild`` drops it.
 Params and impure ops are never merged.
+
+On several threads (large graphs, ``jit.parallel_chunk``) the table is cut
+into one region per thread by the hash's top bits; merges are found by hash
+and header and their canonical operands checked afterwards in parallel
+(``verify_merges_kernel``). The result is the serial kernel's: the first
+equal entry of a region is the first equal node, and a hash collision (equal
+hashes, different values: never seen in practice) sends the graph to the
+serial kernel.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import numba
 import numpy as np
 
 from irkernel import transform
 from irkernel.ir import ops
 from irkernel.ir.function import Function
-from irkernel.ir.ids import ENC_BINARY, ENC_CONST, ENC_PARAM, ENC_UNARY
-from irkernel.ir.jit import kernel, prefetch
+from irkernel.ir import jit
+from irkernel.ir.ids import ENC_BINARY, ENC_CONST, ENC_PARAM, ENC_UNARY, ENC_VARIADIC
+from irkernel.ir.jit import kernel, parallel_kernel, prefetch
 from irkernel.ir.rebuild import rebuild
 
 _PREFETCH_DISTANCE = 16
@@ -128,6 +140,122 @@ def hash_cons_kernel(vh, kind, a0, a1, extra, attr_id, dtype, shape_id, op_encod
     return n_merged
 
 
+@parallel_kernel
+def hash_cons_split_kernel(vh, kind, a0, a1, attr_id, dtype, shape_id, op_encoding, op_pure,
+                           n_parts, slots, rep):
+    """``hash_cons_kernel`` with the table cut into ``n_parts`` regions, one per thread.
+
+    A node belongs to the region its hash's top bits name, and only that region's
+    thread probes it (each region is its own open-addressing table of
+    ``cap / n_parts`` slots; n_parts a power of two). The threads do not read each
+    other's ``rep`` entries, so a node whose hash and header (kind, attributes,
+    dtype, shape; the const id of a constant) equal an earlier entry's is taken
+    as a duplicate without comparing canonical operands: ``verify_merges_kernel``
+    checks that afterwards (equal hashes of different values are a hash
+    collision: then the caller runs the serial kernel). Returns n_merged.
+    """
+    n = kind.shape[0]
+    region = slots.shape[0] // n_parts
+    mask = np.uint64(region - 1)
+    shift = np.uint64(64 - int(np.log2(n_parts))) if n_parts > 1 else np.uint64(0)
+    merged = np.zeros(n_parts, np.int64)
+    for part in numba.prange(n_parts):
+        base = np.uint64(part * region)
+        count = 0
+        for i in range(n):
+            h = vh[i]
+            if n_parts > 1 and (h >> shift) != part:
+                continue
+            if i + _PREFETCH_DISTANCE < n:
+                prefetch(slots, base + (vh[i + _PREFETCH_DISTANCE] & mask))
+            k = kind[i]
+            enc = op_encoding[k]
+            if enc == ENC_PARAM or not op_pure[k]:
+                continue
+            slot = h & mask
+            fp = np.int64(h >> np.uint64(33))
+            while True:
+                entry = slots[base + slot]
+                if entry == -1:
+                    slots[base + slot] = (fp << 32) | i
+                    break
+                j = entry & 0xFFFFFFFF
+                if ((entry >> 32) == fp and vh[j] == h and kind[j] == k
+                        and attr_id[j] == attr_id[i] and dtype[j] == dtype[i]
+                        and shape_id[j] == shape_id[i]
+                        and (enc != ENC_CONST or a0[j] == a0[i])
+                        and (enc != ENC_VARIADIC or a1[j] == a1[i])):
+                    rep[i] = j
+                    count += 1
+                    break
+                slot = (slot + np.uint64(1)) & mask
+        merged[part] = count
+    return merged.sum()
+
+
+@parallel_kernel
+def verify_merges_kernel(kind, a0, a1, extra, op_encoding, op_commutative, rep, chunk):
+    """True when every merge of ``hash_cons_split_kernel`` joins equal canonical operands.
+
+    Per chunk, independent: ``rep`` is final, and its targets are never replaced.
+    """
+    n = kind.shape[0]
+    n_chunks = -(-n // chunk)
+    bad = np.zeros(n_chunks, np.bool_)
+
+    def canon(v):
+        r = rep[v]
+        return v if r < 0 else r
+
+    for c in numba.prange(n_chunks):
+        for i in range(c * chunk, min(n, (c + 1) * chunk)):
+            j = rep[i]
+            if j < 0:
+                continue
+            k = kind[i]
+            enc = op_encoding[k]
+            if enc == ENC_UNARY:
+                same = canon(a0[j]) == canon(a0[i])
+            elif enc == ENC_BINARY:
+                p, q = canon(a0[j]), canon(a1[j])
+                x, y = canon(a0[i]), canon(a1[i])
+                if op_commutative[k]:
+                    p, q = min(p, q), max(p, q)
+                    x, y = min(x, y), max(x, y)
+                same = p == x and q == y
+            elif enc == ENC_VARIADIC:
+                same = True
+                for t in range(a1[i]):
+                    if canon(extra[a0[j] + t]) != canon(extra[a0[i] + t]):
+                        same = False
+                        break
+            else:
+                same = True
+            if not same:
+                bad[c] = True
+                break
+    return not bad.any()
+
+
+def _hash_cons(vh: np.ndarray, columns: tuple[np.ndarray, ...], cap: int) -> tuple[Any, int]:
+    """(rep, n_merged): split across threads for large graphs, else serially."""
+    kind, a0, a1, extra, attr_id, dtype, shape_id, encoding, pure, commutative = columns
+    n = len(kind)
+    chunk = jit.parallel_chunk(n)
+    n_parts = 1
+    while chunk and 2 * n_parts <= numba.get_num_threads() and n_parts < 64:
+        n_parts *= 2
+    if n_parts > 1:
+        rep = np.full(n, -1, np.int32)
+        n_merged = hash_cons_split_kernel(vh, kind, a0, a1, attr_id, dtype, shape_id,
+                                          encoding, pure, n_parts, np.full(cap, -1, np.int64),
+                                          rep)
+        if verify_merges_kernel(kind, a0, a1, extra, encoding, commutative, rep, chunk):
+            return rep, int(n_merged)
+    rep = np.full(n, -1, np.int32)
+    return rep, int(hash_cons_kernel(vh, *columns, np.full(cap, -1, np.int64), rep))
+
+
 def eliminate_common_subexpr(func: Function) -> tuple[Function, int]:
     """(function without duplicate pure nodes or ``func`` itself, number merged)."""
     table = ops.op_arrays()
@@ -146,8 +274,7 @@ def eliminate_common_subexpr(func: Function) -> tuple[Function, int]:
     cap = 16
     while 2 * cap < 3 * n:
         cap *= 2
-    rep = np.full(n, -1, np.int32)
-    n_merged = hash_cons_kernel(vh, *columns, np.full(cap, -1, np.int64), rep)
+    rep, n_merged = _hash_cons(vh, columns, cap)
     if n_merged == 0:
         return func, 0
     return rebuild(func, rep=rep, pass_name="EliminateCommonSubexpr"), int(n_merged)

@@ -14,6 +14,12 @@ order holds); the operands they no longer need are left for
 DeadCodeElimination. New scalar constants are interned by an open-addressing
 kernel against the existing pool (equal bytes share one pool entry).
 
+On large graphs (``jit.parallel_chunk``) the sweep runs on every chunk of
+nodes at once (``fold_chunks_kernel``); a node whose operands another chunk
+has not decided yet is deferred and decided afterwards by one serial scan in
+node order (``fold_deferred_kernel``), with the same rules: the values are the
+serial sweep's, bit for bit.
+
 Alternatives considered: level-synchronous NumPy evaluation (one Python step
 per dependency level: a 1e6-long constant chain costs 1e6 steps) and
 compiling ops as TVM does (seconds per op).
@@ -21,6 +27,7 @@ compiling ops as TVM does (seconds per op).
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from irkernel import transform
@@ -36,7 +43,8 @@ from irkernel.ir.ids import (
     NONE,
     NUMPY_DTYPES,
 )
-from irkernel.ir.jit import kernel
+from irkernel.ir import jit
+from irkernel.ir.jit import inline, kernel, parallel_kernel
 from irkernel.ir.ops import (
     OP_BROADCAST_TO,
     OP_CALL_FUNC,
@@ -55,8 +63,102 @@ from irkernel.ir.pools import ConstPool, ConstPoolBuilder
 from irkernel.ir.rebuild import rebuild
 from irkernel.ir.verify import check_node_type
 
-UNKNOWN, SCALAR, TENSOR = 0, 1, 2
+UNKNOWN, SCALAR, TENSOR, DEFERRED = 0, 1, 2, 3
 SWEEP_DONE, SWEEP_NEEDS_PYTHON = 0, 1
+NODE_FOLDED, NODE_SKIPPED, NODE_NEEDS_PYTHON = 0, 1, 2
+
+
+@inline
+def is_foldable_op(k, op_pure):
+    """Pure and not a call (calls are not folded)."""
+    return op_pure[k] and k != OP_CALL_FUNC and k != OP_CALL_TIR
+
+
+@inline
+def operands_known(i, lo, kind, a0, a1, extra, op_encoding, op_pure, state):
+    """(all operands known, all one-element, some operand deferred) for node ``i``.
+
+    An operand before ``lo`` (another thread's chunk) is read only when it is a
+    constant (set before the chunks start); else its fate is decided by its op
+    alone: params, impure ops and calls are never known, anything else is DEFERRED.
+    """
+    enc = op_encoding[kind[i]]
+    if enc == ENC_VARIADIC:
+        first, count = a0[i], a1[i]
+    else:
+        first, count = 0, 2 if enc == ENC_BINARY else 1
+    all_scalar = True
+    deferred = False
+    for j in range(count):
+        v = extra[first + j] if enc == ENC_VARIADIC else (a0[i] if j == 0 else a1[i])
+        kv = kind[v]
+        if v >= lo or op_encoding[kv] == ENC_CONST:
+            s = state[v]
+        elif op_encoding[kv] == ENC_PARAM or not is_foldable_op(kv, op_pure):
+            return False, False, False
+        else:
+            s = DEFERRED
+        if s == UNKNOWN:
+            return False, False, False
+        if s == DEFERRED:
+            deferred = True
+        elif s == TENSOR:
+            all_scalar = False
+    return not deferred, all_scalar, deferred
+
+
+@inline
+def fold_known_node(i, all_scalar, kind, a0, a1, extra, dtype, shape_id, shape_size,
+                    op_encoding, max_elements, state, fval, ival):
+    """Fold node ``i`` whose operands are all known: NODE_FOLDED, NODE_SKIPPED (too
+    large) or NODE_NEEDS_PYTHON (tensors, or a rule the scalar evaluator lacks)."""
+    k = kind[i]
+    enc = op_encoding[k]
+    size = shape_size[shape_id[i]]
+    if size > max_elements:
+        return NODE_SKIPPED
+    if not all_scalar or size != 1:
+        return NODE_NEEDS_PYTHON
+    first = a0[i]
+    x = a0[i] if enc != ENC_VARIADIC else extra[first]
+    if (k == OP_SUM or k == OP_MAX or k == OP_MEAN or k == OP_RESHAPE
+            or k == OP_PERMUTE_DIMS or k == OP_BROADCAST_TO or k == OP_CONCAT):
+        # one element in, one element out: the value passes through unchanged,
+        # except that NumPy's float sum/mean add it to +0.0 (-0.0 becomes +0.0)
+        state[i] = SCALAR
+        ival[i] = ival[x]
+        if (k == OP_SUM or k == OP_MEAN) and (dtype[i] == FLOAT32 or dtype[i] == FLOAT64):
+            fval[i] = fval[x] + 0.0
+        return NODE_FOLDED
+    if enc == ENC_VARIADIC:  # where(cond, x, y)
+        y, z = extra[first + 1], extra[first + 2]
+    elif enc == ENC_BINARY:
+        y, z = a1[i], a1[i]
+    else:
+        y, z = x, x
+    odt = dtype[x] if enc != ENC_VARIADIC else dtype[y]
+    op = OP_MULTIPLY if k == OP_MATMUL else k  # a one-element matmul is one product
+    f, iv, ok = scalar_eval_kernel(op, dtype[i], odt, fval[x], ival[x], fval[y], ival[y],
+                                   fval[z], ival[z])
+    if not ok:
+        return NODE_NEEDS_PYTHON
+    state[i] = SCALAR
+    if dtype[i] == FLOAT32 or dtype[i] == FLOAT64:
+        # NumPy's matmul accumulates the one product onto +0.0 (-0.0 becomes +0.0)
+        fval[i] = f + 0.0 if k == OP_MATMUL else f
+    else:
+        ival[i] = iv
+    return NODE_FOLDED
+
+
+@inline
+def set_const_state(i, a0, shape_size, const_shape_id, const_ival, state, ival):
+    c = a0[i]
+    if shape_size[const_shape_id[c]] == 1:
+        state[i] = SCALAR
+        ival[i] = const_ival[c]  # the raw bits, whatever the dtype
+    else:
+        state[i] = TENSOR
 
 
 @kernel
@@ -81,71 +183,95 @@ def fold_sweep_kernel(kind, a0, a1, extra, dtype, shape_id, shape_size, op_encod
         if enc == ENC_PARAM:
             continue
         if enc == ENC_CONST:
-            c = a0[i]
-            if shape_size[const_shape_id[c]] == 1:
-                state[i] = SCALAR
-                ival[i] = const_ival[c]  # the raw bits, whatever the dtype
-            else:
-                state[i] = TENSOR
+            set_const_state(i, a0, shape_size, const_shape_id, const_ival, state, ival)
             continue
-        if not op_pure[k] or k == OP_CALL_FUNC or k == OP_CALL_TIR:  # calls are not folded
+        if not is_foldable_op(k, op_pure):
             continue
-        if enc == ENC_VARIADIC:
-            first, count = a0[i], a1[i]
-        else:
-            first, count = 0, 2 if enc == ENC_BINARY else 1
-        all_known = True
-        all_scalar = True
-        for j in range(count):
-            if enc == ENC_VARIADIC:
-                v = extra[first + j]
-            else:
-                v = a0[i] if j == 0 else a1[i]
-            if state[v] == UNKNOWN:
-                all_known = False
-                break
-            if state[v] == TENSOR:
-                all_scalar = False
-        if not all_known:
+        known, all_scalar, _ = operands_known(i, 0, kind, a0, a1, extra, op_encoding, op_pure,
+                                              state)
+        if not known:
             continue
-        size = shape_size[shape_id[i]]
-        if size > max_elements:
-            continue
-        if not all_scalar or size != 1:
+        status = fold_known_node(i, all_scalar, kind, a0, a1, extra, dtype, shape_id,
+                                 shape_size, op_encoding, max_elements, state, fval, ival)
+        if status == NODE_NEEDS_PYTHON:
             return i, SWEEP_NEEDS_PYTHON, n_folded
-        x = a0[i] if enc != ENC_VARIADIC else extra[first]
-        if (k == OP_SUM or k == OP_MAX or k == OP_MEAN or k == OP_RESHAPE
-                or k == OP_PERMUTE_DIMS or k == OP_BROADCAST_TO or k == OP_CONCAT):
-            # one element in, one element out: the value passes through unchanged,
-            # except that NumPy's float sum/mean add it to +0.0 (-0.0 becomes +0.0)
-            state[i] = SCALAR
-            ival[i] = ival[x]
-            if (k == OP_SUM or k == OP_MEAN) and (dtype[i] == FLOAT32 or dtype[i] == FLOAT64):
-                fval[i] = fval[x] + 0.0
+        if status == NODE_FOLDED:
             folded[n_folded] = i
             n_folded += 1
-            continue
-        if enc == ENC_VARIADIC:  # where(cond, x, y)
-            y, z = extra[first + 1], extra[first + 2]
-        elif enc == ENC_BINARY:
-            y, z = a1[i], a1[i]
-        else:
-            y, z = x, x
-        odt = dtype[x] if enc != ENC_VARIADIC else dtype[y]
-        op = OP_MULTIPLY if k == OP_MATMUL else k  # a one-element matmul is one product
-        f, iv, ok = scalar_eval_kernel(op, dtype[i], odt, fval[x], ival[x], fval[y], ival[y],
-                                       fval[z], ival[z])
-        if not ok:
-            return i, SWEEP_NEEDS_PYTHON, n_folded
-        state[i] = SCALAR
-        folded[n_folded] = i
-        n_folded += 1
-        if dtype[i] == FLOAT32 or dtype[i] == FLOAT64:
-            # NumPy's matmul accumulates the one product onto +0.0 (-0.0 becomes +0.0)
-            fval[i] = f + 0.0 if k == OP_MATMUL else f
-        else:
-            ival[i] = iv
     return n, SWEEP_DONE, n_folded
+
+
+@parallel_kernel
+def fold_chunks_kernel(kind, a0, a1, extra, dtype, shape_id, shape_size, op_encoding, op_pure,
+                       const_shape_id, const_ival, max_elements, chunk, state, fval, ival):
+    """``fold_sweep_kernel`` per chunk of nodes, all chunks at once.
+
+    Constants' states are set first (they depend on nothing). A node that reads a
+    non-constant of an earlier chunk, or that needs Python, is marked DEFERRED
+    (and so are the nodes reading it): ``fold_deferred_kernel`` decides them
+    afterwards in node order, when everything before them is final. Every other
+    node is decided here by the serial sweep's own rules on final operands, so
+    the values are the serial sweep's.
+    """
+    n = kind.shape[0]
+    n_chunks = -(-n // chunk)
+    for c in numba.prange(n_chunks):
+        for i in range(c * chunk, min(n, (c + 1) * chunk)):
+            if op_encoding[kind[i]] == ENC_CONST:
+                set_const_state(i, a0, shape_size, const_shape_id, const_ival, state, ival)
+    for c in numba.prange(n_chunks):
+        lo = c * chunk
+        for i in range(lo, min(n, lo + chunk)):
+            k = kind[i]
+            enc = op_encoding[k]
+            if enc == ENC_PARAM or enc == ENC_CONST or not is_foldable_op(k, op_pure):
+                continue
+            known, all_scalar, deferred = operands_known(i, lo, kind, a0, a1, extra,
+                                                         op_encoding, op_pure, state)
+            if deferred:
+                state[i] = DEFERRED
+            elif known and fold_known_node(
+                    i, all_scalar, kind, a0, a1, extra, dtype, shape_id, shape_size,
+                    op_encoding, max_elements, state, fval, ival) == NODE_NEEDS_PYTHON:
+                state[i] = DEFERRED
+
+
+@kernel
+def fold_deferred_kernel(kind, a0, a1, extra, dtype, shape_id, shape_size, op_encoding,
+                         op_pure, max_elements, state, fval, ival, start):
+    """Decide the DEFERRED nodes from ``start`` on, in node order (serial).
+
+    Returns the next node Python must evaluate, or n when all are decided; the
+    caller evaluates it and resumes after it.
+    """
+    n = kind.shape[0]
+    for i in range(start, n):
+        if state[i] != DEFERRED:
+            continue
+        state[i] = UNKNOWN
+        known, all_scalar, _ = operands_known(i, 0, kind, a0, a1, extra, op_encoding, op_pure,
+                                              state)
+        if known and fold_known_node(
+                i, all_scalar, kind, a0, a1, extra, dtype, shape_id, shape_size, op_encoding,
+                max_elements, state, fval, ival) == NODE_NEEDS_PYTHON:
+            return i
+    return n
+
+
+@kernel
+def folded_nodes_kernel(kind, op_encoding, state):
+    """int32 ids of the nodes folded (known values that are not constants), in order."""
+    n = kind.shape[0]
+    count = 0
+    for i in range(n):
+        count += state[i] != UNKNOWN and op_encoding[kind[i]] != ENC_CONST
+    out = np.empty(count, np.int32)
+    count = 0
+    for i in range(n):
+        if state[i] != UNKNOWN and op_encoding[kind[i]] != ENC_CONST:
+            out[count] = i
+            count += 1
+    return out
 
 
 @kernel
@@ -240,6 +366,27 @@ def _evaluate_in_python(func: Function, i: int, state: np.ndarray, fval: np.ndar
         tensors[i] = np.ascontiguousarray(out)
 
 
+def _fold_serially(func: Function, max_elements: int, state: np.ndarray, fval: np.ndarray,
+                   ival: np.ndarray, tensors: dict[int, np.ndarray]) -> tuple[np.ndarray, int]:
+    """(folded ids buffer, count) by the one serial sweep."""
+    table = ops.op_arrays()
+    pool = func.consts
+    # Only the first n_folded entries are written, so an untouched tail costs no memory.
+    folded = np.empty(func.num_nodes, np.int32)
+    i = n_folded = 0
+    while True:
+        i, status, n_folded = fold_sweep_kernel(
+            func.kind, func.a0, func.a1, func.extra, func.dtype, func.shape_id, func.shapes.size,
+            table.encoding, table.pure, pool.dtype, pool.shape_id, pool.sval_f,
+            pool.sval_i, max_elements, state, fval, ival, i, folded, n_folded)
+        if status == SWEEP_DONE:
+            return folded, n_folded
+        _evaluate_in_python(func, i, state, fval, ival, tensors)
+        folded[n_folded] = i
+        n_folded += 1
+        i += 1
+
+
 def fold_function(func: Function, max_elements: int) -> tuple[Function, int]:
     """Fold ``func``; returns (new function or ``func`` itself, number of nodes folded)."""
     n = func.num_nodes
@@ -249,20 +396,24 @@ def fold_function(func: Function, max_elements: int) -> tuple[Function, int]:
     fval = ival.view(np.float64)
     tensors: dict[int, np.ndarray] = {}
     pool = func.consts
-    # Only the first n_folded entries are written, so an untouched tail costs no memory.
-    folded = np.empty(n, np.int32)
-    i = n_folded = 0
-    while True:
-        i, status, n_folded = fold_sweep_kernel(
-            func.kind, func.a0, func.a1, func.extra, func.dtype, func.shape_id, func.shapes.size,
-            table.encoding, table.pure, pool.dtype, pool.shape_id, pool.sval_f,
-            pool.sval_i, max_elements, state, fval, ival, i, folded, n_folded)
-        if status == SWEEP_DONE:
-            break
-        _evaluate_in_python(func, i, state, fval, ival, tensors)
-        folded[n_folded] = i
-        n_folded += 1
-        i += 1
+    chunk = jit.parallel_chunk(n)
+    if chunk:
+        fold_chunks_kernel(func.kind, func.a0, func.a1, func.extra, func.dtype, func.shape_id,
+                           func.shapes.size, table.encoding, table.pure, pool.shape_id,
+                           pool.sval_i, max_elements, chunk, state, fval, ival)
+        i = 0
+        while True:
+            i = fold_deferred_kernel(func.kind, func.a0, func.a1, func.extra, func.dtype,
+                                     func.shape_id, func.shapes.size, table.encoding,
+                                     table.pure, max_elements, state, fval, ival, i)
+            if i == n:
+                break
+            _evaluate_in_python(func, i, state, fval, ival, tensors)
+            i += 1
+        folded = folded_nodes_kernel(func.kind, table.encoding, state)
+        n_folded = len(folded)
+    else:
+        folded, n_folded = _fold_serially(func, max_elements, state, fval, ival, tensors)
     if not n_folded:
         return func, 0
     folded_ids = folded[:n_folded]

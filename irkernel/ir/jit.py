@@ -1,4 +1,4 @@
-"""The one place that calls ``numba.njit``: the ``kernel`` decorator.
+"""The one place that calls ``numba.njit``: the ``kernel`` and ``parallel_kernel`` decorators.
 
 Every kernel is compiled with ``cache=True`` (compile time is user time: a
 second process loads machine code from Numba's on-disk cache), ``nogil=True``
@@ -28,6 +28,37 @@ def kernel(fn: F) -> F:
     compiled = numba.njit(cache=True, nogil=True, error_model="numpy")(fn)
     KERNELS.append(compiled)
     return compiled  # type: ignore[no-any-return]
+
+
+def parallel_kernel(fn: F) -> F:
+    """Like :func:`kernel`, compiled with ``parallel=True``: its ``numba.prange`` loops
+    are split across Numba's threads (``numba.set_num_threads``; default: one per core).
+
+    For the sweeps of the graph passes that split into independent pieces (per chunk
+    of nodes, then a short serial scan over the chunks). Such a kernel must give the
+    same result at any thread count: its loops are over a fixed number of chunks
+    (never one per thread) and they combine per-chunk results in chunk order.
+    Concurrent calls from several Python threads need a thread-safe Numba threading
+    layer (``omp`` or ``tbb``; ``workqueue`` aborts the process on concurrent use).
+    """
+    if not fn.__name__.endswith("_kernel"):
+        raise ValueError(f"kernel names end in '_kernel': {fn.__name__}")
+    compiled = numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)(fn)
+    KERNELS.append(compiled)
+    return compiled  # type: ignore[no-any-return]
+
+
+#: Sweeps over fewer nodes run serially (starting Numba's threads costs more than a
+#: small sweep); larger ones are split into chunks of ``CHUNK_NODES`` nodes. A fixed
+#: chunk size, not one chunk per thread, so a result never depends on the thread count.
+#: Module attributes read at each call: tests lower both to split small graphs.
+PARALLEL_MIN_NODES = 1 << 17
+CHUNK_NODES = 1 << 16
+
+
+def parallel_chunk(n_nodes: int) -> int:
+    """The chunk size for a parallel sweep over ``n_nodes`` nodes, or 0: sweep serially."""
+    return CHUNK_NODES if n_nodes >= PARALLEL_MIN_NODES else 0
 
 
 def _make_prefetch() -> Any:

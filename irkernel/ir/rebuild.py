@@ -16,6 +16,13 @@ sweep of ``rebuild_kernel``, applying the patches as it passes their rows,
 
 and finally remaps ``outputs`` and ``params`` and freezes the arrays.
 
+Large graphs (``jit.parallel_chunk``) are compacted by two parallel kernels
+over fixed-size chunks instead: survivors counted per chunk, an exclusive
+prefix sum over the chunks, then numbering, chain ends and the gather per
+chunk. The output is the serial kernel's, bit for bit, at any thread count;
+an input that breaks a rule goes to the serial kernel, which names the first
+culprit exactly as before.
+
 Params are never dropped or replaced (the signature is the caller's), and a
 kept node may not read a dropped one: both are checked and reported as
 IRError naming the pass's node. Passes must not hand-roll compaction.
@@ -32,6 +39,7 @@ from __future__ import annotations
 from dataclasses import replace as dc_replace
 from typing import Any
 
+import numba
 import numpy as np
 
 from irkernel.ir import ops
@@ -39,7 +47,8 @@ from irkernel.ir.checks import STRUCTURE_RULES, check_rows_kernel
 from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
 from irkernel.ir.ids import ENC_BINARY, ENC_PARAM, ENC_UNARY, ENC_VARIADIC, NONE
-from irkernel.ir.jit import kernel
+from irkernel.ir import jit
+from irkernel.ir.jit import kernel, parallel_kernel
 from irkernel.ir.validate import check_function, mark_validated, validate_function
 
 REBUILD_OK, REBUILD_BAD_REP, REBUILD_DANGLING, REBUILD_PARAM = 0, 1, 2, 3
@@ -134,7 +143,183 @@ def survivors_kernel(keep, rep, use_keep):
     return count
 
 
+@parallel_kernel
+def rebuild_count_kernel(kind, a0, a1, keep, rep, has_keep, has_rep, op_encoding, p_row,
+                         p_kind, p_a1, chunk, counts, extra_counts):
+    """Phase one of the parallel compaction: survivors and operand-list lengths per chunk.
+
+    Arrays as in ``rebuild_kernel``; written: counts, extra_counts int64[c] (c chunks
+    of ``chunk`` nodes). Returns the first node (any chunk) whose ``rep`` or param
+    rule is broken, else -1: the caller then asks the serial kernel for the error.
+    """
+    n = kind.shape[0]
+    n_chunks = counts.shape[0]
+    n_patch = p_row.shape[0]
+    first_bad = np.full(n_chunks, n, np.int64)
+    for c in numba.prange(n_chunks):
+        lo = c * chunk
+        hi = min(n, lo + chunk)
+        p = np.searchsorted(p_row, lo)
+        count = 0
+        extra_count = 0
+        for i in range(lo, hi):
+            k, y = kind[i], a1[i]
+            if p < n_patch and p_row[p] == i:
+                k, y = p_kind[p], p_a1[p]
+                p += 1
+            enc = op_encoding[k]
+            r = rep[i] if has_rep else -1
+            if r != -1 or (has_keep and not keep[i]):
+                if (r != -1 and (r < 0 or r >= i)) or enc == ENC_PARAM:
+                    first_bad[c] = i
+                    break
+                continue
+            count += 1
+            if enc == ENC_VARIADIC:
+                extra_count += y
+        counts[c] = count
+        extra_counts[c] = extra_count
+    bad = first_bad.min()
+    return bad if bad < n else -1
+
+
+@parallel_kernel
+def rebuild_fill_kernel(kind, a0, a1, extra, dtype, shape_id, attr_id, keep, rep, has_keep,
+                        has_rep, op_encoding, p_row, p_kind, p_a0, p_a1, p_attr, chunk,
+                        row_start, extra_start,
+                        new_id, new_kind, new_a0, new_a1, new_dtype, new_shape, new_attr,
+                        new_extra):
+    """Phases two to four of the parallel compaction, on inputs phase one found valid.
+
+    row_start, extra_start int64[c]: where each chunk's rows and operand lists go (the
+    exclusive prefix sums of phase one's counts). Writes what ``rebuild_kernel``
+    writes, identically: (2) survivors numbered and dropped nodes -1 per chunk; (3)
+    replaced nodes take the number of the end of their chain (``rep`` strictly
+    decreases along it, so it ends; its end was numbered in (2)); (4) survivors'
+    rows gathered with their operands remapped. Returns the first node reading a
+    dropped node, else -1.
+    """
+    n = kind.shape[0]
+    n_chunks = row_start.shape[0]
+    for c in numba.prange(n_chunks):
+        lo = c * chunk
+        hi = min(n, lo + chunk)
+        j = row_start[c]
+        for i in range(lo, hi):
+            if has_rep and rep[i] != -1:
+                continue
+            if has_keep and not keep[i]:
+                new_id[i] = -1
+            else:
+                new_id[i] = j
+                j += 1
+    if has_rep:
+        for c in numba.prange(n_chunks):
+            lo = c * chunk
+            hi = min(n, lo + chunk)
+            for i in range(lo, hi):
+                r = rep[i]
+                if r != -1:
+                    while rep[r] != -1:
+                        r = rep[r]
+                    new_id[i] = new_id[r]
+    n_patch = p_row.shape[0]
+    first_bad = np.full(n_chunks, n, np.int64)
+    for c in numba.prange(n_chunks):
+        lo = c * chunk
+        hi = min(n, lo + chunk)
+        p = np.searchsorted(p_row, lo)
+        e = extra_start[c]
+        for i in range(lo, hi):
+            k, x, y, at = kind[i], a0[i], a1[i], attr_id[i]
+            if p < n_patch and p_row[p] == i:
+                k, x, y, at = p_kind[p], p_a0[p], p_a1[p], p_attr[p]
+                p += 1
+            if (has_rep and rep[i] != -1) or (has_keep and not keep[i]):
+                continue
+            row = new_id[i]
+            new_kind[row] = k
+            new_dtype[row] = dtype[i]
+            new_shape[row] = shape_id[i]
+            new_attr[row] = at
+            enc = op_encoding[k]
+            dangling = False
+            if enc == ENC_VARIADIC:
+                new_a0[row] = e
+                new_a1[row] = y
+                for t in range(x, x + y):
+                    v = new_id[extra[t]]
+                    dangling |= v < 0
+                    new_extra[e] = v
+                    e += 1
+            else:
+                if enc == ENC_UNARY or enc == ENC_BINARY:
+                    x = new_id[x]
+                    dangling |= x < 0
+                if enc == ENC_BINARY:
+                    y = new_id[y]
+                    dangling |= y < 0
+                new_a0[row] = x
+                new_a1[row] = y
+            if dangling:
+                first_bad[c] = i
+                break
+    bad = first_bad.min()
+    return bad if bad < n else -1
+
+
+def _compact_in_parallel(cols: dict[str, np.ndarray], keep: np.ndarray, rep: np.ndarray,
+                         has_keep: bool, has_rep: bool,
+                         patch: tuple[np.ndarray, ...], chunk: int) -> tuple[Any, ...] | None:
+    """(new_id, columns, extra count) by the parallel kernels, or None when the input
+    breaks a rule (the serial kernel then names the first culprit)."""
+    n = len(cols["kind"])
+    p_row, p_kind, p_a0, p_a1, p_attr = patch
+    encoding = ops.op_arrays().encoding
+    n_chunks = -(-n // chunk)
+    counts = np.empty(n_chunks, np.int64)
+    extra_counts = np.empty(n_chunks, np.int64)
+    if rebuild_count_kernel(cols["kind"], cols["a0"], cols["a1"], keep, rep, has_keep,
+                            has_rep, encoding, p_row, p_kind, p_a1, chunk, counts,
+                            extra_counts) >= 0:
+        return None
+    row_start = np.cumsum(counts) - counts
+    extra_start = np.cumsum(extra_counts) - extra_counts
+    count = int(counts.sum())
+    new_id = np.empty(n, np.int32)
+    bufs = (np.empty(count, np.int16), np.empty(count, np.int32), np.empty(count, np.int32),
+            np.empty(count, np.int8), np.empty(count, np.int32), np.empty(count, np.int32),
+            np.empty(len(cols["extra"]), np.int32))
+    if rebuild_fill_kernel(cols["kind"], cols["a0"], cols["a1"], cols["extra"], cols["dtype"],
+                           cols["shape_id"], cols["attr_id"], keep, rep, has_keep, has_rep,
+                           encoding, p_row, p_kind, p_a0, p_a1, p_attr, chunk, row_start,
+                           extra_start, new_id, *bufs) >= 0:
+        return None
+    return new_id, bufs, int(extra_counts.sum())
+
+
 _COLUMNS = ("kind", "a0", "a1", "extra", "dtype", "shape_id", "attr_id")
+
+
+def _compact_serially(cols: dict[str, np.ndarray], keep: np.ndarray, rep: np.ndarray,
+                      has_keep: bool, has_rep: bool,
+                      patch: tuple[np.ndarray, ...]) -> tuple[Any, ...]:
+    """(new_id, columns, extra count, status, bad node) by the serial kernel."""
+    n = len(cols["kind"])
+    # The survivors (not replaced, kept): counted first so the columns are allocated at
+    # their exact size (the kernel writes exactly this many rows).
+    count = (int(survivors_kernel(keep, rep, has_keep)) if has_rep
+             else int(np.count_nonzero(keep)) if has_keep else n)
+    new_id = np.empty(n, np.int32)
+    bufs = (np.empty(count, np.int16), np.empty(count, np.int32), np.empty(count, np.int32),
+            np.empty(count, np.int8), np.empty(count, np.int32), np.empty(count, np.int32),
+            np.empty(len(cols["extra"]), np.int32))
+    n_rows, n_extra, status, bad = rebuild_kernel(
+        cols["kind"], cols["a0"], cols["a1"], cols["extra"], cols["dtype"], cols["shape_id"],
+        cols["attr_id"], keep, rep, has_keep, has_rep, ops.op_arrays().encoding,
+        *patch, new_id, *bufs)
+    assert status or n_rows == count
+    return new_id, bufs, n_extra, status, bad
 
 
 def _frozen(arr: np.ndarray) -> np.ndarray:
@@ -266,18 +451,15 @@ def rebuild(func: Function, *, keep: np.ndarray | None = None, rep: np.ndarray |
         raise TypeError(f"{pass_name}: keep must be bool[{n}] and rep int32[{n}]")
     keep = _frozen(np.ascontiguousarray(keep).view())
     rep = _frozen(np.ascontiguousarray(rep).view())
-    # The survivors (not replaced, kept): counted first so the columns are allocated at
-    # their exact size (the kernel writes exactly this many rows).
-    count = (int(survivors_kernel(keep, rep, has_keep)) if has_rep
-             else int(np.count_nonzero(keep)))
-    new_id = np.empty(n, np.int32)
-    bufs = (np.empty(count, np.int16), np.empty(count, np.int32), np.empty(count, np.int32),
-            np.empty(count, np.int8), np.empty(count, np.int32), np.empty(count, np.int32),
-            np.empty(len(cols["extra"]), np.int32))
-    n_rows, n_extra, status, bad = rebuild_kernel(
-        cols["kind"], cols["a0"], cols["a1"], cols["extra"], cols["dtype"], cols["shape_id"],
-        cols["attr_id"], keep, rep, has_keep, has_rep, ops.op_arrays().encoding,
-        p_row, p_kind, p_a0, p_a1, p_attr, new_id, *bufs)
+    chunk = jit.parallel_chunk(n)
+    done = (_compact_in_parallel(cols, keep, rep, has_keep, has_rep, patch, chunk)
+            if chunk else None)
+    if done is not None:
+        new_id, bufs, n_extra = done
+        status, bad = REBUILD_OK, -1
+    else:  # small graphs, and any input the parallel kernels found to break a rule
+        new_id, bufs, n_extra, status, bad = _compact_serially(cols, keep, rep, has_keep,
+                                                               has_rep, patch)
     outputs = new_id[func.outputs]
     if status == REBUILD_OK and np.any(outputs < 0):
         status, bad = REBUILD_DANGLING, int(func.outputs[np.argmax(outputs < 0)])
@@ -286,7 +468,6 @@ def rebuild(func: Function, *, keep: np.ndarray | None = None, rep: np.ndarray |
                 REBUILD_DANGLING: "reads a node that was removed",
                 REBUILD_PARAM: "is a param, which may not be removed or replaced"}[status]
         raise IRError(f"{pass_name}: node {bad}: {what} (rule: rebuild protocol)")
-    assert n_rows == count
     kind, a0, a1, dtype, shape_id, attr_id = (_frozen(b) for b in bufs[:6])
     extra = _trimmed(bufs[6], n_extra)
     # Compaction keeps every rule of a valid input (ids shrink monotonically, so operands

@@ -2,7 +2,8 @@
 
 Checked against a plain-Python model of the protocol (keep mask + replacement
 map with chains) on random graphs, plus its error rules and ownership of the
-arrays a pass hands over.
+arrays a pass hands over. Every test runs twice: with the serial kernel, and
+split into chunks of 3 nodes by the parallel kernels (``jit.parallel_chunk``).
 """
 
 from __future__ import annotations
@@ -12,9 +13,17 @@ import pytest
 from passes_helpers import assert_same_results, ops_of
 
 import irkernel as ik
+from irkernel.ir import jit
 from irkernel.ir.ids import NONE
 from irkernel.ir.rebuild import rebuild
 from irkernel.testing import random_function, random_inputs
+
+
+@pytest.fixture(autouse=True, params=["serial", "chunks of 3"])
+def _split(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.param != "serial":
+        monkeypatch.setattr(jit, "PARALLEL_MIN_NODES", 1)
+        monkeypatch.setattr(jit, "CHUNK_NODES", 3)
 
 
 def _chain() -> ik.Function:
