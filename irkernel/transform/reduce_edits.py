@@ -210,7 +210,9 @@ def shrink_dim(func: Function, old: int, new: int) -> Function | None:
         sid = int(pool.shape_id[cid])
         value = np.resize(pool.value(cid, func.shapes), shapes[sid])
         new_id[cid] = builder.add(value, int(sid_map[sid]))
-    a0 = np.where(func.kind == ops.OP_CONST, new_id[np.maximum(func.a0, 0)], func.a0)
+    is_const = func.kind == ops.OP_CONST
+    a0 = func.a0.copy()
+    a0[is_const] = new_id[func.a0[is_const]]
     out = replace(func, shapes=table, consts=builder.freeze(), a0=a0.astype(np.int32),
                   shape_id=sid_map[func.shape_id])
     check_function(out, _PASS)
