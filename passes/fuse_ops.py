@@ -68,6 +68,16 @@ _ELEMWISE, _BROADCAST, _INJECTIVE = ops.ELEMWISE, ops.BROADCAST, ops.INJECTIVE
 _REDUCE, _OUT_EWISE_FUSABLE, _OPAQUE = ops.REDUCE, ops.OUT_EWISE_FUSABLE, ops.OPAQUE
 
 
+#: Why an operand edge (producer -> consumer) was or was not fused: one int8 per CSR
+#: edge, written by ``fuse_groups_kernel`` beside each decision (so a reason can not
+#: disagree with the decision it explains). ``runtime.explain`` words them.
+(FUSED, CONSUMER_OPAQUE, PRODUCER_OPAQUE, SEVERAL_CONSUMERS, HEAVY_EPILOGUE_INJECTIVE,
+ TWO_HEAVY, INTO_HEAVY, GROUP_SIZE, OTHER_GROUP) = range(9)
+REASON_NAMES = ("fused", "consumer opaque", "producer opaque", "several consumers",
+                "injective after reduction/matmul", "two reductions/matmuls",
+                "into a reduction/matmul consumer", "group size", "in another group")
+
+
 @helper
 def _consumers_in_group(p, i, uses, cons_ptr, cons, parent):
     """Whether every consumer of ``p`` is ``i`` or already in ``i``'s group, and ``p`` is no
@@ -90,15 +100,16 @@ def _consumers_in_group(p, i, uses, cons_ptr, cons, parent):
 
 
 @kernel
-def fuse_groups_kernel(operand_ptr, operand, pattern, uses, max_size):
+def fuse_groups_kernel(operand_ptr, operand, pattern, uses, max_size, reason):
     """Forward sweep choosing, per consumer, the single-use producer groups that join it.
 
     Arrays: operand_ptr int64[n+1] and operand int64[E] (CSR: node i reads
     operand[operand_ptr[i]:operand_ptr[i+1]]); pattern int8[n] (per node; OPAQUE =
-    never fused); uses int32[n] (distinct consumers, outputs included). Returns (root int32[n],
-    size int32[n]): the root (last node) of each node's group, and the member count
-    of the group rooted at each root. Relies on topological order: a producer's
-    group is final when its consumer is visited.
+    never fused); uses int32[n] (distinct consumers, outputs included). Written:
+    reason int8[E], the rule that decided each edge (``FUSED`` ... ``OTHER_GROUP``).
+    Returns (root int32[n], size int32[n]): the root (last node) of each node's
+    group, and the member count of the group rooted at each root. Relies on
+    topological order: a producer's group is final when its consumer is visited.
     """
     n = pattern.shape[0]
     # consumers of each node (CSR, in node order: a node reading p twice appears twice)
@@ -119,23 +130,46 @@ def fuse_groups_kernel(operand_ptr, operand, pattern, uses, max_size):
     for i in range(n):
         pc = pattern[i]
         if pc == _OPAQUE:
+            for t in range(operand_ptr[i], operand_ptr[i + 1]):
+                reason[t] = CONSUMER_OPAQUE
             continue
         heavy[i] = _REDUCE <= pc <= _OUT_EWISE_FUSABLE
-        # single-use producers first, so that a diamond's inner paths have joined before
-        # its multi-use source is considered
+        # Single-use producers first, so that a diamond's inner paths have joined before
+        # its multi-use source is considered. A producer joins when it is fusable, is in
+        # no group yet, has one consumer (which may read it twice: x * x) or only
+        # consumers already in i's group (a diamond; never an output), the pattern kinds
+        # allow it and the group stays within max_size; the first rule that fails is
+        # the edge's reason.
         for single in (True, False):
             for t in range(operand_ptr[i], operand_ptr[i + 1]):
                 p = operand[t]
-                if (uses[p] == 1) != single or pattern[p] == _OPAQUE or parent[p] != p \
-                        or size[i] + size[p] > max_size:
+                if (uses[p] == 1) != single:
+                    continue  # decided in the other pass
+                if pattern[p] == _OPAQUE:
+                    reason[t] = PRODUCER_OPAQUE
+                    continue
+                if parent[p] == i:  # a second read of a producer already in i's group
+                    reason[t] = FUSED
+                    continue
+                if parent[p] != p:
+                    reason[t] = OTHER_GROUP
                     continue
                 if not single and not _consumers_in_group(p, i, uses, cons_ptr, cons, parent):
+                    reason[t] = SEVERAL_CONSUMERS
                     continue
                 if heavy[p]:  # epilogue: elementwise/broadcast onto a reduction / matmul
                     ok = pc <= _BROADCAST and not heavy[i]
+                    if not ok:
+                        reason[t] = HEAVY_EPILOGUE_INJECTIVE if pc == _INJECTIVE else TWO_HEAVY
                 else:  # injective producers fuse into injective consumers and reductions
                     ok = pc <= _INJECTIVE or pc == _REDUCE
+                    if not ok:
+                        reason[t] = INTO_HEAVY
+                if ok and size[i] + size[p] > max_size:
+                    ok = False
+                    reason[t] = GROUP_SIZE
                 if ok:
+                    reason[t] = FUSED
                     parent[p] = i
                     size[i] += size[p]
                     heavy[i] = heavy[i] or heavy[p]
@@ -200,9 +234,34 @@ def node_patterns(func: Function, mod: IRModule) -> tuple[np.ndarray, list[str]]
 def fusion_groups(func: Function, mod: IRModule,
                   max_group_size: int = MAX_GROUP_SIZE) -> tuple[np.ndarray, np.ndarray]:
     """(root int32[n], size int32[n]) of ``func``'s fusion groups (see the module notes)."""
+    decisions = fusion_decisions(func, mod, max_group_size)
+    return decisions.root, decisions.size
+
+
+@dataclass(frozen=True)
+class FusionDecisions:
+    """FuseOps' decisions on one function, as columns: per node its ``pattern`` and
+    group ``root`` (``size`` per root), per operand edge (CSR ``operand_ptr`` /
+    ``operand``: consumer i reads operand[operand_ptr[i]:operand_ptr[i+1]]) the
+    ``reason`` code (``FUSED`` or the rule that kept the two apart)."""
+
+    pattern: np.ndarray
+    operand_ptr: np.ndarray
+    operand: np.ndarray
+    root: np.ndarray
+    size: np.ndarray
+    reason: np.ndarray
+
+
+def fusion_decisions(func: Function, mod: IRModule,
+                     max_group_size: int = MAX_GROUP_SIZE) -> FusionDecisions:
+    """The sweep FuseOps runs on ``func``, with the reason of every edge."""
     pattern, _ = node_patterns(func, mod)
     ptr, operand, uses = operands_and_uses(func)
-    return fuse_groups_kernel(ptr, operand, pattern, uses, np.int32(max_group_size))
+    reason = np.zeros(len(operand), np.int8)
+    root, size = fuse_groups_kernel(ptr, operand, pattern, uses, np.int32(max_group_size),
+                                    reason)
+    return FusionDecisions(pattern, ptr, operand, root, size, _frozen(reason))
 
 
 # ---------------------------------------------------------------------------
@@ -367,7 +426,8 @@ def _fuse_function(func: Function, fname: str, mod: IRModule, names: _Names,
     if not np.any(pattern != _OPAQUE):
         return func
     ptr, operand, uses = operands_and_uses(func)
-    root, size = fuse_groups_kernel(ptr, operand, pattern, uses, np.int32(max_group_size))
+    root, size = fuse_groups_kernel(ptr, operand, pattern, uses, np.int32(max_group_size),
+                                    np.empty(len(operand), np.int8))
     lay = _layout(func, root, size)
     if lay is None:
         return func

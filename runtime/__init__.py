@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from runtime.abi import empty
 from runtime.build import build
+from runtime.explain import explain
 from runtime.cache import DiskCache, default_directory
 from runtime.executable import Executable, Kernel
 from runtime.executor import GraphExecutor
 from runtime.memory_plan import MemoryPlan, plan_memory
 from runtime.threadpool import get_num_threads, set_num_threads
 
-__all__ = ["DiskCache", "Executable", "GraphExecutor", "Kernel", "MemoryPlan", "build",
+__all__ = ["DiskCache", "Executable", "GraphExecutor", "Kernel", "MemoryPlan", "build", "explain",
            "default_directory", "empty", "get_num_threads", "plan_memory", "set_num_threads"]

@@ -1,4 +1,4 @@
-"""The ``irkernel`` command: demo, opt, run, viz, print, verify, import (ONNX).
+"""The ``irkernel`` command: demo, opt, run, viz, reduce, print, verify, import (ONNX).
 
 Heavy modules (passes, runtime, the generator) are imported lazily inside the
 subcommands so that ``irkernel --help`` stays instant.
@@ -68,6 +68,13 @@ def cmd_viz(args: argparse.Namespace, out: TextIO) -> int:
     from irkernel.cli.viz import run_viz
 
     return run_viz(args, out, _read_module)
+
+
+def cmd_reduce(args: argparse.Namespace, out: TextIO) -> int:
+    """Delta-debug an .ir file to the smallest module a test still finds interesting."""
+    from irkernel.cli.reduce_cmd import run_reduce
+
+    return run_reduce(args, out, _read_module)
 
 
 def read_text(path: str) -> str:
@@ -208,6 +215,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_arguments(viz)
     viz.set_defaults(run=cmd_viz)
+    red = sub.add_parser("reduce", parents=[common], help="shrink an .ir file while a test "
+                         "(--test CMD, --predicate MOD:FN) still finds it interesting")
+    from irkernel.cli.reduce_cmd import add_arguments as add_reduce_arguments
+
+    add_reduce_arguments(red)
+    red.set_defaults(run=cmd_reduce)
     show = sub.add_parser("print", parents=[common],
                           help="parse an .ir (or import an .onnx) file and print it")
     show.add_argument("file")

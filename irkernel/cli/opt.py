@@ -16,6 +16,11 @@ still written and the exit code is 1. A command line it can not use (an
 unknown pass in ``-p``, several inputs without ``-o DIR``, two inputs written
 to one place) exits 2 (``irkernel/cli/errors.py``). Imported by
 ``irkernel.cli.main``.
+
+``--reproducer DIR`` writes, for a pass that fails, one file with its input
+module, the pass, pipeline, opt level and config (``transform.reproducer``);
+the error line names it. ``--run-reproducer FILE`` replays such a file and
+fails with the same error (``irkernel.cli.replay``).
 """
 
 from __future__ import annotations
@@ -49,9 +54,9 @@ def parse_pipeline_option(text: str, option: str = "-p") -> Any:
 
 def add_arguments(opt: argparse.ArgumentParser) -> None:
     """The arguments of the ``opt`` subcommand."""
-    opt.add_argument("inputs", nargs="+", metavar="DIR_OR_FILE",
+    opt.add_argument("inputs", nargs="*", metavar="DIR_OR_FILE",
                      help=".ir files, or directories of them")
-    opt.add_argument("-p", "--passes", required=True,
+    opt.add_argument("-p", "--passes",
                      help='textual pipeline, e.g. "FoldConstant,fixpoint(SimplifyArith,'
                           'EliminateCommonSubexpr,DeadCodeElimination)"')
     opt.add_argument("-O", "--opt-level", type=int, default=2)
@@ -64,6 +69,11 @@ def add_arguments(opt: argparse.ArgumentParser) -> None:
                      help="the result file (one input) or directory (several inputs)")
     opt.add_argument("-j", "--jobs", type=_positive, default=None, metavar="N",
                      help="optimize on N local processes (default 1: in this process)")
+    opt.add_argument("--reproducer", metavar="DIR",
+                     help="when a pass fails, write a reproducer file (its input module, the "
+                          "pass, pipeline, config) into DIR (--jobs 1 only)")
+    opt.add_argument("--run-reproducer", metavar="FILE",
+                     help="replay a reproducer file: run its pass on its module, as recorded")
     opt.add_argument("--scheduler", metavar="ADDRESS",
                      help="optimize on the Dask cluster of this scheduler, e.g. "
                           "tcp://host:8786 (needs irkernel[dask])")
@@ -114,6 +124,14 @@ def run_opt(args: argparse.Namespace, out: TextIO,
     import passes  # noqa: F401  (registers the graph passes)
     from irkernel import instrument, transform
 
+    if args.run_reproducer is not None:
+        if args.inputs or args.passes or args.reproducer:
+            raise OptError("--run-reproducer FILE takes no inputs, -p or --reproducer")
+        from irkernel.cli.replay import run_reproducer
+
+        return run_reproducer(args.run_reproducer, out)
+    if not args.inputs or not args.passes:
+        raise OptError("give input files and -p PIPELINE (or --run-reproducer FILE)")
     pipeline = parse_pipeline_option(args.passes)  # a bad pipeline stops everything here
     inputs = collect_inputs(args.inputs)
     engine, workers = _engine(args)
@@ -122,6 +140,8 @@ def run_opt(args: argparse.Namespace, out: TextIO,
         raise OptError("several inputs need -o DIR (the results are written there)")
     if args.print_changed and engine != "serial":
         raise OptError("--print-changed prints from this process: use it with --jobs 1")
+    if args.reproducer and engine != "serial":
+        raise OptError("--reproducer writes from this process: use it with --jobs 1")
     modules: list[Any] = []
     kept: list[tuple[Path, Path]] = []
     failed = 0
@@ -142,7 +162,8 @@ def run_opt(args: argparse.Namespace, out: TextIO,
     if args.print_changed:
         instruments.append(instrument.PrintChanged(file=sys.stderr))
     try:
-        with transform.PassContext(opt_level=args.opt_level, instruments=instruments):
+        with transform.PassContext(opt_level=args.opt_level, instruments=instruments,
+                                   reproducer_dir=args.reproducer):
             results = transform.map_modules(pipeline, modules, engine=engine,
                                             max_workers=workers, on_error="return")
     except ImportError as exc:  # --scheduler without Dask: the run can not happen
@@ -152,7 +173,9 @@ def run_opt(args: argparse.Namespace, out: TextIO,
         if isinstance(result, transform.TaskError):
             exc = result.exception  # IRErrors read as the other commands' errors; others
             kind = "" if isinstance(exc, IRError) else f"{type(exc).__name__}: "  # named
-            print(f"irkernel opt: error: {source}: {kind}{exc}", file=sys.stderr)
+            where = getattr(exc, "irkernel_reproducer", None)
+            note = f" (reproducer: {where})" if where else ""
+            print(f"irkernel opt: error: {source}: {kind}{exc}{note}", file=sys.stderr)
             failed += 1
             continue
         _write(result.script(), args.output, rel, single, out)

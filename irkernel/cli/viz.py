@@ -1,4 +1,8 @@
-"""``irkernel viz FILE [-p PIPELINE] [--diff] [--function NAME] [--max-nodes N] [-o OUT]``.
+"""``irkernel viz FILE [-p PIPELINE] [--diff | --explain] [--function NAME] [--max-nodes N] [-o OUT]``.
+
+``--explain`` reports why FuseOps fused or kept apart each producer-consumer edge
+(``runtime.explain``): as text, or drawn after LegalizeOps with each edge's reason
+and each node's group as hover titles.
 
 Draws a graph function of an ``.ir`` file, after an optional pipeline, with
 :mod:`irkernel.viz`: ``-o`` picks the format by suffix (``.dot``/``.gv``,
@@ -19,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from irkernel.cli.errors import UsageError
+from irkernel.cli.errors import CLIError, UsageError
 from irkernel.cli.opt import parse_pipeline_option
 from irkernel.ir.module import IRModule
 from irkernel.viz import DEFAULT_MAX_NODES, Drawing, diff_html, draw, write
@@ -40,6 +44,10 @@ def add_arguments(viz: argparse.ArgumentParser) -> None:
                           f"(default {DEFAULT_MAX_NODES:,})")
     viz.add_argument("-O", "--opt-level", type=int, default=2,
                      help="opt_level of the pass context for -p (default 2)")
+    viz.add_argument("--explain", action="store_true",
+                     help="why FuseOps fused or kept apart each edge (runtime.explain): the "
+                          "report as text (stdout, or -o OUT.txt), or the graph after "
+                          "LegalizeOps with the reasons on hover (-o .svg/.html/.dot)")
     viz.add_argument("-o", "--output", metavar="OUT",
                      help="OUT.dot, .gv, .svg, .png (graphviz) or .html; default: DOT to stdout")
 
@@ -54,8 +62,41 @@ def _note(d: Drawing, max_nodes: int) -> None:
               "output cone)", file=sys.stderr)
 
 
+def _run_explain(args: argparse.Namespace, out: TextIO, mod: IRModule) -> int:
+    import runtime
+    from irkernel import transform
+    from runtime.explain import hover_titles
+
+    with transform.PassContext(opt_level=args.opt_level):
+        report = runtime.explain(mod)
+    name = args.function or "main"
+    if args.output is None or args.output.endswith(".txt"):
+        text = report.render()
+        if args.output is None:
+            out.write(text)
+        else:
+            Path(args.output).write_text(text, encoding="utf-8")
+        return 0
+    if name not in report.functions:
+        raise CLIError(f"--function {name}: no graph function of that name that FuseOps "
+                       f"considers (have: {', '.join(report.functions) or 'none'})")
+    nodes, edges = hover_titles(report.functions[name])
+    d = write(report.module, args.output, name, max_nodes=args.max_nodes, node_titles=nodes,
+              edge_titles=edges)
+    _note(d, args.max_nodes)
+    return 0
+
+
 def run_viz(args: argparse.Namespace, out: TextIO,
             read_module: Callable[[str], IRModule]) -> int:
+    if args.explain:
+        if args.passes or args.diff:
+            raise UsageError("--explain lowers the file as runtime.build does: no -p or --diff")
+        if args.output is not None and not args.output.endswith(".txt") and \
+                Path(args.output).suffix.lower().lstrip(".") not in FORMATS:
+            raise UsageError(f"-o {args.output!r}: --explain writes .txt, or a picture "
+                             f"({', '.join('.' + f for f in FORMATS)})")
+        return _run_explain(args, out, read_module(args.file))
     if args.max_nodes < 1:
         raise UsageError(f"--max-nodes must be >= 1, got {args.max_nodes}")
     suffix = Path(args.output).suffix.lower().lstrip(".") if args.output else "dot"

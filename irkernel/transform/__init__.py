@@ -9,7 +9,7 @@ through entry points), ``pass_base`` (Pass, the runner, ``get_pass``),
 ``pass_kinds`` (Module/Function/PrimFunc passes, Sequential, FixedPoint),
 ``decorators``, ``pipelines`` (O0..O3 and pipelines given as text),
 ``pipeline_text`` (textual pipelines),
-``bisect``, ``pipeline_portable`` (a pipeline as text a worker rebuilds) and
+``bisect``, ``reduce`` (+ ``reduce_edits``: delta debugging of a module), ``pipeline_portable`` (a pipeline as text a worker rebuilds) and
 ``batch`` (``map_modules``). Where tasks run (engines, their transport and
 errors, the warm local pool) is ``irkernel.scaleout``, below this layer; its
 public names are re-exported here. May import ``irkernel.ir`` and
@@ -56,6 +56,7 @@ from irkernel.transform.pipelines import (
     pipeline_text_of,
     register_pipeline,
 )
+from irkernel.transform.reduce import ReduceError, reduce
 from irkernel.transform.registry import discover, list_passes, register_pass
 
 # Local worker processes load the registered passes once when they start, not in their
@@ -105,6 +106,7 @@ __all__ = [
     "PipelineParseError",
     "PrimFuncPass",
     "PrintIR",
+    "ReduceError",
     "RemoteError",
     "Sequential",
     "TaskError",
@@ -123,6 +125,7 @@ __all__ = [
     "pipeline_config_key",
     "pipeline_text_of",
     "prim_func_pass",
+    "reduce",
     "register_pass",
     "register_pass_config",
     "register_pipeline",

@@ -42,6 +42,7 @@ from __future__ import annotations
 import builtins
 import logging
 import numbers
+import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -138,6 +139,12 @@ class PassContext:
         Called around every pass (see :class:`irkernel.instrument.PassInstrument`).
     config : mapping, optional
         Values of registered config options (``register_pass_config``).
+    reproducer_dir : str or path, optional
+        When a pass raises (or an instrument's check fails after it), one file
+        with its input module, the pass, the pipeline, opt level, config and
+        instruments is written here (``irkernel.transform.reproducer``; replay with
+        ``irkernel opt --run-reproducer FILE``); the exception gets its path as
+        ``exc.irkernel_reproducer`` and propagates unchanged.
 
     Raises
     ------
@@ -157,7 +164,8 @@ class PassContext:
                  required_pass: Iterable[str] | None = None,
                  disabled_pass: Iterable[str] | None = None,
                  instruments: Iterable[PassInstrument] | None = None,
-                 config: Mapping[str, Any] | None = None) -> None:
+                 config: Mapping[str, Any] | None = None,
+                 reproducer_dir: str | os.PathLike[str] | None = None) -> None:
         if not isinstance(opt_level, int) or isinstance(opt_level, bool):
             raise TypeError(f"opt_level must be an int, got {builtins.type(opt_level).__name__}")
         if opt_level < 0:
@@ -167,6 +175,11 @@ class PassContext:
         self.disabled_pass = name_list("disabled_pass", disabled_pass, True)
         self._required_set = frozenset(self.required_pass)
         self._disabled_set = frozenset(self.disabled_pass)
+        if reproducer_dir is not None and not isinstance(reproducer_dir, (str, os.PathLike)):
+            raise TypeError(f"reproducer_dir must be a path, got "
+                            f"{builtins.type(reproducer_dir).__name__}")
+        #: Where a failing pass writes its reproducer (``transform.reproducer``); None: nowhere.
+        self.reproducer_dir = None if reproducer_dir is None else os.fspath(reproducer_dir)
         self._config = check_config(config)
         self.config: Mapping[str, Any] = MappingProxyType(self._config)
         self._bisect_limit: int = self.get_config("irkernel.bisect_limit")
@@ -360,6 +373,7 @@ class PassContext:
         names = ", ".join(type(i).__name__ for i in self._instruments)
         return (f"<PassContext opt_level={self.opt_level} required={list(self.required_pass)} "
                 f"disabled={list(self.disabled_pass)} instruments=[{names}] "
+                f"reproducer_dir={self.reproducer_dir!r} "
                 f"config={dict(self._config)}>")
 
 

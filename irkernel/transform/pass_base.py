@@ -44,6 +44,7 @@ from irkernel.transform.instrument_protocol import should_run_verdict
 from irkernel.transform.pass_info import PassInfo
 from irkernel.transform.pass_text import format_pass_text
 from irkernel.transform.registry import list_passes, lookup
+from irkernel.transform.reproducer import write_reproducer
 
 
 class Pass:
@@ -158,9 +159,21 @@ def execute(p: Pass, mod: IRModule, ctx: PassContext) -> IRModule:
             hook(out, info)
         if leaf and out is not mod:
             validate_module(out, f"output of {info.name}")
+    except Exception as exc:
+        if ctx.reproducer_dir is not None and not p._is_container:
+            _reproduce(p, mod, ctx, exc)
+        raise
     finally:
         frames.pop()
     return out
+
+
+def _reproduce(p: Pass, mod: IRModule, ctx: PassContext, exc: Exception) -> None:
+    """Write the reproducer of the innermost failing leaf pass (once per exception)."""
+    if getattr(exc, "irkernel_reproducer", None) is None:
+        outer = STATE.frames[0].pass_ if STATE.frames else p
+        exc.irkernel_reproducer = write_reproducer(  # type: ignore[attr-defined]
+            ctx.reproducer_dir, str(p), str(outer), ctx, mod, exc)
 
 
 def run_with_required(p: Pass, mod: IRModule, ctx: PassContext) -> IRModule:

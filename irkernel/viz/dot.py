@@ -23,7 +23,7 @@ NumPy and Numba sweeps. Imports ``irkernel.ir`` and ``irkernel.text`` only.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,8 +120,14 @@ class _Picture:
     """The DOT lines of one picture, written function by function."""
 
     def __init__(self, mod: IRModule | None, fold_consts: int, baseline: Collection[int] | None,
-                 highlight: Collection[int]) -> None:
+                 highlight: Collection[int],
+                 node_titles: Mapping[int, str] | None = None,
+                 edge_titles: Mapping[tuple[int, int], str] | None = None) -> None:
         self.mod = mod
+        # hover texts (graphviz tooltips: SVG titles) of the top function's nodes and
+        # (producer, consumer) edges, e.g. runtime.explain's fusion reasons
+        self.node_titles = node_titles or {}
+        self.edge_titles = edge_titles or {}
         self.fold_consts = fold_consts
         self.baseline = baseline  # hashes of the other version: nodes not in it changed
         self.highlight = set(highlight)  # node ids of the top function
@@ -212,8 +218,14 @@ class _Picture:
             self.highlighted += 1
         if is_output:
             style.append("peripheries=2")
+        if not in_cluster and i in self.node_titles:
+            style.append(f"tooltip={_quote(self.node_titles[i])}")
         self.lines.append(f"{indent}{dot_id} [{', '.join(style)}];")
         self.drawn += 1
+
+    def edge_style(self, producer: int, consumer: int, top: bool) -> str:
+        title = self.edge_titles.get((producer, consumer)) if top else None
+        return "" if title is None else f" [tooltip={_quote(title)}]"
 
     # -- functions -----------------------------------------------------------------
     def folded(self, func: Function) -> np.ndarray:
@@ -266,8 +278,8 @@ class _Picture:
                 (top and i in self.highlight)
             refs[i] = f"{prefix}{i}"
             self.node(refs[i], func, i, args, hidden, changed, i in is_output and top, indent)
-            self.edges.extend(f"  {refs[v]} -> {refs[i]};" for v in operands
-                              if refs.get(v, "=").startswith("n"))
+            self.edges.extend(f"  {refs[v]} -> {refs[i]}{self.edge_style(v, i, top)};"
+                              for v in operands if refs.get(v, "=").startswith("n"))
         return refs
 
     def cluster(self, func: Function, i: int, callee: Function, inputs: list[str | None],
@@ -347,11 +359,15 @@ def _histogram(func: Function, top: int = 12) -> list[str]:
 def draw(func_or_mod: Function | IRModule, function: str | None = None, *,
          max_nodes: int = DEFAULT_MAX_NODES, fold_consts: int = 4,
          highlight: Collection[int] = (), baseline: Collection[int] | None = None,
-         title: str | None = None) -> Drawing:
+         title: str | None = None, node_titles: Mapping[int, str] | None = None,
+         edge_titles: Mapping[tuple[int, int], str] | None = None) -> Drawing:
     """The DOT picture of one graph function (see :func:`to_dot`), with what it shows.
 
     ``baseline``: structural hashes (:func:`irkernel.viz.hashes.node_hashes`) of
     another version; nodes whose hash is not among them are highlighted.
+    ``node_titles`` (node id -> text) and ``edge_titles`` ((producer, consumer) ->
+    text) are hover texts (graphviz tooltips, titles in SVG and HTML), e.g. the
+    fusion reasons of ``runtime.explain``.
     """
     if not isinstance(max_nodes, int) or isinstance(max_nodes, bool) or max_nodes < 1:
         raise ValueError(f"max_nodes must be a positive int, got {max_nodes!r}")
@@ -363,7 +379,8 @@ def draw(func_or_mod: Function | IRModule, function: str | None = None, *,
     if bad:
         raise ValueError(f"highlight: {bad[:3]} are not node ids of {name!r} "
                          f"(0..{func.num_nodes - 1})")
-    picture = _Picture(mod, fold_consts, baseline, [int(h) for h in highlight])
+    picture = _Picture(mod, fold_consts, baseline, [int(h) for h in highlight], node_titles,
+                       edge_titles)
     expanded, collapsed = _drawn_count(picture, func)
     mode = "full" if expanded <= max_nodes else "collapsed" if collapsed <= max_nodes \
         else "summary"

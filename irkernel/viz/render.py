@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from irkernel.ir import ops
@@ -140,14 +140,18 @@ def diff_html(before: Function | IRModule, after: Function | IRModule,
 
 
 def write(func_or_mod: Function | IRModule, path: str | Path, function: str | None = None, *,
-          max_nodes: int = DEFAULT_MAX_NODES, fold_consts: int = 4) -> Drawing:
+          max_nodes: int = DEFAULT_MAX_NODES, fold_consts: int = 4,
+          node_titles: Mapping[int, str] | None = None,
+          edge_titles: Mapping[tuple[int, int], str] | None = None) -> Drawing:
     """Draw a graph function into ``path``; the format is the suffix: ``.dot``/``.gv``
-    (DOT text), ``.svg``, ``.png`` (graphviz) or ``.html`` (a page with the SVG)."""
+    (DOT text), ``.svg``, ``.png`` (graphviz) or ``.html`` (a page with the SVG).
+    ``node_titles`` / ``edge_titles``: hover texts, as :func:`irkernel.viz.draw`."""
     fmt = Path(path).suffix.lower().lstrip(".")
     if fmt not in FORMATS:
         raise ValueError(f"output {str(path)!r}: the suffix must be one of "
                          f"{', '.join('.' + f for f in FORMATS)}")
-    d = draw(func_or_mod, function, max_nodes=max_nodes, fold_consts=fold_consts)
+    d = draw(func_or_mod, function, max_nodes=max_nodes, fold_consts=fold_consts,
+             node_titles=node_titles, edge_titles=edge_titles)
     if fmt in ("dot", "gv"):
         Path(path).write_text(d.dot, encoding="utf-8")
     elif fmt == "html":

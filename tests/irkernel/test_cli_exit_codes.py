@@ -59,14 +59,24 @@ CASES = [
     ("viz", "bad option value", ["viz", "prog.ir", "--max-nodes", "0"], 2),
     ("viz", "bad option value", ["viz", "prog.ir", "-p", "O2("], 2),
     ("viz", "bad option value", ["viz", "prog.ir", "-o", "out.gif"], 2),
+    ("reduce", "missing file", ["reduce", "missing.ir", "--test", "true"], 1),
+    ("reduce", "bad IR text", ["reduce", "bad.ir", "--test", "true"], 1),
+    ("reduce", "not interesting", ["reduce", "prog.ir", "--test", "false"], 1),
+    ("reduce", "bad option value", ["reduce", "prog.ir"], 2),
+    ("reduce", "bad option value", ["reduce", "prog.ir", "--predicate", "no_such_mod:f"], 2),
+    ("reduce", "bad option value", ["reduce", "prog.ir", "--test", "true", "--timeout", "0"],
+     2),
+    ("reduce", "bad option value", ["reduce", "prog.ir", "--test", "true", "--predicate",
+                                    "m:f"], 2),
     ("demo", "bad option value", ["demo", "--repeat", "0"], 2),
     ("demo", "bad option value", ["demo", "--pipeline", "NoSuchPass"], 2),
     ("demo", "bad option value", ["demo", "--nodes", "many"], 2),
     *[(cmd, "unknown option", [cmd, *args, "--bogus"], 2) for cmd, args in
       [("run", ["prog.ir"]), ("opt", ["prog.ir", "-p", "O2"]), ("print", ["prog.ir"]),
-       ("verify", ["prog.ir"]), ("viz", ["prog.ir"]), ("import", ["bad.onnx"]), ("demo", [])]],
+       ("verify", ["prog.ir"]), ("viz", ["prog.ir"]), ("import", ["bad.onnx"]), ("demo", []),
+       ("reduce", ["prog.ir", "--test", "true"])]],
     *[(cmd, "missing argument", [cmd], 2) for cmd in
-      ("run", "opt", "print", "verify", "viz", "import")],
+      ("run", "opt", "print", "verify", "viz", "import", "reduce")],
 ]
 
 
@@ -106,7 +116,8 @@ def test_exit_code_and_one_line(work: Path, capsys: pytest.CaptureFixture[str], 
 
 
 def test_help_of_every_command_states_the_rule(capsys: pytest.CaptureFixture[str]) -> None:
-    for command in ("", "run", "opt", "print", "verify", "viz", "import", "demo"):
+    for command in ("", "run", "opt", "print", "verify", "viz", "import", "demo",
+                    "reduce"):
         assert _main([*command.split(), "--help"]) == 0
         text = " ".join(capsys.readouterr().out.split())
         assert " ".join(EXIT_STATUS.split()) in text, command

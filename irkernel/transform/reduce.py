@@ -1,0 +1,316 @@
+"""``transform.reduce(mod, predicate)``: delta debugging of a graph module (like llvm-reduce).
+
+The reducer looks for the smallest module for which ``predicate(module)`` stays
+true ("interesting": a crash, a miscompile, a wrong error), trying the edits of
+``reduce_edits`` in rounds until a round changes nothing. Every candidate is
+checked with ``verify`` before the predicate sees it, so the predicate only
+ever gets well-formed modules, and the result verifies.
+
+Why a schedule and not ddmin over single nodes: a predicate call on a 1e5-node
+graph costs about a second (the interpreter), so the reducer must shrink a
+large graph in few calls. Per graph function, in order:
+
+1. **cone**: drop what the outputs do not read;
+2. **cut**: bisect over a prefix length ``k`` (the nodes below ``k``, returning
+   the values they hand on): a miscompile at node p is visible in every prefix
+   past p, so about log2(n) calls bring the graph down to where it starts;
+3. **outputs**: ddmin over the outputs (drop chunks of them);
+4. **params**: ddmin over node ranges, each range replaced by parameters at once
+   (what the rest reads from it becomes an input; everything above it dies);
+5. **bypass**: ddmin over nodes replaced by their first, then second, operand of
+   the same type (unary and elementwise ops go);
+6. **consts**: nodes, then constants, replaced by zeros, then by ones;
+7. **shapes**: every dimension of a size tried at 1, then halved, where the
+   type rules still accept the graph.
+
+Then the module drops the functions and PrimFuncs nothing public calls. ddmin
+here is the classic chunk-halving loop: chunks of the candidate list are tried
+from the first on; a chunk whose edit keeps the predicate true is taken (the
+list is recomputed on the smaller graph), and when no chunk of a size helps, the
+size halves. Each call is whole-array work on the columns; per-node Python
+happens only on graphs ddmin has already made small.
+
+The predicate: a callable ``IRModule -> bool``. An exception counts as False
+(the reducer looks for *that* behaviour, not another one). With ``timeout``
+each call runs in a forked child process that is killed when it runs longer
+(a hang, or a crash of the process, is False too). The CLI's ``--test CMD``
+is such a predicate (``irkernel.cli.reduce_cmd``). Imports ``irkernel.ir``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from irkernel.ir import ops
+from irkernel.ir.errors import IRError
+from irkernel.ir.function import Function
+from irkernel.ir.module import IRModule
+from irkernel.ir.verify import verify
+from irkernel.transform import reduce_edits as edits
+
+Predicate = Callable[[IRModule], bool]
+Edit = Callable[[Function, np.ndarray], "Function | None"]
+
+
+class ReduceError(ValueError):
+    """The predicate is false on the input module (nothing to reduce towards)."""
+
+
+def _call_in_child(predicate: Predicate, mod: IRModule, timeout: float) -> bool:
+    """``predicate(mod)`` in a forked child: False on an exception, a crash or a timeout."""
+    ctx = multiprocessing.get_context("fork")
+    reader, writer = ctx.Pipe(duplex=False)
+
+    def child() -> None:
+        try:
+            answer = bool(predicate(mod))
+        except BaseException:  # noqa: BLE001 - any failure of the predicate means False
+            answer = False
+        writer.send(answer)
+
+    proc = ctx.Process(target=child, daemon=True)
+    proc.start()
+    writer.close()
+    try:
+        if reader.poll(timeout):
+            return bool(reader.recv())
+        return False
+    except EOFError:  # the child died without answering (a crash)
+        return False
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join()
+        reader.close()
+
+
+class Oracle:
+    """The predicate behind the reducer: verifies candidates, counts calls, logs steps."""
+
+    def __init__(self, predicate: Predicate, timeout: float | None,
+                 progress: Callable[[str], None] | None) -> None:
+        self.predicate = predicate
+        self.timeout = timeout
+        self.progress = progress
+        self.calls = 0
+        self.started = time.perf_counter()
+
+    def __call__(self, mod: IRModule) -> bool:
+        try:
+            verify(mod)
+        except IRError:
+            return False
+        self.calls += 1
+        if self.timeout is not None:
+            return _call_in_child(self.predicate, mod, self.timeout)
+        try:
+            return bool(self.predicate(mod))
+        except KeyboardInterrupt:
+            raise
+        except Exception:  # noqa: BLE001 - another failure is not the one looked for
+            return False
+
+    def log(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress(f"[{time.perf_counter() - self.started:7.2f}s, "
+                          f"{self.calls} calls] {text}")
+
+
+class _Target:
+    """One graph function of the module being reduced (its current state)."""
+
+    def __init__(self, mod: IRModule, name: str, oracle: Oracle) -> None:
+        self.mod, self.name, self.oracle = mod, name, oracle
+
+    @property
+    def func(self) -> Function:
+        return self.mod.functions[self.name]
+
+    def attempt(self, cand: Function | None) -> bool:
+        """Take ``cand`` when it is a change and keeps the predicate true."""
+        if cand is None or cand is self.func:
+            return False
+        mod = self.mod.with_functions({self.name: cand})
+        if not self.oracle(mod):
+            return False
+        self.mod = mod
+        return True
+
+
+def ddmin(target: _Target, items: Callable[[Function], np.ndarray], edit: Edit) -> bool:
+    """Chunk-halving ddmin: ``edit(func, chunk)`` for chunks of ``items(func)``, keeping
+    each edit that leaves the predicate true. Returns whether anything was taken."""
+    changed = False
+    chunk = max(1, len(items(target.func)) // 2)
+    while True:
+        pos = 0
+        current = items(target.func)
+        while pos < len(current):
+            if target.attempt(edit(target.func, current[pos:pos + chunk])):
+                changed = True
+                current = items(target.func)  # ids moved: recomputed on the smaller graph
+            else:
+                pos += chunk
+        if chunk == 1:
+            return changed
+        chunk = max(1, min(chunk, len(current)) // 2)
+
+
+def _cut_bisect(target: _Target) -> bool:
+    """The shortest prefix whose handed-on values keep the predicate true (bisection)."""
+    n = target.func.num_nodes
+    lo, hi = 1, n  # invariant: prefix hi is interesting (the whole graph, or taken)
+    best = None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        cand = edits.cut(target.func, mid)
+        if cand is not None and target.oracle(target.mod.with_functions({target.name: cand})):
+            hi, best = mid, cand
+        else:
+            lo = mid
+    return target.attempt(best) if best is not None else False
+
+
+def _ops(func: Function) -> np.ndarray:
+    return np.nonzero((func.kind != ops.OP_PARAM) & (func.kind != ops.OP_CONST))[0]
+
+
+def _consts(func: Function) -> np.ndarray:
+    return np.nonzero(func.kind == ops.OP_CONST)[0]
+
+
+def _positions(func: Function) -> np.ndarray:
+    return np.arange(len(func.outputs))
+
+
+def _shrink(target: _Target) -> bool:
+    """Each dimension size above 1 tried at 1, then at its half."""
+    changed = False
+    sizes = sorted({d for s in target.func.shapes.shapes for d in s if d > 1}, reverse=True)
+    for size in sizes:  # per distinct dimension size (few)
+        for new in (1, size // 2):
+            if new < size and target.attempt(edits.shrink_dim(target.func, size, new)):
+                changed = True
+                break
+    return changed
+
+
+def _reduce_function(target: _Target) -> None:
+    oracle = target.oracle
+
+    def step(name: str, changed: bool) -> None:
+        if changed:
+            oracle.log(f"@{target.name} {name}: {target.func.num_nodes} nodes")
+
+    step("cone", target.attempt(edits.prune(target.func)))
+    step("cut", _cut_bisect(target))
+    while True:
+        before = (target.func.num_nodes, len(_ops(target.func)))
+        step("outputs", ddmin(target, _positions, lambda f, c: edits.keep_outputs(
+            f, np.delete(f.outputs, c))))
+        step("params", ddmin(target, _ops, edits.to_params))
+        for slot in (0, 1, 2):
+            step(f"bypass {slot}", ddmin(
+                target, _ops, lambda f, c, s=slot: edits.bypass(f, c, s)))
+        for fill in (0, 1):
+            step(f"consts {fill}", ddmin(
+                target, _ops, lambda f, c, v=fill: edits.to_consts(f, c, v)))
+        step("const values 0", ddmin(target, _consts, lambda f, c: edits.to_consts(f, c, 0)))
+        step("shapes", _shrink(target))
+        # A round that made the graph no smaller ends it (edits such as zeros -> ones
+        # may change a graph without shrinking it, and must not loop).
+        if (target.func.num_nodes, len(_ops(target.func))) >= before:
+            return
+
+
+def _called(mod: IRModule) -> set[str]:
+    """Names the module's public functions reach through call_func / call_tir callees
+    (per distinct attribute record, not per node)."""
+    public = [name for name, f in mod.functions.items()
+              if isinstance(f, Function) and "global_symbol" in f.attrs]
+    seen, todo = set(public), list(public)
+    while todo:
+        func = mod.functions[todo.pop()]
+        if not isinstance(func, Function):
+            continue
+        calls = (func.kind == ops.OP_CALL_FUNC) | (func.kind == ops.OP_CALL_TIR)
+        for aid in np.unique(func.attr_id[calls]).tolist():
+            callee = func.attr_table.as_dict(aid).get("callee")
+            if isinstance(callee, str) and callee in mod.functions and callee not in seen:
+                seen.add(callee)
+                todo.append(callee)
+    return seen
+
+
+def _drop_functions(mod: IRModule, oracle: Oracle) -> IRModule:
+    """Without the functions nothing public calls (all at once, else one at a time)."""
+    unused = [name for name in mod.functions if name not in _called(mod)]
+    if not unused:
+        return mod
+    keep = {k: v for k, v in mod.functions.items() if k not in unused}
+    if keep and oracle(IRModule(keep)):
+        return IRModule(keep)
+    for name in unused:
+        cand = IRModule({k: v for k, v in mod.functions.items() if k != name})
+        if len(cand) and oracle(cand):
+            mod = cand
+    return mod
+
+
+def reduce(mod: IRModule, predicate: Predicate, *, timeout: float | None = None,
+           progress: Callable[[str], None] | None = None) -> IRModule:
+    """The smallest module found for which ``predicate`` stays true (delta debugging).
+
+    Parameters
+    ----------
+    mod : IRModule
+        The interesting input; it must verify and ``predicate(mod)`` must be true.
+    predicate : callable IRModule -> bool
+        True when a candidate still shows the behaviour. Raising counts as False.
+    timeout : float, optional
+        Seconds per call; each call then runs in a forked child process, so a hang
+        or a crash of the process counts as False too.
+    progress : callable str -> None, optional
+        Called with one line per reduction step (time, calls, graph size).
+
+    Returns
+    -------
+    IRModule
+        Verified, with ``predicate`` true on it.
+
+    Raises
+    ------
+    ReduceError
+        When ``predicate`` is false on ``mod`` itself.
+    TypeError
+        When ``mod`` is not an IRModule or ``predicate`` is not callable.
+    """
+    if not isinstance(mod, IRModule):
+        raise TypeError(f"reduce: expected an IRModule, got {type(mod).__name__}")
+    if not callable(predicate):
+        raise TypeError(f"reduce: predicate must be callable, got {type(predicate).__name__}")
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"reduce: timeout must be > 0 seconds, got {timeout!r}")
+    oracle = Oracle(predicate, timeout, progress)
+    verify(mod)
+    if not oracle(mod):
+        raise ReduceError("reduce: the predicate is false on the input module "
+                          "(it must show the behaviour to reduce)")
+    graph_names = [name for name, f in mod.functions.items() if isinstance(f, Function)]
+    graph_names.sort(key=lambda name: name != "main")  # the entry first
+    for name in graph_names:
+        if name not in mod.functions:
+            continue
+        target = _Target(mod, name, oracle)
+        _reduce_function(target)
+        mod = _drop_functions(target.mod, oracle)
+    oracle.log(f"done: {sum(f.num_nodes for f in mod.functions.values() if isinstance(f, Function))}"
+               " graph nodes")
+    return mod
+
+
+__all__ = ["Predicate", "ReduceError", "ddmin", "reduce"]
