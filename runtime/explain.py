@@ -140,7 +140,7 @@ def explain_function(func: Function, name: str, mod: IRModule,
             why.append(f"the producer is {opaque[p]}")
         elif r == fuse_ops.SEVERAL_CONSUMERS:
             why.append("the producer is a function output (its value must exist)"
-                       if is_output[p] else "the producer has several consumers")
+                       if is_output[p] else "the producer has consumers outside this group")
         elif r == fuse_ops.HEAVY_EPILOGUE_INJECTIVE:
             why.append(f"a layout change ({ck}) after a reduction/matmul group: only "
                        "elementwise/broadcast epilogues fuse")
