@@ -8,6 +8,8 @@ turn it on globally with ``NUMBA_BOUNDSCHECK=1``.
 
 from __future__ import annotations
 
+import threading
+
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -57,7 +59,14 @@ CHUNK_NODES = 1 << 16
 
 
 def parallel_chunk(n_nodes: int) -> int:
-    """The chunk size for a parallel sweep over ``n_nodes`` nodes, or 0: sweep serially."""
+    """The chunk size for a parallel sweep over ``n_nodes`` nodes, or 0: sweep serially.
+
+    Only the main thread splits: Numba's ``workqueue`` threading layer (what a machine
+    without OpenMP or TBB gets) aborts the process when two Python threads run parallel
+    kernels at once, and a pass running on a worker thread (``map_modules`` with the
+    ``"thread"`` engine, a user's thread pool) is already one of several in parallel."""
+    if threading.current_thread() is not threading.main_thread():
+        return 0
     return CHUNK_NODES if n_nodes >= PARALLEL_MIN_NODES else 0
 
 

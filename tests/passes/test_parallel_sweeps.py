@@ -119,3 +119,17 @@ def test_hash_collisions_fall_back_to_the_serial_table(monkeypatch: pytest.Monke
     want_merged = cse.hash_cons_kernel(vh, *columns, np.full(4096, -1, np.int64), want)
     assert n_merged == want_merged > 0
     assert np.array_equal(rep, want)
+
+
+def test_only_the_main_thread_splits_sweeps() -> None:
+    """Numba's workqueue layer aborts on concurrent parallel kernels: worker threads sweep
+    serially (a pass on a thread engine is already one of several in parallel)."""
+    import threading
+
+    from irkernel.ir import jit
+
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(jit.parallel_chunk(10**8)))
+    worker.start()
+    worker.join()
+    assert seen == [0] and jit.parallel_chunk(10**8) == jit.CHUNK_NODES
