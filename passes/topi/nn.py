@@ -53,6 +53,7 @@ from passes.topi.conv import (
     scheduled_gemv,
 )
 from passes.topi.conv_transpose import conv_transpose_ok, scheduled_conv_transpose
+from passes.topi.depthwise_small import depthwise_small, small_depthwise_ok
 
 
 def _idx(v: int) -> PrimExpr:
@@ -115,6 +116,8 @@ def conv(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorTy
     fast = None
     if gemv_ok(sx, sw, g, dtype, win.out, (*win.pad_begin, *win.pad_end)):
         fast = scheduled_gemv(sx, sw)
+    elif depthwise_ok(sx, sw, g, dtype) and small_depthwise_ok(sx, win.out):
+        fast = depthwise_small(sx, sw, win.strides, win.pad_begin, win.dilation, win.out)
     elif depthwise_ok(sx, sw, g, dtype):
         fast = scheduled_depthwise2d(sx, sw, win.strides, win.pad_begin, win.pad_end,
                                      win.dilation, win.out)
