@@ -106,8 +106,9 @@ def _case_shapes(op: ops.OpDef) -> list[tuple[list[tuple[int, ...]], dict]]:
                 ([(3,), ()], {})]
     if name == "pad":
         return [([(3, 2), ()], {"pad_width": (1, 0, 2, 3), "mode": m})
-                for m in ("constant", "reflect", "edge")] + [
-                    ([(3, 1), ()], {"pad_width": (4, 0, 0, 5), "mode": "reflect"})]
+                for m in ("constant", "reflect", "edge", "wrap")] + [
+                    ([(3, 1), ()], {"pad_width": (4, 0, 0, 5), "mode": "reflect"}),
+                    ([(2, 3), ()], {"pad_width": (5, 0, 1, 7), "mode": "wrap"})]
     if name == "scatter_nd":
         return [([(4, 3), (5, 1), (5, 3)], {}), ([(4, 3), (2, 2), (2,)], {}),
                 ([(2, 2), (3, 0), (3, 2, 2)], {})] + [

@@ -216,7 +216,7 @@ BUILTIN_OPS: tuple[OpDef, ...] = (
     OpDef("take", ENC_BINARY, 2, take_rule, take_ref, INJECTIVE, (AttrSpec("axis", A_INT, 0),),
           doc="gather data along axis at int indices; i in [-d, d) is i mod d, others clamp"),
     OpDef("pad", ENC_BINARY, 2, pad_rule, pad_ref, INJECTIVE, _PAD,
-          doc="(x, 0-d value); pad_width = begins then ends; mode constant/reflect/edge"),
+          doc="(x, 0-d value); pad_width = begins then ends; mode constant/reflect/edge/wrap"),
     OpDef("scatter_nd", ENC_VARIADIC, 3, scatter_nd_rule, scatter_nd_ref, OPAQUE,
           (AttrSpec("reduction", A_STR, "none"),),
           doc="(data, indices[..., k], updates) in extra; ONNX ScatterND: rows in order, "

@@ -234,7 +234,7 @@ def take_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorTy
     return dt, shape[:axis] + ishape + shape[axis + 1:]
 
 
-PAD_MODES = ("constant", "reflect", "edge")
+PAD_MODES = ("constant", "reflect", "edge", "wrap")
 
 
 def pad_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:

@@ -177,9 +177,8 @@ class AveragePool(OnnxOpConverter):
         if kernel is None:
             raise ctx.error("kernel_shape is required")
         strides, pads, dilations = _window_attrs(ctx, x, attrs, kernel)
-        if any(d != 1 for d in dilations):
-            raise ctx.error(f"dilations {dilations} are not supported for AveragePool")
         return ctx.emit("avg_pool", x, kernel=kernel, strides=strides, padding=pads,
+                        dilation=dilations,
                         ceil_mode=bool(attrs.get("ceil_mode", 0)),
                         count_include_pad=bool(attrs.get("count_include_pad", 0)))
 
