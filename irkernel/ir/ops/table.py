@@ -89,6 +89,7 @@ from irkernel.ir.ops.references import (
     scatter_nd_ref,
     strided_slice_ref,
     take_ref,
+    topk_indices_ref,
     ufunc,
 )
 from irkernel.ir.ops.registry import register_op
@@ -109,6 +110,7 @@ from irkernel.ir.ops.type_rules import (
     scatter_nd_rule,
     strided_slice_rule,
     take_rule,
+    topk_rule,
     where_rule,
 )
 
@@ -253,6 +255,12 @@ BUILTIN_OPS: tuple[OpDef, ...] = (
           doc="running sum along axis in order, in the input dtype; exclusive, reverse"),
     OpDef("cumprod", ENC_UNARY, 1, cumulative_rule, cumulative_ref(False), OPAQUE, _SCAN,
           doc="running product along axis in order, in the input dtype; exclusive, reverse"),
+    # -- selection --
+    OpDef("topk_indices", ENC_UNARY, 1, topk_rule, topk_indices_ref, OPAQUE,
+          (AttrSpec("k", A_INT), AttrSpec("axis", A_INT, -1), AttrSpec("largest", A_BOOL, True),
+           AttrSpec("sorted", A_BOOL, True)),
+          doc="int64 positions of the k largest/smallest along axis, best first, ties in "
+              "index order, NaN above all; sorted=False: index order"),
 )
 
 if tuple(op.name for op in BUILTIN_OPS) != BUILTIN_OP_NAMES:

@@ -305,6 +305,21 @@ def cumulative_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Te
     return dt, shape
 
 
+def topk_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
+    """topk_indices: a numeric tensor of rank >= 1, one axis and ``0 <= k <= extent``;
+    int64 indices of the operand's shape with ``k`` on the axis."""
+    dtypes_in(NUMERIC_DTYPES, types, "operand")
+    _, shape = types[0]
+    if not shape:
+        raise TypeInferenceError("topk_indices needs rank >= 1, got a 0-d operand")
+    (axis,) = normalize_axes((attrs["axis"],), len(shape))
+    k = attrs["k"]
+    if not 0 <= k <= shape[axis]:
+        raise TypeInferenceError(f"k = {k} must be in [0, {shape[axis]}] (axis {axis} of "
+                                 f"shape {fmt(shape)})")
+    return INT64, shape[:axis] + (k,) + shape[axis + 1:]
+
+
 def call_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
     if any(d < 0 for d in attrs["shape"]):
         raise TypeInferenceError(f"bad result shape {fmt(attrs['shape'])}")
