@@ -114,6 +114,8 @@ def pad(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorTyp
                 index.append(_reflect(s, d))
             elif mode == "edge":
                 index.append(clamp(s, 0, d - 1))
+            elif mode == "wrap":  # the axis repeated periodically (np.pad's wrap)
+                index.append(FloorMod(s, _idx(d)))
             else:
                 index.append(clamp(s, 0, max(d - 1, 0)))
                 cond = (s >= _idx(0)) & (s < _idx(d))

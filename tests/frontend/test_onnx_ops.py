@@ -114,7 +114,7 @@ def test_gather_with_runtime_and_constant_indices():
           {"x": x, "i": idx})
 
 
-@pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
 def test_pad_modes_and_negative_pads(mode):
     x = _f32(1, 2, 5, 6)
     pads = np.array([0, 0, 2, -1, 0, 1, -2, 3], np.int64)

@@ -80,6 +80,8 @@ BUILD_CASES = {
     **{op: ([((2, 3), "float64")], {}, ("float64", (2, 3))) for op in ops.TRIG_OPS},
     **{op: ([((2, 3), "int32")], {"axis": -1, "exclusive": True}, ("int32", (2, 3)))
        for op in ("cumsum", "cumprod")},
+    "topk_indices": ([((2, 5, 3), "float32")], {"k": 2, "axis": 1, "largest": False},
+                     ("int64", (2, 2, 3))),
 }
 OP_NAMES = [op.name for op in ops.all_ops() if op.name not in ("param", "const")]
 

@@ -140,6 +140,8 @@ def _pad_index(s, d, mode):
         return s
     if mode == "edge":
         return min(max(s, 0), d - 1)
+    if mode == "wrap":  # the axis repeated periodically
+        return s % d
     if d == 1:
         return 0
     while not 0 <= s < d:  # reflect about the end elements, as often as needed
@@ -147,7 +149,7 @@ def _pad_index(s, d, mode):
     return s
 
 
-@pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
 @pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
 @pytest.mark.parametrize(("shape", "widths"), [((3, 4), (1, 0, 2, 3)), ((4,), (7, 9)),
                                                ((1, 2), (2, 3, 0, 4)), ((2, 3), (0, 0, 0, 0))])

@@ -155,6 +155,13 @@ def _scan(op: str, dtype: str) -> ik.Function:
                       bb.call(op, x, axis=0, reverse=True, exclusive=True)])
 
 
+def _topk(op: str, dtype: str) -> ik.Function:
+    bb = ik.GraphBuilder("main")
+    x = bb.param("x", (4, 3), dtype)
+    return bb.finish([bb.call(op, x, k=2), bb.call(op, x, k=3, axis=0, largest=False,
+                                                    sorted=False)])
+
+
 def _nn(op: str, dtype: str) -> ik.Function:
     bb = ik.GraphBuilder("main")
     x = bb.param("x", (1, 4, 6, 5), dtype)
@@ -209,6 +216,7 @@ OP_CASES = {
     **{op: (_nn, FLOATS) for op in ("conv", "conv_transpose", "max_pool", "avg_pool", "lrn")},
     **{op: (_unary, FLOATS) for op in ops.TRIG_OPS},
     **{op: (_scan, NUMERIC) for op in ("cumsum", "cumprod")},
+    "topk_indices": (_topk, NUMERIC),
 }
 
 

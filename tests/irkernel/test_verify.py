@@ -92,6 +92,9 @@ def _every_op_function():
              bb.conv_transpose(img, bb.param("wt", (2, 3, 2, 2), "float32"), strides=(2, 2)),
              bb.max_pool(img, kernel=(2, 2)), bb.avg_pool(img, kernel=(3, 3), padding=(1,) * 4),
              bb.lrn(img, size=3, alpha=1e-3, beta=-0.0, bias=float("nan"))]
+    outs += [bb.call(op, f) for op in ops.TRIG_OPS]
+    outs += [bb.cumsum(i), bb.cumprod(f, axis=1, reverse=True),
+             bb.topk_indices(f, k=2, largest=False)]
     return bb.finish(outs)
 
 

@@ -50,7 +50,7 @@ def legalize(mod: ik.IRModule | ik.Function) -> ik.IRModule:
             if desc is None:              # copy-then-scatter of scatter_nd, the scans and the
                 assert f.attrs["op_name"] in ("matmul", "concat", "scatter_nd",  # scheduled
                                               "conv", "max_pool", "cumsum",  # float32 2-D ones
-                                              "cumprod"), f.script(name)
+                                              "cumprod", "topk_indices"), f.script(name)
             else:
                 assert te.prim_func_from_desc(desc, f.attrs) == f
     return out
@@ -106,8 +106,9 @@ def _case_shapes(op: ops.OpDef) -> list[tuple[list[tuple[int, ...]], dict]]:
                 ([(3,), ()], {})]
     if name == "pad":
         return [([(3, 2), ()], {"pad_width": (1, 0, 2, 3), "mode": m})
-                for m in ("constant", "reflect", "edge")] + [
-                    ([(3, 1), ()], {"pad_width": (4, 0, 0, 5), "mode": "reflect"})]
+                for m in ("constant", "reflect", "edge", "wrap")] + [
+                    ([(3, 1), ()], {"pad_width": (4, 0, 0, 5), "mode": "reflect"}),
+                    ([(2, 3), ()], {"pad_width": (5, 0, 1, 7), "mode": "wrap"})]
     if name == "scatter_nd":
         return [([(4, 3), (5, 1), (5, 3)], {}), ([(4, 3), (2, 2), (2,)], {}),
                 ([(2, 2), (3, 0), (3, 2, 2)], {})] + [
@@ -118,6 +119,11 @@ def _case_shapes(op: ops.OpDef) -> list[tuple[list[tuple[int, ...]], dict]]:
                 for a, e, r in ((0, False, False), (1, True, False), (-1, False, True),
                                 (1, True, True))] + [([(5,)], {}), ([(2, 0)], {"axis": 1}),
                                                       ([(1, 3)], {"axis": 0, "exclusive": True})]
+    if name == "topk_indices":
+        return [([(3, 7, 2)], {"k": k, "axis": 1, "largest": lg, "sorted": so})
+                for k, lg, so in ((3, True, True), (7, False, True), (4, True, False),
+                                  (1, False, False))] + [([(9,)], {"k": 0}),
+                                                         ([(2, 0)], {"k": 0, "axis": -1})]
     if name == "conv":
         return [([(2, 4, 5, 6), (6, 2, 3, 3)], {"strides": (2, 1), "padding": (1, 1, 0, 2),
                                                 "dilation": (1, 2), "groups": 2}),

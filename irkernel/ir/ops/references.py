@@ -222,6 +222,27 @@ _SCATTER_COMBINE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "max": lambda old, new: nan_max(old, new), "min": lambda old, new: nan_min(old, new)}
 
 
+def topk_indices_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    """The int64 positions along ``axis`` of the ``k`` largest (``largest``) or smallest
+    elements, best first, equal values in index order; NaN ranks above every number
+    (first when largest, last when smallest: onnxruntime's order). ``sorted`` False gives
+    the same ``k`` positions in index order.
+
+    A stable ascending argsort ranks NaN last and keeps ties in index order: that is the
+    smallest order. The largest order is the stable ascending argsort of the reversed
+    axis, read backwards (ties then come back in index order too)."""
+    x, k = xs[0], attrs["k"]
+    (axis,) = normalize_axes((attrs["axis"],), x.ndim)
+    n = x.shape[axis]
+    if attrs["largest"]:
+        rev = np.argsort(np.flip(x, axis), axis=axis, kind="stable")
+        order = (n - 1) - np.flip(rev, axis)
+    else:
+        order = np.argsort(x, axis=axis, kind="stable")
+    out = np.take(order, np.arange(k), axis=axis).astype(np.int64)
+    return out if attrs["sorted"] else np.sort(out, axis=axis)
+
+
 def cumulative_ref(is_sum: bool) -> Reference:
     """cumsum/cumprod along ``axis`` in the input dtype, accumulated in order (ints wrap);
     ``exclusive`` leaves each element out of its own result (the first is 0 or 1),

@@ -89,6 +89,7 @@ from irkernel.ir.ops.references import (
     scatter_nd_ref,
     strided_slice_ref,
     take_ref,
+    topk_indices_ref,
     ufunc,
 )
 from irkernel.ir.ops.registry import register_op
@@ -109,6 +110,7 @@ from irkernel.ir.ops.type_rules import (
     scatter_nd_rule,
     strided_slice_rule,
     take_rule,
+    topk_rule,
     where_rule,
 )
 
@@ -216,7 +218,7 @@ BUILTIN_OPS: tuple[OpDef, ...] = (
     OpDef("take", ENC_BINARY, 2, take_rule, take_ref, INJECTIVE, (AttrSpec("axis", A_INT, 0),),
           doc="gather data along axis at int indices; i in [-d, d) is i mod d, others clamp"),
     OpDef("pad", ENC_BINARY, 2, pad_rule, pad_ref, INJECTIVE, _PAD,
-          doc="(x, 0-d value); pad_width = begins then ends; mode constant/reflect/edge"),
+          doc="(x, 0-d value); pad_width = begins then ends; mode constant/reflect/edge/wrap"),
     OpDef("scatter_nd", ENC_VARIADIC, 3, scatter_nd_rule, scatter_nd_ref, OPAQUE,
           (AttrSpec("reduction", A_STR, "none"),),
           doc="(data, indices[..., k], updates) in extra; ONNX ScatterND: rows in order, "
@@ -253,6 +255,12 @@ BUILTIN_OPS: tuple[OpDef, ...] = (
           doc="running sum along axis in order, in the input dtype; exclusive, reverse"),
     OpDef("cumprod", ENC_UNARY, 1, cumulative_rule, cumulative_ref(False), OPAQUE, _SCAN,
           doc="running product along axis in order, in the input dtype; exclusive, reverse"),
+    # -- selection --
+    OpDef("topk_indices", ENC_UNARY, 1, topk_rule, topk_indices_ref, OPAQUE,
+          (AttrSpec("k", A_INT), AttrSpec("axis", A_INT, -1), AttrSpec("largest", A_BOOL, True),
+           AttrSpec("sorted", A_BOOL, True)),
+          doc="int64 positions of the k largest/smallest along axis, best first, ties in "
+              "index order, NaN above all; sorted=False: index order"),
 )
 
 if tuple(op.name for op in BUILTIN_OPS) != BUILTIN_OP_NAMES:

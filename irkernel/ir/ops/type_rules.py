@@ -234,7 +234,7 @@ def take_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorTy
     return dt, shape[:axis] + ishape + shape[axis + 1:]
 
 
-PAD_MODES = ("constant", "reflect", "edge")
+PAD_MODES = ("constant", "reflect", "edge", "wrap")
 
 
 def pad_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
@@ -303,6 +303,21 @@ def cumulative_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Te
         raise TypeInferenceError("a cumulative op needs rank >= 1, got a 0-d operand")
     normalize_axes((attrs["axis"],), len(shape))
     return dt, shape
+
+
+def topk_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
+    """topk_indices: a numeric tensor of rank >= 1, one axis and ``0 <= k <= extent``;
+    int64 indices of the operand's shape with ``k`` on the axis."""
+    dtypes_in(NUMERIC_DTYPES, types, "operand")
+    _, shape = types[0]
+    if not shape:
+        raise TypeInferenceError("topk_indices needs rank >= 1, got a 0-d operand")
+    (axis,) = normalize_axes((attrs["axis"],), len(shape))
+    k = attrs["k"]
+    if not 0 <= k <= shape[axis]:
+        raise TypeInferenceError(f"k = {k} must be in [0, {shape[axis]}] (axis {axis} of "
+                                 f"shape {fmt(shape)})")
+    return INT64, shape[:axis] + (k,) + shape[axis + 1:]
 
 
 def call_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:

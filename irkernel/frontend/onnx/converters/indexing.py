@@ -1,6 +1,7 @@
 """Element-indexed ONNX ops, lowered at import to ``take`` and ``scatter_nd`` on a
 flattened tensor: GatherElements, ScatterElements (reductions none/add/mul/max/min),
-GatherND (``batch_dims``), and the scans CumSum/CumProd (graph ops of their own).
+GatherND (``batch_dims``), TopK (the graph op ``topk_indices``, then its values gathered
+as GatherElements does), and the scans CumSum/CumProd (graph ops of their own).
 
 The lowering is exact: an element's position along ``axis`` comes from the index
 tensor and its other coordinates from the index's own position, so the flat index is
@@ -42,8 +43,10 @@ def _index(ctx: Context, idx: Value | None, what: str) -> Value:
     return ctx.astype(idx, "int64")
 
 
-def _flat_elements(ctx: Context, data: Value, idx: Value | None, axis: int) -> Value:
-    """The flat (C-order) positions in ``data`` that GatherElements/ScatterElements address."""
+def _flat_elements(ctx: Context, data: Value, idx: Value | None, axis: int,
+                   in_range: bool = False) -> Value:
+    """The flat (C-order) positions in ``data`` that GatherElements/ScatterElements address
+    (``in_range``: the indices are known to be in ``[0, extent)``, no wrap needed)."""
     index = _index(ctx, idx, "input 'indices'")
     if index.rank != data.rank:
         raise ctx.error(f"indices of rank {index.rank} must have the data's rank {data.rank}")
@@ -58,7 +61,7 @@ def _flat_elements(ctx: Context, data: Value, idx: Value | None, axis: int) -> V
     base = sum((coords[a] * strides[a] for a in range(data.rank) if a != axis),
                np.zeros(index.shape, np.int64))
     dim = ctx.const(np.int64(max(data.shape[axis], 1)))
-    wrapped = ctx.emit("floor_mod", index, dim)
+    wrapped = index if in_range else ctx.emit("floor_mod", index, dim)
     scaled = ctx.emit("multiply", wrapped, ctx.const(np.int64(strides[axis])))
     return ctx.emit("add", scaled, ctx.const(base))
 
@@ -132,6 +135,42 @@ class GatherND(OnnxOpConverter):
         return ctx.emit("take", ctx.reshape(data, (rows, *data.shape[b + k:])), lin, axis=0)
 
 
+@register("TopK")
+class TopK(OnnxOpConverter):
+    """``topk_indices`` (k constant: an attribute at opset 1, a one-element input since 10),
+    then the values at those indices, gathered along the axis on the flattened input."""
+
+    graph_ops = ("add", "multiply", "reshape", "take", "topk_indices")
+
+    @classmethod
+    def _topk(cls, ctx: Context, x: Value | None, k: int, attrs: dict[str, Any]) -> list[Value]:
+        assert x is not None
+        if x.rank == 0:
+            raise ctx.error("TopK needs an input of rank >= 1")
+        axis = norm_axis(ctx, int(attrs.get("axis", -1)), x.rank)
+        if not 0 <= k <= x.shape[axis]:
+            raise ctx.error(f"k = {k} must be in [0, {x.shape[axis]}] (axis {axis} of input "
+                            f"shape {list(x.shape)})")
+        indices = ctx.emit("topk_indices", x, k=k, axis=axis,
+                           largest=bool(int(attrs.get("largest", 1))),
+                           sorted=bool(int(attrs.get("sorted", 1))))
+        flat = _flat_elements(ctx, x, indices, axis, in_range=True)
+        return [ctx.emit("take", ctx.reshape(x, (-1,)), flat, axis=0), indices]
+
+    @classmethod
+    def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> list[Value]:
+        if "k" not in attrs:
+            raise ctx.error("attribute 'k' is required")
+        return cls._topk(ctx, args[0], int(attrs["k"]), attrs)
+
+    @classmethod
+    def _impl_v10(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> list[Value]:
+        k = ctx.const_value(args[1] if len(args) > 1 else None, "input 'K'")
+        if k.size != 1 or k.dtype.kind != "i":
+            raise ctx.error(f"input 'K' must hold one integer, got {k!r}")
+        return cls._topk(ctx, args[0], int(k.reshape(())), attrs)
+
+
 class _Cumulative(OnnxOpConverter):
     op = ""
 
@@ -161,4 +200,4 @@ class CumProd(_Cumulative):
     op = "cumprod"
 
 
-__all__ = ["CumProd", "CumSum", "GatherElements", "GatherND", "ScatterElements"]
+__all__ = ["CumProd", "CumSum", "GatherElements", "GatherND", "ScatterElements", "TopK"]

@@ -2,7 +2,8 @@
 
 Conv, ConvTranspose, MaxPool, AveragePool and LRN map to the graph ops of the
 same name (``auto_pad`` is resolved into explicit pads here, a bias becomes a
-broadcast ``add``); BatchNormalization (inference) folds its statistics into
+broadcast ``add``; MaxPool's Indices output is a composition, see
+:func:`_max_pool_indices`); BatchNormalization (inference) folds its statistics into
 one scale and one shift at import; Gemm, Softmax, LogSoftmax and
 LayerNormalization are compositions of existing graph ops.
 Imports the converter machinery only.
@@ -147,22 +148,67 @@ class ConvTranspose(OnnxOpConverter):
         return _add_bias(ctx, y, bias)
 
 
+def _max_pool_indices(ctx: Context, x: Value, out: tuple[int, ...], kernel: list[int],
+                      strides: list[int], pads: list[int], dilations: list[int],
+                      column_major: bool) -> Value:
+    """MaxPool's Indices: per window, the flat NCHW position (spatial axes column-major
+    with ``storage_order`` 1) of its first largest element, taps in row-major order.
+
+    The window's taps are gathered from the flattened input (a constant index table,
+    NumPy at import; padding taps read -inf through a ``where``), ``argmax`` picks the
+    first largest tap, and a second table maps (window, tap) to the input position. A
+    padding tap wins only when every tap of its window is -inf: its table entry is then
+    the window's first real tap, which is what the strict scan of onnx's reference
+    and onnxruntime keeps. NaN: ``argmax`` picks the first NaN of a window."""
+    size = x.shape[2:]
+    r = len(size)
+    grids = np.meshgrid(*[np.arange(o) for o in out], *[np.arange(k) for k in kernel],
+                        indexing="ij")
+    coords = [grids[a] * strides[a] - pads[a] + grids[r + a] * dilations[a] for a in range(r)]
+    windows, taps = int(np.prod(out, dtype=np.int64)), int(np.prod(kernel, dtype=np.int64))
+    inside = np.ones(coords[0].shape, bool)
+    row_major = np.zeros(coords[0].shape, np.int64)
+    col_major = np.zeros(coords[0].shape, np.int64)
+    for a in range(r):
+        inside &= (coords[a] >= 0) & (coords[a] < size[a])
+        clamped = np.clip(coords[a], 0, size[a] - 1)
+        row_major = row_major * size[a] + clamped
+        col_major += clamped * int(np.prod(size[:a], dtype=np.int64))
+    inside, row_major = inside.reshape(windows, taps), row_major.reshape(windows, taps)
+    position = (col_major if column_major else row_major).reshape(windows, taps)
+    first_real = np.argmax(inside, axis=1)            # a window of padding only: -1
+    fallback = np.where(inside.any(axis=1), position[np.arange(windows), first_real], -1)
+    position = np.where(inside, position, fallback[:, None])
+    nc, spatial = x.shape[0] * x.shape[1], int(np.prod(size, dtype=np.int64))
+    flat = ctx.reshape(x, (nc, spatial))
+    window_values = ctx.emit("where", ctx.const(inside),
+                             ctx.emit("take", flat, ctx.const(row_major), axis=1),
+                             ctx.scalar(-np.inf, x))
+    best = ctx.emit("argmax", window_values, axis=-1)                    # [nc, windows]
+    best = ctx.emit("add", best, ctx.const(np.arange(windows, dtype=np.int64) * taps))
+    index = ctx.emit("take", ctx.const(position.reshape(-1)), best, axis=0)
+    index = ctx.emit("add", index, ctx.const(np.arange(nc, dtype=np.int64)[:, None] * spatial))
+    return ctx.reshape(index, (*x.shape[:2], *out))
+
+
 @register("MaxPool")
 class MaxPool(OnnxOpConverter):
-    graph_ops = ("max_pool",)
+    graph_ops = ("add", "argmax", "max_pool", "reshape", "take", "where")
 
     @classmethod
-    def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+    def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value | list[Value]:
         x = args[0]
         assert x is not None
         kernel = ints_attr(attrs, "kernel_shape")
         if kernel is None:
             raise ctx.error("kernel_shape is required")
-        if int(attrs.get("storage_order", 0)):
-            raise ctx.error("storage_order=1 (column-major Indices) is not supported")
         strides, pads, dilations = _window_attrs(ctx, x, attrs, kernel)
-        return ctx.emit("max_pool", x, kernel=kernel, strides=strides, padding=pads,
-                        dilation=dilations, ceil_mode=bool(attrs.get("ceil_mode", 0)))
+        y = ctx.emit("max_pool", x, kernel=kernel, strides=strides, padding=pads,
+                     dilation=dilations, ceil_mode=bool(attrs.get("ceil_mode", 0)))
+        if ctx.n_outputs < 2:
+            return y
+        return [y, _max_pool_indices(ctx, x, y.shape[2:], kernel, strides, pads, dilations,
+                                     bool(int(attrs.get("storage_order", 0))))]
 
 
 @register("AveragePool")
@@ -177,9 +223,8 @@ class AveragePool(OnnxOpConverter):
         if kernel is None:
             raise ctx.error("kernel_shape is required")
         strides, pads, dilations = _window_attrs(ctx, x, attrs, kernel)
-        if any(d != 1 for d in dilations):
-            raise ctx.error(f"dilations {dilations} are not supported for AveragePool")
         return ctx.emit("avg_pool", x, kernel=kernel, strides=strides, padding=pads,
+                        dilation=dilations,
                         ceil_mode=bool(attrs.get("ceil_mode", 0)),
                         count_include_pad=bool(attrs.get("count_include_pad", 0)))
 

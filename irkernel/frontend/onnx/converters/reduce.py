@@ -3,6 +3,12 @@
 ONNX moved ``axes`` from an attribute to an input (ReduceSum at opset 13, the
 others at 18); both forms are converted, and an empty or absent ``axes``
 reduces every axis unless ``noop_with_empty_axes`` is set.
+
+A reduction over an axis of extent 0 gives ONNX's identity: ``sum`` 0 and ``prod``
+1 (the graph ops' own result), ReduceMax the lowest value of the dtype (``-inf``,
+the int minimum, False) and ReduceMin the highest. The graph's ``max``/``min``
+reject empty axes, so those two become a constant of the result shape here (the
+shapes are static, so whether an axis is empty is known at import).
 Imports the converter machinery only.
 """
 
@@ -59,10 +65,33 @@ class _Reduce(OnnxOpConverter):
 
     @classmethod
     def _reduce(cls, ctx: Context, x: Value, axes: tuple[int, ...], keep: bool) -> Value:
-        if x.dtype_name == "bool":  # ReduceMax/Min of bools (opset 20): any/all through int32
-            out = ctx.emit(cls.op, ctx.astype(x, "int32"), axis=axes, keepdims=keep)
-            return ctx.astype(out, "bool")
+        if cls.op in ("max", "min"):
+            return reduce_extreme(ctx, cls.op, x, axes, keep)
         return ctx.emit(cls.op, x, axis=axes, keepdims=keep)
+
+
+def _empty_identity(dtype: str, op: str) -> object:
+    """What ONNX's ReduceMax (``op`` "max") / ReduceMin give over no values."""
+    if dtype == "bool":
+        return op == "min"
+    if np.dtype(dtype).kind == "f":
+        return -np.inf if op == "max" else np.inf
+    info = np.iinfo(dtype)
+    return info.min if op == "max" else info.max
+
+
+def reduce_extreme(ctx: Context, op: str, x: Value, axes: tuple[int, ...], keep: bool) -> Value:
+    """``max``/``min`` of ``x`` over ``axes``; over an empty axis, ONNX's identity (a
+    constant of the result shape); bools (ReduceMax/Min at opset 20: any/all) through int32."""
+    if any(x.shape[a] == 0 for a in axes):
+        shape = tuple(1 if k in axes else d for k, d in enumerate(x.shape)
+                      if keep or k not in axes)
+        return ctx.const(ctx.full(shape, np.array(_empty_identity(x.dtype_name, op),
+                                                  x.dtype_name)))
+    if x.dtype_name == "bool":  # ReduceMax/Min of bools (opset 20): any/all through int32
+        out = ctx.emit(op, ctx.astype(x, "int32"), axis=axes, keepdims=keep)
+        return ctx.astype(out, "bool")
+    return ctx.emit(op, x, axis=axes, keepdims=keep)
 
 
 @register("ReduceSum")
@@ -158,7 +187,7 @@ class ReduceLogSumExp(_Reduce):
     @classmethod
     def _reduce(cls, ctx: Context, x: Value, axes: tuple[int, ...], keep: bool) -> Value:
         # m + log(sum(exp(x - m))): no overflow for large x
-        m = ctx.emit("max", x, axis=axes, keepdims=True)
+        m = reduce_extreme(ctx, "max", x, axes, True)
         s = ctx.emit("sum", ctx.emit("exp", ctx.emit("subtract", x, m)), axis=axes,
                      keepdims=True)
         out = ctx.emit("add", ctx.emit("log", s), m)

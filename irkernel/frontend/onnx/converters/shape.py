@@ -365,14 +365,13 @@ class Pad(OnnxOpConverter):
         r = x.rank
         if len(pads) != 2 * r:
             raise ctx.error(f"pads {pads} must have {2 * r} values (begins then ends)")
-        if mode not in ("constant", "reflect", "edge"):
-            raise ctx.error(f"mode {mode!r} is not supported (constant, reflect, edge)")
-        if any(p < 0 for p in pads):  # negative pads crop: a slice after padding
-            pos = [max(p, 0) for p in pads]
-            x = cls._pad(ctx, x, pos, value, mode)
-            begin = [max(-p, 0) for p in pads[:r]]
+        if mode not in ("constant", "reflect", "edge", "wrap"):
+            raise ctx.error(f"mode {mode!r} is not supported (constant, reflect, edge, wrap)")
+        if any(p < 0 for p in pads):  # negative pads crop, before padding (onnxruntime:
+            begin = [max(-p, 0) for p in pads[:r]]  # 'wrap' repeats the cropped axis)
             end = [d - max(-p, 0) for d, p in zip(x.shape, pads[r:], strict=True)]
-            return strided_slice(ctx, x, begin, end, [1] * r)
+            x = strided_slice(ctx, x, begin, end, [1] * r)
+            return cls._pad(ctx, x, [max(p, 0) for p in pads], value, mode)
         if not any(pads):
             return x
         fill = ctx.scalar(0, x) if value is None else ctx.reshape(
