@@ -10,7 +10,7 @@ node id (numba.typed.Dict measured 3x slower).
 A duplicate's uses are redirected through ``rep`` and ``rebuild`` drops it.
 Params and impure ops are never merged.
 
-On several threads (large graphs, ``jit.parallel_chunk``) the table is cut
+On several threads (large graphs, ``jit.parallel_sweep``) the table is cut
 into one region per thread by the hash's top bits; merges are found by hash
 and header and their canonical operands checked afterwards in parallel
 (``verify_merges_kernel``). The result is the serial kernel's: the first
@@ -241,17 +241,17 @@ def _hash_cons(vh: np.ndarray, columns: tuple[np.ndarray, ...], cap: int) -> tup
     """(rep, n_merged): split across threads for large graphs, else serially."""
     kind, a0, a1, extra, attr_id, dtype, shape_id, encoding, pure, commutative = columns
     n = len(kind)
-    chunk = jit.parallel_chunk(n)
-    n_parts = 1
-    while chunk and 2 * n_parts <= numba.get_num_threads() and n_parts < 64:
-        n_parts *= 2
-    if n_parts > 1:
-        rep = np.full(n, -1, np.int32)
-        n_merged = hash_cons_split_kernel(vh, kind, a0, a1, attr_id, dtype, shape_id,
-                                          encoding, pure, n_parts, np.full(cap, -1, np.int64),
-                                          rep)
-        if verify_merges_kernel(kind, a0, a1, extra, encoding, commutative, rep, chunk):
-            return rep, int(n_merged)
+    with jit.parallel_sweep(n) as chunk:
+        n_parts = 1
+        while chunk and 2 * n_parts <= numba.get_num_threads() and n_parts < 64:
+            n_parts *= 2
+        if n_parts > 1:
+            rep = np.full(n, -1, np.int32)
+            n_merged = hash_cons_split_kernel(vh, kind, a0, a1, attr_id, dtype, shape_id,
+                                              encoding, pure, n_parts,
+                                              np.full(cap, -1, np.int64), rep)
+            if verify_merges_kernel(kind, a0, a1, extra, encoding, commutative, rep, chunk):
+                return rep, int(n_merged)
     rep = np.full(n, -1, np.int32)
     return rep, int(hash_cons_kernel(vh, *columns, np.full(cap, -1, np.int64), rep))
 

@@ -14,7 +14,7 @@ order holds); the operands they no longer need are left for
 DeadCodeElimination. New scalar constants are interned by an open-addressing
 kernel against the existing pool (equal bytes share one pool entry).
 
-On large graphs (``jit.parallel_chunk``) the sweep runs on every chunk of
+On large graphs (``jit.parallel_sweep``) the sweep runs on every chunk of
 nodes at once (``fold_chunks_kernel``); a node whose operands another chunk
 has not decided yet is deferred and decided afterwards by one serial scan in
 node order (``fold_deferred_kernel``), with the same rules: the values are the
@@ -396,11 +396,13 @@ def fold_function(func: Function, max_elements: int) -> tuple[Function, int]:
     fval = ival.view(np.float64)
     tensors: dict[int, np.ndarray] = {}
     pool = func.consts
-    chunk = jit.parallel_chunk(n)
+    with jit.parallel_sweep(n) as chunk:
+        if chunk:
+            fold_chunks_kernel(func.kind, func.a0, func.a1, func.extra, func.dtype,
+                               func.shape_id, func.shapes.size, table.encoding, table.pure,
+                               pool.shape_id, pool.sval_i, max_elements, chunk, state, fval,
+                               ival)
     if chunk:
-        fold_chunks_kernel(func.kind, func.a0, func.a1, func.extra, func.dtype, func.shape_id,
-                           func.shapes.size, table.encoding, table.pure, pool.shape_id,
-                           pool.sval_i, max_elements, chunk, state, fval, ival)
         i = 0
         while True:
             i = fold_deferred_kernel(func.kind, func.a0, func.a1, func.extra, func.dtype,

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import threading
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import numba
@@ -58,16 +59,26 @@ PARALLEL_MIN_NODES = 1 << 17
 CHUNK_NODES = 1 << 16
 
 
-def parallel_chunk(n_nodes: int) -> int:
-    """The chunk size for a parallel sweep over ``n_nodes`` nodes, or 0: sweep serially.
+_PARALLEL_SWEEP = threading.Lock()
 
-    Only the main thread splits: Numba's ``workqueue`` threading layer (what a machine
-    without OpenMP or TBB gets) aborts the process when two Python threads run parallel
-    kernels at once, and a pass running on a worker thread (``map_modules`` with the
-    ``"thread"`` engine, a user's thread pool) is already one of several in parallel."""
-    if threading.current_thread() is not threading.main_thread():
-        return 0
-    return CHUNK_NODES if n_nodes >= PARALLEL_MIN_NODES else 0
+
+@contextmanager
+def parallel_sweep(n_nodes: int) -> Iterator[int]:
+    """The chunk size for a parallel sweep over ``n_nodes`` nodes, or 0: sweep serially;
+    run the sweep's kernels inside the ``with``.
+
+    One parallel sweep at a time in the process: Numba's ``workqueue`` threading layer
+    (what a machine without OpenMP or TBB gets) aborts the process when two Python
+    threads run parallel kernels at once. A sweep that finds another one running goes
+    serially instead of waiting (it is one of several passes running in parallel
+    already: ``map_modules`` on threads, a user's thread pool)."""
+    if n_nodes < PARALLEL_MIN_NODES or not _PARALLEL_SWEEP.acquire(blocking=False):
+        yield 0
+        return
+    try:
+        yield CHUNK_NODES
+    finally:
+        _PARALLEL_SWEEP.release()
 
 
 def _make_prefetch() -> Any:

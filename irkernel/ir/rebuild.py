@@ -16,7 +16,7 @@ sweep of ``rebuild_kernel``, applying the patches as it passes their rows,
 
 and finally remaps ``outputs`` and ``params`` and freezes the arrays.
 
-Large graphs (``jit.parallel_chunk``) are compacted by two parallel kernels
+Large graphs (``jit.parallel_sweep``) are compacted by two parallel kernels
 over fixed-size chunks instead: survivors counted per chunk, an exclusive
 prefix sum over the chunks, then numbering, chain ends and the gather per
 chunk. The output is the serial kernel's, bit for bit, at any thread count;
@@ -451,9 +451,9 @@ def rebuild(func: Function, *, keep: np.ndarray | None = None, rep: np.ndarray |
         raise TypeError(f"{pass_name}: keep must be bool[{n}] and rep int32[{n}]")
     keep = _frozen(np.ascontiguousarray(keep).view())
     rep = _frozen(np.ascontiguousarray(rep).view())
-    chunk = jit.parallel_chunk(n)
-    done = (_compact_in_parallel(cols, keep, rep, has_keep, has_rep, patch, chunk)
-            if chunk else None)
+    with jit.parallel_sweep(n) as chunk:
+        done = (_compact_in_parallel(cols, keep, rep, has_keep, has_rep, patch, chunk)
+                if chunk else None)
     if done is not None:
         new_id, bufs, n_extra = done
         status, bad = REBUILD_OK, -1

@@ -1,6 +1,6 @@
 """The parallel sweeps give the serial sweeps' output, bit for bit, at 1 and 2 threads.
 
-``irkernel.ir.jit.parallel_chunk`` decides per call whether a sweep is split: the
+``irkernel.ir.jit.parallel_sweep`` decides per call whether a sweep is split: the
 tests lower its thresholds (via monkeypatch) so that small graphs are split into
 many tiny chunks, which crosses chunk boundaries far more often than a 1e7-node
 graph does.
@@ -121,15 +121,15 @@ def test_hash_collisions_fall_back_to_the_serial_table(monkeypatch: pytest.Monke
     assert np.array_equal(rep, want)
 
 
-def test_only_the_main_thread_splits_sweeps() -> None:
-    """Numba's workqueue layer aborts on concurrent parallel kernels: worker threads sweep
-    serially (a pass on a thread engine is already one of several in parallel)."""
-    import threading
-
+def test_one_parallel_sweep_at_a_time() -> None:
+    """Numba's workqueue layer aborts on concurrent parallel kernels: a sweep that finds
+    another running goes serially (it is one of several passes running at once)."""
     from irkernel.ir import jit
 
-    seen = []
-    worker = threading.Thread(target=lambda: seen.append(jit.parallel_chunk(10**8)))
-    worker.start()
-    worker.join()
-    assert seen == [0] and jit.parallel_chunk(10**8) == jit.CHUNK_NODES
+    with jit.parallel_sweep(10**8) as outer:
+        with jit.parallel_sweep(10**8) as inner:
+            assert (outer, inner) == (jit.CHUNK_NODES, 0)
+    with jit.parallel_sweep(10**8) as again:
+        assert again == jit.CHUNK_NODES
+    with jit.parallel_sweep(10) as small:
+        assert small == 0

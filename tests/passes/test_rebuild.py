@@ -3,7 +3,7 @@
 Checked against a plain-Python model of the protocol (keep mask + replacement
 map with chains) on random graphs, plus its error rules and ownership of the
 arrays a pass hands over. Every test runs twice: with the serial kernel, and
-split into chunks of 3 nodes by the parallel kernels (``jit.parallel_chunk``).
+split into chunks of 3 nodes by the parallel kernels (``jit.parallel_sweep``).
 """
 
 from __future__ import annotations
