@@ -56,7 +56,7 @@ KERNEL_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _LOCK = threading.Lock()
 #: Launches of the first slice of a long table, and the time a slice may take before the
 #: next is made smaller: a SIGINT waits for at most one slice (and its longest kernel).
-FIRST_SLICE = 64
+FIRST_SLICE = 16
 SLICE_SECONDS = 0.05
 
 
