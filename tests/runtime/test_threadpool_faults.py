@@ -81,6 +81,21 @@ def test_keyboard_interrupt_during_launches(slow_kernel) -> None:
     _check_pool_works(slow_kernel)
 
 
+def wait_child(pid: int, what: str, timeout: float = 120.0) -> int:
+    """The exit code of forked child ``pid``; the test fails (naming ``what``) and the
+    child is killed when it runs longer than ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail(f"the forked child hung {what}")
+        time.sleep(0.02)
+
+
 def _raise_in(thread: threading.Thread, exc_type: type[BaseException]) -> None:
     done = ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
                                                       ctypes.py_object(exc_type))
@@ -129,20 +144,10 @@ def test_a_fork_while_another_thread_launches(slow_kernel) -> None:
         finally:
             os._exit(code)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            if time.monotonic() > deadline:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                pytest.fail("the forked child hung in a parallel loop")
-            time.sleep(0.05)
+        assert wait_child(pid, "in a parallel loop") == 0
     finally:
         stop.set()
         thread.join(60)
-    assert os.waitstatus_to_exitcode(status) == 0
     _check_pool_works(slow_kernel)
 
 
@@ -169,17 +174,7 @@ def test_a_fork_while_another_thread_sets_the_thread_count(slow_kernel) -> None:
                     code = 0
                 finally:
                     os._exit(code)
-            deadline = time.monotonic() + 60
-            while True:
-                done, status = os.waitpid(pid, os.WNOHANG)
-                if done:
-                    break
-                if time.monotonic() > deadline:
-                    os.kill(pid, signal.SIGKILL)
-                    os.waitpid(pid, 0)
-                    pytest.fail("the forked child hung on the pool's lock")
-                time.sleep(0.01)
-            assert os.waitstatus_to_exitcode(status) == 0
+            assert wait_child(pid, "on the pool's lock", 60) == 0
     finally:
         stop.set()
         thread.join(10)
