@@ -13,6 +13,8 @@ is allocated, folded or opened:
   and a regular file holding ``offset + length`` bytes; all of it is checked for
   every tensor before the first data file is opened. A ModelProto given in memory
   has no folder, so external data is refused there.
+* **names** (:func:`check_names`): every name is text (protobuf returns a string
+  field that is not UTF-8 as bytes);
 * **tensors** (:func:`tensor_problem`): initializers and tensor attributes (Constant)
   have a known element type, dims within ``ids.MAX_RANK`` and ``ids.MAX_ELEMENTS``,
   and exactly as many values as their dims need (a short ``raw_data`` made NumPy
@@ -210,6 +212,32 @@ def tensor_problem(tensor: TensorProto) -> str | None:
     return None
 
 
+def _text_problem(values: list[object]) -> str | None:
+    bad = next((v for v in values if not isinstance(v, str)), None)
+    return None if bad is None else f"{bad!r} is not valid UTF-8 text"
+
+
+def check_names(model: onnx.ModelProto) -> None:
+    """Every name the importer reads is text: protobuf hands a string field that is not
+    valid UTF-8 over as bytes, which no name comparison expects."""
+    problem = _text_problem([imp.domain for imp in model.opset_import])
+    if problem is not None:
+        raise ONNXImportError(f"opset_import: {problem}")
+    graph = model.graph
+    for what, infos in (("graph input", graph.input), ("graph output", graph.output)):
+        problem = _text_problem([i.name for i in infos])
+        if problem is not None:
+            raise ONNXImportError(f"{what}: {problem}")
+    problem = _text_problem([t.name for t in graph.initializer])
+    if problem is not None:
+        raise ONNXImportError(f"initializer: {problem}")
+    for k, node in enumerate(graph.node):
+        problem = _text_problem([node.op_type, node.domain, node.name, *node.input,
+                                 *node.output, *(a.name for a in node.attribute)])
+        if problem is not None:
+            raise ONNXImportError(f"node {k}: {problem}")
+
+
 def check_tensors(model: onnx.ModelProto) -> None:
     """:func:`tensor_problem` of every tensor of the model, raised naming it."""
     for what, tensor in model_tensors(model):
@@ -218,5 +246,5 @@ def check_tensors(model: onnx.ModelProto) -> None:
             raise ONNXImportError(f"{what}: {problem}")
 
 
-__all__ = ["check_tensors", "external_file", "load_external_data", "model_tensors",
+__all__ = ["check_names", "check_tensors", "external_file", "load_external_data", "model_tensors",
            "parse_model", "read_model_file", "tensor_problem"]

@@ -40,6 +40,7 @@ from onnx import numpy_helper
 
 from irkernel.frontend.onnx import converters  # noqa: F401  (fills the converter table)
 from irkernel.frontend.onnx.checks import (
+    check_names,
     check_tensors,
     load_external_data,
     parse_model,
@@ -107,6 +108,7 @@ def _load(model: Any) -> onnx.ModelProto:
     else:
         raise TypeError(f"from_onnx: model must be an onnx.ModelProto or a path, got "
                         f"{type(model).__name__}")
+    check_names(model)
     load_external_data(model, folder)
     check_tensors(model)
     return model
