@@ -43,6 +43,16 @@ def test_sigint_during_a_large_build_is_a_keyboard_interrupt(tmp_path, delay: fl
 
 
 @pytest.mark.slow
+def test_a_build_after_an_interrupted_one_uses_the_same_cache(tmp_path) -> None:
+    """The interrupted process may leave half-written work behind (the LLVM thread was
+    abandoned); the next process builds to the end with the same cache."""
+    first = interrupt("build", BUILD_NODES, 1.0, tmp_path / "cache")
+    assert first.phase == "done" or first.by_keyboard_interrupt, first.stderr[-2000:]
+    second = interrupt("build", BUILD_NODES, None, tmp_path / "cache")
+    assert second.returncode == 0 and second.phase == "done", second.stderr[-2000:]
+
+
+@pytest.mark.slow
 def test_sigint_during_a_long_graph_run_is_a_keyboard_interrupt(tmp_path) -> None:
     """One call runs 3000 launches of ~ms each: without slices it would outlast the bound."""
     got = interrupt("run", 3000, 1.0, tmp_path / "cache")
