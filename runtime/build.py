@@ -28,6 +28,9 @@ current one with only ``opt_level`` replaced (see :func:`build_context`).
 ``progress(done, total)`` is called as kernels are compiled; without it, a
 build that runs longer than 2 s on a terminal shows a tqdm bar when tqdm is
 installed.
+
+The build runs on a worker thread while the calling (main) thread waits, so Ctrl-C
+raises KeyboardInterrupt within milliseconds in every phase (``runtime/interrupt.py``).
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ from runtime.executable import (
     SavedObject,
 )
 from runtime.executor import GraphExecutor, make_kernels
+from runtime.interrupt import run_on_worker
 from runtime.jit import Engine, assembly, optimized_ir
 from runtime.lower import lower
 from runtime.objfile import object_problem
@@ -260,14 +264,22 @@ def build(mod: IRModule | PrimFunc, opt_level: int | None = None, *,
     if progress is not None and not callable(progress):
         raise TypeError(f"build: progress must be callable(done, total), got {progress!r}")
     disk = cache if isinstance(cache, DiskCache) else (DiskCache() if cache else None)
-    with contextlib.ExitStack() as stack, build_context(opt_level) as ctx:
-        executor = _open_engine(engine, stack)
-        has_graphs = any(not transform.is_prim_func(f) for f in mod.functions.values())
-        if has_graphs:
-            irkernel.verify(mod)
-            mod = graph_pipeline(ctx)(mod, ctx)
-        return _build_lowered(mod, ctx, disk, has_graphs,
-                              progress if progress is not None else tty_progress(), executor)
+    module = mod
+
+    def work() -> Executable:
+        with contextlib.ExitStack() as stack, build_context(opt_level) as ctx:
+            executor = _open_engine(engine, stack)
+            lowered = module
+            has_graphs = any(not transform.is_prim_func(f) for f in lowered.functions.values())
+            if has_graphs:
+                irkernel.verify(lowered)
+                lowered = graph_pipeline(ctx)(lowered, ctx)
+            return _build_lowered(lowered, ctx, disk, has_graphs,
+                                  progress if progress is not None else tty_progress(), executor)
+
+    # On a worker thread, the main thread waiting: Ctrl-C raises KeyboardInterrupt at once
+    # in any phase, and the abandoned build stops at its next pass (runtime/interrupt.py).
+    return run_on_worker(work)
 
 
 def _open_engine(engine: Any, stack: contextlib.ExitStack) -> Any:

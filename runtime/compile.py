@@ -10,7 +10,8 @@ optimized and emitted once (``runtime/lower.py::lower_batch``), so LLVM's
 per-module costs (pass pipeline set-up, object emission, loading) are paid
 per batch. While LLVM compiles one batch on a background thread (llvmlite
 releases the GIL), the main thread runs the TIR lowering passes of the next,
-so on two cores the two halves of the work overlap.
+so on two cores the two halves of the work overlap. The LLVM thread is a daemon:
+an interrupted build abandons the batch in flight instead of waiting for it.
 
 The on-disk cache holds one object per batch and one index entry per kernel:
 
@@ -31,7 +32,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,7 @@ from passes.tir import FAST_MATH
 from passes.tir.unroll_loop import CONFIG_KEY as UNROLL_KEY
 from passes.topi.vector import TARGET
 from runtime.cache import DiskCache, digest
+from runtime.interrupt import DaemonExecutor
 from runtime.jit import TIERS, compile_ir
 from runtime.lower import lower, lower_batch
 from runtime.objfile import object_check
@@ -314,8 +316,9 @@ class Compiler:
         for job in todo:
             job.size = _size(job.func)
         pending: list[tuple[Future[tuple[bytes, float]], str, list[Job]]] = []
-        own = None if self.executor is not None else ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="irkernel-llvm")
+        # A daemon thread: an interrupted build does not wait for the batch LLVM is on
+        # (runtime/interrupt.py), and neither does the interpreter's exit.
+        own = None if self.executor is not None else DaemonExecutor("irkernel-llvm")
         pool = self.executor if own is None else own
         with own if own is not None else contextlib.nullcontext():
             try:

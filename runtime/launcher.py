@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import threading
+import time
 
 from runtime.jit import load_host_ir
 
@@ -53,6 +54,10 @@ _LAUNCHER_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes
 #: The ctypes type of a kernel's packed entry: ``void (int64 *slots)``.
 KERNEL_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _LOCK = threading.Lock()
+#: Launches of the first slice of a long table, and the time a slice may take before the
+#: next is made smaller: a SIGINT waits for at most one slice (and its longest kernel).
+FIRST_SLICE = 16
+SLICE_SECONDS = 0.05
 
 
 class _Launcher:
@@ -74,8 +79,22 @@ def run_steps(fns: int, starts: int, slots: int, begin: int, end: int) -> None:
     arrays (C-contiguous, kept alive by the caller for the duration of the call):
     addresses, not arrays, because ``ndarray.ctypes`` costs a microsecond or more per
     call and a small model's whole run is a few hundred."""
-    if begin < end:
-        _launcher().call(fns, starts, slots, begin, end)
+    if end - begin <= FIRST_SLICE:
+        if begin < end:
+            _launcher().call(fns, starts, slots, begin, end)
+        return
+    # Long tables run in slices so that Ctrl-C (handled between ctypes calls) stops a run
+    # within a fraction of a second: slices double while they take under SLICE_SECONDS.
+    call, size = _launcher().call, FIRST_SLICE
+    while begin < end:
+        stop = min(begin + size, end)
+        start = time.perf_counter()
+        call(fns, starts, slots, begin, stop)
+        begin = stop
+        if time.perf_counter() - start < SLICE_SECONDS:
+            size *= 2
+        elif size > 1:
+            size //= 2
 
 
 __all__ = ["KERNEL_TYPE", "SYMBOL", "run_steps"]

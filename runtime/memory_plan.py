@@ -56,6 +56,7 @@ from irkernel.ir.ids import NONE, NUMPY_DTYPES
 from irkernel.ir.jit import kernel
 from irkernel.ir.operands import operand_at, operand_count
 from irkernel.ir.validate import validate_function
+from runtime.interrupt import call_kernel
 
 ALIGN = 64  # bytes: arena offsets and size classes (a cache line, AVX-512 friendly)
 
@@ -188,9 +189,10 @@ def plan_tokens(node_ids: np.ndarray, last: np.ndarray,
     last = np.asarray(last, np.int32)
     size_rank = size_rank.astype(np.int32).reshape(-1)
     for start in range(0, m, PLAN_CHUNK):
-        plan_tokens_kernel(node_ids, last, size_rank, class_bytes, free_order, start,
-                           min(start + PLAN_CHUNK, m), token, token_bytes, token_rank, head,
-                           next_token, fenwick, cursor)
+        # a Ctrl-C during a chunk is a KeyboardInterrupt, never the dispatcher's SystemError
+        call_kernel(plan_tokens_kernel, node_ids, last, size_rank, class_bytes, free_order,
+                    start, min(start + PLAN_CHUNK, m), token, token_bytes, token_rank, head,
+                    next_token, fenwick, cursor)
     return token, token_bytes[:cursor[0]].copy()
 
 

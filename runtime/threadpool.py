@@ -27,7 +27,10 @@ How a launch runs:
 * Workers are created on demand with ``pthread_create`` (detached) when a launch wants
   more than exist; ``set_num_threads`` only writes the wanted count, so shrinking and
   growing back never re-spawns. After ``fork`` the child has none (a handler resets the
-  count; the child's first launch creates its own).
+  count, frees the lock and the pool; the child's first launch creates its own). A fault on
+  a launching thread (an exception, a KeyboardInterrupt, the thread's death) lands after
+  the native launch returned, so it never leaves the pool busy or a chunk behind:
+  ``tests/runtime/test_threadpool_faults.py`` checks each.
 
 The thread count defaults to ``IRKERNEL_NUM_THREADS`` or the CPU count, read when first
 needed. Linux on x86-64 and AArch64 (the futex and ``pause``/``yield``); elsewhere the
@@ -288,17 +291,24 @@ _state: dict[str, int | None] = {"threads": None}
 def _pool() -> _Pool:
     pool = _Pool()
     llvm.add_symbol(LAUNCH_SYMBOL, pool.launch_address)
-    if hasattr(os, "register_at_fork"):
-        os.register_at_fork(after_in_child=_after_fork)
     return pool
 
 
 def _after_fork() -> None:
-    """The child of a fork has none of the parent's workers (and no launch in flight)."""
+    """The child of a fork has none of the parent's workers (and no launch in flight:
+    the parent's may have been mid-launch on another thread, holding ``busy``), and a
+    free lock (held across the fork, so no other thread held it then)."""
+    global _LOCK
+    _LOCK = threading.Lock()
     pool = _pool()
     pool.workers.value = 0
     pool.busy.value = 0
     pool.sleepers.value = 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=lambda: _LOCK.acquire(), after_in_parent=lambda: _LOCK.release(),
+                        after_in_child=_after_fork)
 
 
 def _default_threads() -> int:

@@ -8,12 +8,11 @@ chunk run twice, skipped or run out of range shows up as a wrong array.
 from __future__ import annotations
 
 import os
-import signal
 import threading
-import time
 
 import numpy as np
 import pytest
+from test_threadpool_faults import wait_child
 
 import runtime
 from irkernel.tir import script as T
@@ -109,14 +108,4 @@ def test_a_forked_child_makes_its_own_workers() -> None:
             code = 0 if ok and threadpool.worker_count() >= 1 else 1
         finally:
             os._exit(code)
-    deadline = time.monotonic() + 60
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            pytest.fail("the forked child hung in a parallel loop")
-        time.sleep(0.05)
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert wait_child(pid, "in a parallel loop", 60) == 0

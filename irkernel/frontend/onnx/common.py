@@ -32,7 +32,7 @@ import numpy as np
 from irkernel.ir import ops
 from irkernel.ir.builder import GraphBuilder
 from irkernel.ir.errors import TypeInferenceError
-from irkernel.ir.ids import DTYPE_NAMES, dtype_code
+from irkernel.ir.ids import DTYPE_NAMES, dtype_code, shape_problem
 
 Shape = tuple[int, ...]
 
@@ -94,6 +94,17 @@ class Value:
 
 
 _MOVEMENT = frozenset({"reshape", "permute_dims", "broadcast_to"})
+#: Most elements of a constant computed at import (folded, or a uniform constant made
+#: real): larger results stay run-time computations of the graph, so a model cannot make
+#: the importer allocate what its file does not hold (2**28: 1 GiB of float32).
+FOLD_MAX_ELEMENTS = 2**28
+
+
+def _count(shape: Sequence[int]) -> int:
+    count = 1
+    for d in shape:
+        count *= int(d)
+    return count
 
 
 class Context:
@@ -136,7 +147,7 @@ class Context:
         if fill.dtype == np.float16:
             fill = fill.astype(np.float32)
         fill = fill.reshape(())
-        arr = np.broadcast_to(fill, tuple(int(d) for d in shape))
+        arr = np.broadcast_to(fill, self.check_shape(shape, "the constant's shape"))
         self._uniform[id(arr)] = (weakref.ref(arr), fill)
         return arr
 
@@ -156,6 +167,26 @@ class Context:
             self._full[key] = out
         return out
 
+    def check_shape(self, shape: Sequence[int], what: str,
+                    limit: int | None = None) -> tuple[int, ...]:
+        """``shape`` as ints when it is within the IR's limits (``ids.shape_problem``) and,
+        given ``limit``, has at most that many elements; else this node's error naming
+        ``what``. Converters that make a constant of a size read from the model call it
+        before allocating."""
+        dims = tuple(int(d) for d in shape)
+        problem = shape_problem(dims)
+        if problem is None and limit is not None and _count(dims) > limit:
+            problem = (f"{_count(dims)} elements, more than a constant computed at import "
+                       f"may hold ({limit})")
+        if problem is not None:
+            raise self.error(f"{what} {list(dims)}: {problem}")
+        return dims
+
+    def const_shape(self, shape: Sequence[int], what: str) -> tuple[int, ...]:
+        """:meth:`check_shape` for a constant the converter computes at import: at most
+        :data:`FOLD_MAX_ELEMENTS` elements."""
+        return self.check_shape(shape, what, FOLD_MAX_ELEMENTS)
+
     def scalar(self, value: Any, like: Value) -> Value:
         """A 0-d constant of ``like``'s dtype."""
         return self.const(np.asarray(value, dtype=DTYPE_NAMES[like.dtype]))
@@ -168,7 +199,11 @@ class Context:
         hit = self._const_nodes.get(id(v.const))
         if hit is not None and hit[0] is v.const:
             return hit[1]
-        node = self.bb.const(self._materialize(v.const))
+        fill = self._uniform_value(v.const)
+        if fill is not None and v.const.size > FOLD_MAX_ELEMENTS:  # made at run time instead
+            node = self.bb.call("broadcast_to", self.bb.const(fill), shape=v.const.shape)
+        else:
+            node = self.bb.const(self._materialize(v.const))
         self._const_nodes[id(v.const)] = (v.const, node)
         return node
 
@@ -190,15 +225,22 @@ class Context:
                 code, shape = opdef.infer([(v.dtype, v.shape) for v in operands], normalized)
             except (TypeError, TypeInferenceError) as exc:
                 raise self.error(f"{op}: {exc}") from None
+            self.check_shape(shape, f"the result of {op}")
             if op in _MOVEMENT and operands[0].const is not None:
                 fill = self._uniform_value(operands[0].const)
                 if fill is not None:  # moving a uniform constant: no copy of its data
                     return Value(code, shape, const=self.full(shape, fill))
+            if max(_count(shape), *(v.const.size for v in operands)) > FOLD_MAX_ELEMENTS:
+                # too large to fold (to allocate, or to read): a run-time op
+                return self._emit_node(op, operands, attrs)
             out = opdef.reference([v.const for v in operands], normalized)  # type: ignore[misc]
             out = np.ascontiguousarray(np.asarray(out).astype(DTYPE_NAMES[code], copy=False))
             if out.shape != tuple(shape):
                 out = out.reshape(shape)
             return Value(code, shape, const=out)
+        return self._emit_node(op, operands, attrs)
+
+    def _emit_node(self, op: str, operands: Sequence[Value], attrs: dict[str, Any]) -> Value:
         nodes = [self.node(v) for v in operands]
         try:
             node = self.bb.call(op, *nodes, **attrs)

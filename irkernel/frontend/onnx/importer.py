@@ -19,6 +19,11 @@ float64, int32, int64 and bool are rejected with an error naming the input
 (float16 constants are widened to float32); dimensions that are symbolic in the
 model need a value in ``shape_dict`` (the error names the input and the dim);
 a graph output that is a constant of the model is returned as such.
+
+A model is untrusted input (``checks.py``): a path must be a regular file, external
+data must stay inside the model's folder, every tensor must hold exactly the values
+its dims need, and any failure of a converter is an :class:`ONNXImportError` naming
+the node: never an AssertionError, IndexError, KeyError or NumPy error.
 """
 
 from __future__ import annotations
@@ -34,6 +39,13 @@ import onnx
 from onnx import numpy_helper
 
 from irkernel.frontend.onnx import converters  # noqa: F401  (fills the converter table)
+from irkernel.frontend.onnx.checks import (
+    check_names,
+    check_tensors,
+    load_external_data,
+    parse_model,
+    read_model_file,
+)
 from irkernel.frontend.onnx.common import (
     Context,
     ONNXImportError,
@@ -42,7 +54,7 @@ from irkernel.frontend.onnx.common import (
     lookup,
 )
 from irkernel.ir.builder import GraphBuilder
-from irkernel.ir.ids import DTYPE_NAMES, dtype_code
+from irkernel.ir.ids import DTYPE_NAMES, dtype_code, shape_problem
 from irkernel.ir.module import IRModule
 
 #: ONNX TensorProto element types with an irkernel dtype.
@@ -85,18 +97,21 @@ def sanitize_names(names: Sequence[str]) -> list[str]:
 
 
 def _load(model: Any) -> onnx.ModelProto:
+    """The model, its external data read (from inside its folder only) and every tensor
+    checked (``checks.py``): nothing later trusts the file."""
     if isinstance(model, onnx.ModelProto):
-        return model
-    if isinstance(model, (str, os.PathLike)):
-        try:
-            return onnx.load(os.fspath(model))
-        except Exception as exc:  # onnx raises DecodeError and others for a bad file
-            raise ONNXImportError(f"{os.fspath(model)}: not a readable ONNX model ({exc})") \
-                from exc
-    if isinstance(model, (bytes, bytearray)):
-        return onnx.load_from_string(bytes(model))
-    raise TypeError(f"from_onnx: model must be an onnx.ModelProto or a path, got "
-                    f"{type(model).__name__}")
+        folder = None
+    elif isinstance(model, (str, os.PathLike)):
+        model, folder = read_model_file(model)
+    elif isinstance(model, (bytes, bytearray)):
+        model, folder = parse_model(bytes(model), "model bytes"), None
+    else:
+        raise TypeError(f"from_onnx: model must be an onnx.ModelProto or a path, got "
+                        f"{type(model).__name__}")
+    check_names(model)
+    load_external_data(model, folder)
+    check_tensors(model)
+    return model
 
 
 def _input_type(info: onnx.ValueInfoProto, shape_dict: Mapping[str, Sequence[int]],
@@ -115,8 +130,9 @@ def _input_type(info: onnx.ValueInfoProto, shape_dict: Mapping[str, Sequence[int
         dtype = ONNX_DTYPES[ttype.elem_type]
     if name in shape_dict:
         shape = tuple(int(d) for d in shape_dict[name])
-        if any(d < 0 for d in shape):
-            raise ValueError(f"shape_dict[{name!r}] = {shape} has a negative dimension")
+        problem = shape_problem(shape)
+        if problem is not None:
+            raise ValueError(f"shape_dict[{name!r}] = {shape}: {problem}")
         return dtype, shape
     if ttype is None or not ttype.HasField("shape"):
         raise ONNXImportError(f"graph input {name!r} has no shape; give it in shape_dict")
@@ -128,17 +144,26 @@ def _input_type(info: onnx.ValueInfoProto, shape_dict: Mapping[str, Sequence[int
             label = dim.dim_param or "?"
             raise ONNXImportError(f"graph input {name!r}: dimension {k} is symbolic ({label!r}); "
                                   f"give the input's shape in shape_dict")
+    problem = shape_problem(tuple(dims))
+    if problem is not None:
+        raise ONNXImportError(f"graph input {name!r}: shape {dims}: {problem}")
     return dtype, tuple(dims)
 
 
-def _attributes(node: onnx.NodeProto) -> dict[str, Any]:
+def _attributes(ctx: Context, node: onnx.NodeProto) -> dict[str, Any]:
     attrs: dict[str, Any] = {}
     for attr in node.attribute:
-        value = onnx.helper.get_attribute_value(attr)
+        try:
+            value = onnx.helper.get_attribute_value(attr)
+        except Exception as exc:  # NOTE: onnx raises several kinds for a malformed attribute
+            raise ctx.error(f"attribute {attr.name!r}: {exc}") from None
         if isinstance(value, bytes):
             value = value.decode("utf-8", "replace")
         elif isinstance(value, onnx.TensorProto):
-            value = numpy_helper.to_array(value)
+            try:
+                value = numpy_helper.to_array(value)  # checked first (checks.tensor_problem)
+            except Exception as exc:  # NOTE: an element type NumPy cannot hold, named
+                raise ctx.error(f"attribute {attr.name!r}: {exc}") from None
         elif isinstance(value, list) and value and isinstance(value[0], bytes):
             value = [v.decode("utf-8", "replace") for v in value]
         attrs[attr.name] = value
@@ -157,8 +182,10 @@ def from_onnx(model: Any, shape_dict: Mapping[str, Sequence[int]] | None = None,
 
     Parameters
     ----------
-    model : onnx.ModelProto or path
-        The model (a path is read with ``onnx.load``, external data included).
+    model : onnx.ModelProto, path or bytes
+        The model. A path must be a regular file (not a FIFO or device); its external
+        data is read from files inside its folder only. A ModelProto or bytes cannot
+        have external data.
     shape_dict : mapping, optional
         ``{input name: shape}`` fixing or overriding input shapes (symbolic dims need it).
     dtype_dict : mapping, optional
@@ -180,13 +207,17 @@ def from_onnx(model: Any, shape_dict: Mapping[str, Sequence[int]] | None = None,
     OpNotImplemented
         Listing every unsupported op type with its count, before any conversion.
     ONNXImportError
-        Naming the node, input or attribute that cannot be imported.
+        Naming the node, input, initializer or attribute that cannot be imported, or the
+        file that is not a model.
     """
     model = _load(model)
     if len(model.functions):  # model-local functions (newer exporters): inlined first
         from onnx import inliner
 
-        model = inliner.inline_local_functions(model)
+        try:
+            model = inliner.inline_local_functions(model)
+        except Exception as exc:  # NOTE: a malformed function body, named as the model's
+            raise ONNXImportError(f"model-local functions cannot be inlined: {exc}") from None
     graph = model.graph
     opset = model_opset(model) if opset is None else int(opset)
     missing = unsupported_ops(graph, opset)
@@ -228,7 +259,11 @@ def _bind_inputs(ctx: Context, graph: onnx.GraphProto, shape_dict: dict[str, Seq
     env: dict[str, Value] = {}
     for init in graph.initializer:
         ctx.where = f"initializer {init.name!r}"
-        env[init.name] = ctx.const(numpy_helper.to_array(init))
+        try:
+            array = numpy_helper.to_array(init)  # checked first (checks.tensor_problem)
+        except Exception as exc:  # NOTE: an element type NumPy cannot hold, named
+            raise ctx.error(f"{type(exc).__name__}: {exc}") from None
+        env[init.name] = ctx.const(array)
     if len(graph.sparse_initializer):
         raise ONNXImportError("sparse initializers are not supported")
     for name, value in const_inputs.items():
@@ -256,12 +291,13 @@ def _convert_node(ctx: Context, env: dict[str, Value], index: int, node: onnx.No
         else:
             raise ctx.error(f"input {name!r} is not produced by an earlier node, an "
                             "initializer or a graph input (nodes must be in topological order)")
-    attrs = _attributes(node)
+    attrs = _attributes(ctx, node)
     try:
         result = convert(ctx, args, attrs)
     except ONNXImportError:
         raise
-    except (TypeError, ValueError, IndexError, KeyError) as exc:
+    except Exception as exc:  # NOTE: untrusted input: whatever a converter trips on (a
+        # wrong attribute type, an index, a NumPy error, an assert) is this node's error
         raise ctx.error(f"{type(exc).__name__}: {exc}") from exc
     results = result if isinstance(result, list) else [result]
     wanted = [name for name in node.output]

@@ -202,7 +202,7 @@ class Trilu(OnnxOpConverter):
         x = _x(args)
         k_v = args[1] if len(args) > 1 else None
         k = 0 if k_v is None else int(np.asarray(ctx.const_value(k_v, "input 'k'")).reshape(()))
-        rows, cols = x.shape[-2:]
+        rows, cols = ctx.const_shape(x.shape[-2:], "the mask")
         ones = np.ones((rows, cols), bool)
         mask = np.triu(ones, k) if int(attrs.get("upper", 1)) else np.tril(ones, k)
         zero = ctx.const(np.zeros((), x.dtype_name))
@@ -219,7 +219,8 @@ class EyeLike(OnnxOpConverter):
         if x.rank != 2:
             raise ctx.error(f"input must be 2-D, got {list(x.shape)}")
         dtype = ONNX_TO_NUMPY.get(int(attrs["dtype"])) if "dtype" in attrs else x.dtype_name
-        return ctx.const(np.eye(*x.shape, k=int(attrs.get("k", 0)), dtype=dtype))
+        rows, cols = ctx.const_shape(x.shape, "the identity")
+        return ctx.const(np.eye(rows, cols, k=int(attrs.get("k", 0)), dtype=dtype))
 
 
 @register("OneHot")
@@ -238,6 +239,7 @@ class OneHot(OnnxOpConverter):
         idx = ctx.emit("where", ctx.emit("less", idx, ctx.scalar(0, idx)),
                        ctx.emit("add", idx, d), idx)  # negative indices count from the end
         wide = ctx.reshape(idx, idx.shape[:axis] + (1,) + idx.shape[axis:])
+        ctx.const_shape((depth,), "depth")
         pos = ctx.const(np.arange(depth, dtype=np.int64).reshape(
             (depth,) + (1,) * (rank - axis - 1)))
         off = ctx.emit("strided_slice", values, begin=[0], end=[1], strides=[1]) \

@@ -453,6 +453,7 @@ class Range(OnnxOpConverter):
         # ONNX: n = max(ceil((limit - start) / delta), 0), computed in the input dtype
         start, limit, delta = (np.asarray(v).reshape(()) for v in (start, limit, delta))
         n = max(int(np.ceil((limit - start) / delta)), 0)
+        ctx.const_shape((n,), "the range's length")
         return ctx.const((start + np.arange(n, dtype=start.dtype) * delta).astype(start.dtype))
 
 
