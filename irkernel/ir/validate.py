@@ -76,7 +76,7 @@ from irkernel.ir.pools import AttrTable, ConstPool, ShapeTable
 _VALIDATED: weakref.WeakSet[Function] = weakref.WeakSet()
 
 #: The op-class masks hold one bit per opcode; beyond this the precise kernel runs alone.
-_MASK_BITS = 64
+_MASK_BITS = 128
 _ITEMSIZE = np.array([d.itemsize for d in NUMPY_DTYPES], np.int64)
 
 
@@ -90,8 +90,9 @@ def scan_structure_kernel(kind, a0, a1, extra, dtype, shape_id, attr_id, op_mask
     """Whether every node obeys the structural rules (True), as one sweep.
 
     Arrays: kind int16[n]; a0, a1, shape_id, attr_id int32[n]; dtype int8[n];
-    extra int32[m]; op_masks int64[6]: one bit per opcode for (known, operand in
-    a0, binary, const, param, variadic); op_arity int8[n_ops]. The first loop
+    extra int32[m]; op_masks int64[12]: one bit per opcode for (known, operand in
+    a0, binary, const, param, variadic), each class two words (opcodes 0-63, 64-127);
+    op_arity int8[n_ops]. The first loop
     checks the opcode, both slots as the encoding says and the table ids of every
     node branch-free (the masks are shifted by the opcode: no table gather, so it
     vectorizes); the second visits only variadic nodes' operand lists. It agrees
@@ -99,8 +100,9 @@ def scan_structure_kernel(kind, a0, a1, extra, dtype, shape_id, attr_id, op_mask
     """
     n = kind.shape[0]
     m = extra.shape[0]
-    known_m, op0_m, bin_m, const_m = op_masks[0], op_masks[1], op_masks[2], op_masks[3]
-    param_m, var_m = op_masks[4], op_masks[5]
+    known_lo, known_hi, op0_lo, op0_hi = op_masks[0], op_masks[1], op_masks[2], op_masks[3]
+    bin_lo, bin_hi, const_lo, const_hi = op_masks[4], op_masks[5], op_masks[6], op_masks[7]
+    param_lo, param_hi, var_lo, var_hi = op_masks[8], op_masks[9], op_masks[10], op_masks[11]
     n_dtypes = np.uint32(5)
     shapes, attrs = np.uint32(n_shapes), np.uint32(n_attrs)
     bad = np.int64(0)
@@ -109,12 +111,15 @@ def scan_structure_kernel(kind, a0, a1, extra, dtype, shape_id, attr_id, op_mask
     for i in range(n):
         k = np.int64(kind[i])
         s = k & 63
-        known = ((known_m >> s) & 1) & np.int64((k >= 0) & (k < 64))
-        is_op0 = -((op0_m >> s) & 1)  # all ones when the class holds the opcode
-        is_bin = -((bin_m >> s) & 1)
-        is_const = -((const_m >> s) & 1)
-        is_param = -((param_m >> s) & 1)
-        is_var = -((var_m >> s) & 1)
+        hi = -((k >> 6) & 1)  # all ones for opcodes 64-127: pick each class's high word
+        known = (((known_lo & ~hi) | (known_hi & hi)) >> s) & 1 & np.int64((k >= 0)
+                                                                         & (k < 128))
+        # all ones when the class holds the opcode
+        is_op0 = -((((op0_lo & ~hi) | (op0_hi & hi)) >> s) & 1)
+        is_bin = -((((bin_lo & ~hi) | (bin_hi & hi)) >> s) & 1)
+        is_const = -((((const_lo & ~hi) | (const_hi & hi)) >> s) & 1)
+        is_param = -((((param_lo & ~hi) | (param_hi & hi)) >> s) & 1)
+        is_var = -((((var_lo & ~hi) | (var_hi & hi)) >> s) & 1)
         is_none0 = ~(is_op0 | is_const | is_param | is_var) & 1  # nullary: a0 is NONE
         # a0 - lo in [0, hi - lo) as one unsigned compare; a NONE slot is [-1, 0)
         hi0 = ((is_op0 & i) | (is_const & n_consts) | (is_param & n_params)
@@ -133,7 +138,7 @@ def scan_structure_kernel(kind, a0, a1, extra, dtype, shape_id, attr_id, op_mask
     if n_var:
         for i in range(n):
             k = kind[i]
-            if (var_m >> k) & 1:
+            if ((var_hi if k >= 64 else var_lo) >> (k & 63)) & 1:
                 first, count = a0[i], a1[i]
                 if first + count > m or (op_arity[k] >= 0 and count != op_arity[k]):
                     return False
@@ -145,17 +150,18 @@ def scan_structure_kernel(kind, a0, a1, extra, dtype, shape_id, attr_id, op_mask
 
 
 def _op_masks() -> np.ndarray | None:
-    """int64[6] op-class masks for the sweep, or None when opcodes exceed 64 bits."""
+    """int64[12] op-class masks for the sweep (two words a class), or None when opcodes
+    exceed 128 bits."""
     encoding = ops.op_arrays().encoding
     if len(encoding) > _MASK_BITS:
         return None
     classes = ((ENC_NULLARY, ENC_UNARY, ENC_BINARY, ENC_CONST, ENC_PARAM, ENC_VARIADIC),
                (ENC_UNARY, ENC_BINARY), (ENC_BINARY,), (ENC_CONST,), (ENC_PARAM,),
                (ENC_VARIADIC,))
-    masks = np.zeros(len(classes), np.uint64)
+    masks = np.zeros(2 * len(classes), np.uint64)
     for j, members in enumerate(classes):
         for code in np.flatnonzero(np.isin(encoding, members)).tolist():  # per opcode
-            masks[j] |= np.uint64(1) << np.uint64(code)
+            masks[2 * j + code // 64] |= np.uint64(1) << np.uint64(code % 64)
     out = masks.view(np.int64)
     out.setflags(write=False)
     return out

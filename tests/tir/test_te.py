@@ -118,8 +118,10 @@ def test_non_canonical_prim_funcs_give_none() -> None:
     assert te.extract_compute(scheduled) is None
 
 
-#: Templates that are not canonical compute form: scatter_nd copies, then scatters.
-NOT_CANONICAL = {"scatter_nd"}
+#: Templates that are not canonical compute form: scatter_nd copies, then scatters; the
+#: scans (cumsum, cumprod) carry a running value along their axis; topk_indices inserts
+#: each element into a sorted row.
+NOT_CANONICAL = {"scatter_nd", "cumsum", "cumprod", "topk_indices"}
 #: Required attributes the strategy below gives. The templates of ops with other required
 #: attributes (pad, strided_slice, the pools, lrn) are round-tripped through
 #: te.extract_compute for every case of tests/passes/test_legalize_ops.py instead.
