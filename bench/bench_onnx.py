@@ -181,6 +181,48 @@ def bench_depthwise(runs: int, warmups: int, pause: float) -> dict[str, float]:
     return out
 
 
+def fma_peak(threads: int = 1, iterations: int = 1 << 20) -> float:
+    """The core's measured float32 FMA peak (GFLOP/s): a kernel of independent vector fma
+    chains (as many accumulators as the register file holds beside the operands), no memory
+    traffic; the best of several runs. Measuring it replaces guessing the clock (turbo,
+    a VM's steal) and the FMA units per cycle."""
+    import time
+
+    import numpy as np
+
+    import runtime
+    from irkernel.target import host_target
+    from irkernel.tir import script as T
+
+    target = host_target()
+    lanes, chains = target.lanes("float32"), target.vector_registers - 4
+
+    @T.prim_func
+    def peak(out: T.Buffer((threads, chains, lanes), "float32")):
+        for t in T.parallel(threads):
+            acc = T.alloc_buffer((chains, lanes), "float32")
+            for a in T.unroll(chains):
+                for j in T.vectorized(lanes):  # distinct starts: equal chains would be merged
+                    acc[a, j] = T.cast("float32", a * lanes + j)
+            for _ in T.serial(iterations):
+                for a in T.unroll(chains):
+                    for j in T.vectorized(lanes):
+                        acc[a, j] = T.fma(acc[a, j], 0.9999999, 1e-7)
+            for a in T.unroll(chains):
+                for j in T.vectorized(lanes):
+                    out[t, a, j] = acc[a, j]
+
+    runtime.set_num_threads(threads)
+    fn = runtime.build(peak.with_attr("global_symbol", "peak"))["peak"]
+    out = np.empty((threads, chains, lanes), np.float32)
+    best = float("inf")
+    for _ in range(7):
+        start = time.perf_counter()
+        fn(out)
+        best = min(best, time.perf_counter() - start)
+    return 2 * threads * chains * lanes * iterations / best / 1e9
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="*", help=f"model names (default: {DEFAULT_MODELS})")
@@ -189,11 +231,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pause", type=float, default=0.3, help="seconds between blocks")
     parser.add_argument("--conv", action="store_true", help="also the conv GFLOP/s figure")
     parser.add_argument("--no-models", action="store_true")
+    parser.add_argument("--target", default="host",
+                        help="CPU target to build for: host, or x86-64-v2/v3/v4 (sse4.2/avx2/"
+                             "avx512): on an AVX-512 machine, --target avx2 measures what an "
+                             "AVX2 machine would run")
     parser.add_argument("--size", type=int, default=0,
                         help="image side for the CNNs (default: the test models' 64)")
     args = parser.parse_args(argv)
     os.environ["IRKERNEL_CACHE_DIR"] = tempfile.mkdtemp(prefix="irkernel-bench-onnx-")
+    from irkernel import transform
+    from irkernel.target import cpu_target
+
+    model_name = next((line.split(":", 1)[1].strip() for line in
+                       Path("/proc/cpuinfo").read_text().splitlines()
+                       if line.startswith("model name")), "unknown CPU")
+    print(f"CPU: {model_name}; {cpu_target('host').describe()}")
+    print(f"build target: {cpu_target(args.target).describe()}")
+    print("measured fp32 FMA peak: " + ", ".join(f"{t} thread(s) {fma_peak(t):.1f} GFLOP/s"
+                                                 for t in THREADS))
     print(f"medians of {args.runs} runs after {args.warmups} warm-ups; ratio = irkernel / ort")
+    context = transform.PassContext(config={"target": args.target})
+    context.__enter__()
     if args.conv:
         c = bench_conv(args.runs, args.warmups, args.pause)
         for t in THREADS:
@@ -207,8 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_models:
         return 0
     print("\n| model | input | GFLOP | build s (cold) | build s (cached) "
-          "| 1T irkernel ms | 1T ort ms | 1T ratio | 1T GFLOP/s "
-          "| 2T irkernel ms | 2T ort ms | 2T ratio | 2T GFLOP/s |")
+          "| 1T irkernel ms | 1T ort ms | 1T ratio | 1T GFLOP/s ours / ort "
+          "| 2T irkernel ms | 2T ort ms | 2T ratio | 2T GFLOP/s ours / ort |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     ratios: dict[int, list[float]] = {t: [] for t in THREADS}
     for name in args.models or DEFAULT_MODELS:
@@ -224,7 +282,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['cached_build_s']:.2f} | "
               + " | ".join(f"{r[f'ours_ms_{t}']:.2f} | {r[f'ort_ms_{t}']:.2f} | "
                            f"{r[f'ratio_{t}']:.2f} | "
-                           f"{gflop / (float(r[f'ours_ms_{t}']) / 1e3):.1f}"  # type: ignore[arg-type]
+                           f"{gflop / (float(r[f'ours_ms_{t}']) / 1e3):.1f} / "  # type: ignore[arg-type]
+                           f"{gflop / (float(r[f'ort_ms_{t}']) / 1e3):.1f}"  # type: ignore[arg-type]
                            for t in THREADS) + " |", flush=True)
     for t in THREADS:
         if ratios[t]:
