@@ -168,9 +168,11 @@ def conv_transpose(types: Sequence[TensorType], attrs: Mapping[str, Any],
                 conds.append(eq(FloorMod(t, _idx(s)), _idx(0)))
             conds += [t >= _idx(0), q < _idx(win.size[a])]
             index.append(Min(Max(q, _idx(0)), _idx(win.size[a] - 1)))
-        v = select(_all(conds), x[(n, c, *index)], const(0, x.dtype))
         oo = o if g == 1 else FloorMod(o, _idx(og))
-        return te.sum(v * w[(c, oo, *rk)], axes)
+        # the product under the select: a tap outside the input contributes 0, even when
+        # its weight is NaN or inf (0 * nan is nan), as in the reference and onnxruntime
+        v = select(_all(conds), x[(n, c, *index)] * w[(c, oo, *rk)], const(0, x.dtype))
+        return te.sum(v, axes)
 
     return _finish("conv_transpose", [x, w], te.compute(result[1], fcompute, "out"))
 

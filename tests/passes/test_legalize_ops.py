@@ -161,15 +161,6 @@ def _case_shapes(op: ops.OpDef) -> list[tuple[list[tuple[int, ...]], dict]]:
     return [([(2, 3)], {}), ([()], {})]
 
 
-#: Known bug (found when these cases stopped being dropped): the conv_transpose template
-#: (passes/topi/nn.py) multiplies ``select(tap inside, x, 0) * w``, so a NaN or inf weight
-#: of a tap outside the input still reaches the output (0 * nan); the reference and
-#: onnxruntime never form that product. Strict: passes once the template selects the product.
-_CONV_TRANSPOSE_NAN = pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="conv_transpose template: 0 * w of out-of-range taps spreads NaN/inf weights")
-
-
 def _op_dtype_cases() -> tuple[list, dict[str, int]]:
     """Every (op, dtype, shapes, attrs) case the op's type rule accepts, and per op the
     number it rejects. A rule rejects with TypeInferenceError (a dtype or shape it does not
@@ -187,9 +178,7 @@ def _op_dtype_cases() -> tuple[list, dict[str, int]]:
                 except TypeInferenceError:
                     rejected[op.name] = rejected.get(op.name, 0) + 1
                     continue
-                marks = (_CONV_TRANSPOSE_NAN,) if (op.name, dt[:5]) == ("conv_transpose",
-                                                                       "float") else ()
-                cases.append(pytest.param(op.name, dt, shapes, attrs, marks=marks,
+                cases.append(pytest.param(op.name, dt, shapes, attrs,
                                           id=f"{op.name}-{dt}-{len(cases)}"))
     return cases, rejected
 
