@@ -1,4 +1,4 @@
-"""``irkernel reduce FILE (--test CMD | --predicate MODULE:FUNCTION) [--timeout S] [-j N] [-o OUT]``.
+"""``irkernel reduce FILE (--test CMD | --predicate MODULE:FUNCTION) [--timeout S] [-j N]``.
 
 Delta debugging of an ``.ir`` file with ``transform.reduce``. ``--test CMD`` is
 llvm-reduce's interface: CMD (split like a shell would, not run by one) is run

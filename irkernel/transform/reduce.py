@@ -102,25 +102,39 @@ class _Target:
         return self.first(iter([cand])) is not None
 
 
+def _chunks(n: int, chunk: int, pos: int) -> Iterator[tuple[int, int]]:
+    """(size, start) of the chunks ddmin tries on a list of ``n`` when nothing is taken:
+    from ``pos`` on at this size, then every chunk at each halved size down to 1."""
+    while True:
+        yield from ((chunk, start) for start in range(pos, n, chunk))
+        if chunk == 1:
+            return
+        chunk, pos = max(1, min(chunk, n) // 2), 0
+
+
 def ddmin(target: _Target, items: Callable[[Function], np.ndarray], edit: Edit) -> bool:
     """Chunk-halving ddmin: ``edit(func, chunk)`` for chunks of ``items(func)``, keeping
     each edit that leaves the predicate true. Returns whether anything was taken.
-    The chunks from ``pos`` on are one ``first`` question (tried concurrently)."""
+    Until an edit is taken, the graph does not change, so the chunks left at this size
+    and at all smaller ones are one ``first`` question (tried concurrently); after a
+    hit, ddmin goes on at its size and place on the smaller graph."""
     changed = False
-    chunk = max(1, len(items(target.func)) // 2)
+    current = items(target.func)
+    chunk, pos = max(1, len(current) // 2), 0
     while True:
-        pos = 0
-        current = items(target.func)
-        while pos < len(current):
-            func, starts = target.func, range(pos, len(current), chunk)
-            hit = target.first(edit(func, current[p:p + chunk]) for p in starts)
-            if hit is None:
-                break
-            changed, pos = True, starts[hit]
-            current = items(target.func)  # ids moved: recomputed on the smaller graph
-        if chunk == 1:
+        func, tried = target.func, []
+
+        def edits_from(current: np.ndarray = current, chunk: int = chunk,
+                       pos: int = pos) -> Iterator[Function | None]:
+            for size, start in _chunks(len(current), chunk, pos):
+                tried.append((size, start))
+                yield edit(func, current[start:start + size])
+
+        hit = target.first(edits_from())
+        if hit is None:
             return changed
-        chunk = max(1, min(chunk, len(current)) // 2)
+        changed, (chunk, pos) = True, tried[hit]
+        current = items(target.func)  # ids moved: recomputed on the smaller graph
 
 
 def _cut_bisect(target: _Target) -> bool:
