@@ -9,7 +9,7 @@ through entry points), ``pass_base`` (Pass, the runner, ``get_pass``),
 ``pass_kinds`` (Module/Function/PrimFunc passes, Sequential, FixedPoint),
 ``decorators``, ``pipelines`` (O0..O3 and pipelines given as text),
 ``pipeline_text`` (textual pipelines),
-``bisect``, ``reduce`` (+ ``reduce_edits``: delta debugging of a module), ``pipeline_portable`` (a pipeline as text a worker rebuilds) and
+``bisect``, ``reduce`` (+ ``reduce_edits``, ``reduce_oracle``: delta debugging of a module), ``pipeline_portable`` (a pipeline as text a worker rebuilds) and
 ``batch`` (``map_modules``). Where tasks run (engines, their transport and
 errors, the warm local pool) is ``irkernel.scaleout``, below this layer; its
 public names are re-exported here. May import ``irkernel.ir`` and

@@ -34,90 +34,36 @@ The predicate: a callable ``IRModule -> bool``. An exception counts as False
 (the reducer looks for *that* behaviour, not another one). With ``timeout``
 each call runs in a forked child process that is killed when it runs longer
 (a hang, or a crash of the process, is False too). The CLI's ``--test CMD``
-is such a predicate (``irkernel.cli.reduce_cmd``). Imports ``irkernel.ir``.
+is such a predicate (``irkernel.cli.reduce_cmd``).
+
+Every step is put to the oracle (``reduce_oracle``) as one question over a list
+of candidates made lazily, in order: "the first that stays interesting" (ddmin's
+chunks from the current position on, the sizes tried for a dimension), or, for
+the bisection, "the first that does not" among the prefixes serial bisection
+would try after each yes (``mid`` of ``lo`` and the last one). With ``jobs`` > 1
+the oracle runs several of a list at once and reads the answers in order, so
+the result is the serial one. Answers are cached by structural hash. Imports
+``irkernel.ir``.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
 from irkernel.ir import ops
-from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
 from irkernel.ir.module import IRModule
 from irkernel.ir.verify import verify
 from irkernel.transform import reduce_edits as edits
+from irkernel.transform.reduce_oracle import Oracle, Predicate, PredicateCall
 
-Predicate = Callable[[IRModule], bool]
 Edit = Callable[[Function, np.ndarray], "Function | None"]
 
 
 class ReduceError(ValueError):
     """The predicate is false on the input module (nothing to reduce towards)."""
-
-
-def _call_in_child(predicate: Predicate, mod: IRModule, timeout: float) -> bool:
-    """``predicate(mod)`` in a forked child: False on an exception, a crash or a timeout."""
-    ctx = multiprocessing.get_context("fork")
-    reader, writer = ctx.Pipe(duplex=False)
-
-    def child() -> None:
-        try:
-            answer = bool(predicate(mod))
-        except BaseException:  # noqa: BLE001 - any failure of the predicate means False
-            answer = False
-        writer.send(answer)
-
-    proc = ctx.Process(target=child, daemon=True)
-    proc.start()
-    writer.close()
-    try:
-        if reader.poll(timeout):
-            return bool(reader.recv())
-        return False
-    except EOFError:  # the child died without answering (a crash)
-        return False
-    finally:
-        if proc.is_alive():
-            proc.kill()
-        proc.join()
-        reader.close()
-
-
-class Oracle:
-    """The predicate behind the reducer: verifies candidates, counts calls, logs steps."""
-
-    def __init__(self, predicate: Predicate, timeout: float | None,
-                 progress: Callable[[str], None] | None) -> None:
-        self.predicate = predicate
-        self.timeout = timeout
-        self.progress = progress
-        self.calls = 0
-        self.started = time.perf_counter()
-
-    def __call__(self, mod: IRModule) -> bool:
-        try:
-            verify(mod)
-        except IRError:
-            return False
-        self.calls += 1
-        if self.timeout is not None:
-            return _call_in_child(self.predicate, mod, self.timeout)
-        try:
-            return bool(self.predicate(mod))
-        except KeyboardInterrupt:
-            raise
-        except Exception:  # noqa: BLE001 - another failure is not the one looked for
-            return False
-
-    def log(self, text: str) -> None:
-        if self.progress is not None:
-            self.progress(f"[{time.perf_counter() - self.started:7.2f}s, "
-                          f"{self.calls} calls] {text}")
 
 
 class _Target:
@@ -130,49 +76,95 @@ class _Target:
     def func(self) -> Function:
         return self.mod.functions[self.name]
 
+    def candidate(self, cand: Function | None) -> IRModule | None:
+        """The module with ``cand`` in place of the function; None when it is no change."""
+        if cand is None or cand is self.func:
+            return None
+        return self.mod.with_functions({self.name: cand})
+
+    def first(self, cands: Iterator[Function | None]) -> int | None:
+        """Take the first of ``cands`` (made lazily, in order) that keeps the predicate
+        true and return its index; the oracle may try the next ones concurrently."""
+        made: list[IRModule | None] = []
+
+        def modules() -> Iterator[IRModule | None]:
+            for cand in cands:
+                made.append(self.candidate(cand))
+                yield made[-1]
+
+        hit = self.oracle.first(modules())
+        if hit is not None:
+            self.mod = made[hit]  # type: ignore[assignment]
+        return hit
+
     def attempt(self, cand: Function | None) -> bool:
         """Take ``cand`` when it is a change and keeps the predicate true."""
-        if cand is None or cand is self.func:
-            return False
-        mod = self.mod.with_functions({self.name: cand})
-        if not self.oracle(mod):
-            return False
-        self.mod = mod
-        return True
+        return self.first(iter([cand])) is not None
+
+
+def _chunks(n: int, chunk: int, pos: int) -> Iterator[tuple[int, int]]:
+    """(size, start) of the chunks ddmin tries on a list of ``n`` when nothing is taken:
+    from ``pos`` on at this size, then every chunk at each halved size down to 1."""
+    while True:
+        yield from ((chunk, start) for start in range(pos, n, chunk))
+        if chunk == 1:
+            return
+        chunk, pos = max(1, min(chunk, n) // 2), 0
 
 
 def ddmin(target: _Target, items: Callable[[Function], np.ndarray], edit: Edit) -> bool:
     """Chunk-halving ddmin: ``edit(func, chunk)`` for chunks of ``items(func)``, keeping
-    each edit that leaves the predicate true. Returns whether anything was taken."""
+    each edit that leaves the predicate true. Returns whether anything was taken.
+    Until an edit is taken, the graph does not change, so the chunks left at this size
+    and at all smaller ones are one ``first`` question (tried concurrently); after a
+    hit, ddmin goes on at its size and place on the smaller graph."""
     changed = False
-    chunk = max(1, len(items(target.func)) // 2)
+    current = items(target.func)
+    chunk, pos = max(1, len(current) // 2), 0
     while True:
-        pos = 0
-        current = items(target.func)
-        while pos < len(current):
-            if target.attempt(edit(target.func, current[pos:pos + chunk])):
-                changed = True
-                current = items(target.func)  # ids moved: recomputed on the smaller graph
-            else:
-                pos += chunk
-        if chunk == 1:
+        func, tried = target.func, []
+
+        def edits_from(current: np.ndarray = current, chunk: int = chunk,
+                       pos: int = pos) -> Iterator[Function | None]:
+            for size, start in _chunks(len(current), chunk, pos):
+                tried.append((size, start))
+                yield edit(func, current[start:start + size])
+
+        hit = target.first(edits_from())
+        if hit is None:
             return changed
-        chunk = max(1, min(chunk, len(current)) // 2)
+        changed, (chunk, pos) = True, tried[hit]
+        current = items(target.func)  # ids moved: recomputed on the smaller graph
 
 
 def _cut_bisect(target: _Target) -> bool:
-    """The shortest prefix whose handed-on values keep the predicate true (bisection)."""
-    n = target.func.num_nodes
-    lo, hi = 1, n  # invariant: prefix hi is interesting (the whole graph, or taken)
+    """The shortest prefix whose handed-on values keep the predicate true (bisection).
+    The probes serial bisection would make after a True answer form a chain (each the
+    middle of ``lo`` and the last): one ``first(want=False)`` question, run concurrently."""
+    oracle = target.oracle
+    lo, hi = 1, target.func.num_nodes  # invariant: prefix hi is interesting
     best = None
     while hi - lo > 1:
-        mid = (lo + hi) // 2
-        cand = edits.cut(target.func, mid)
-        if cand is not None and target.oracle(target.mod.with_functions({target.name: cand})):
-            hi, best = mid, cand
-        else:
-            lo = mid
-    return target.attempt(best) if best is not None else False
+        mids: list[int] = []
+        made: list[IRModule | None] = []
+
+        def chain(lo: int = lo, hi: int = hi) -> Iterator[IRModule | None]:
+            while hi - lo > 1:
+                hi = (lo + hi) // 2
+                mids.append(hi)
+                made.append(target.candidate(edits.cut(target.func, hi)))
+                yield made[-1]
+
+        miss = oracle.first(chain(), want=False)
+        taken = len(mids) if miss is None else miss  # the probes before the miss held
+        if taken:
+            hi, best = mids[taken - 1], made[taken - 1]
+        if miss is not None:
+            lo = mids[miss]
+    if best is None:
+        return False
+    target.mod = best
+    return True
 
 
 def _ops(func: Function) -> np.ndarray:
@@ -192,10 +184,9 @@ def _shrink(target: _Target) -> bool:
     changed = False
     sizes = sorted({d for s in target.func.shapes.shapes for d in s if d > 1}, reverse=True)
     for size in sizes:  # per distinct dimension size (few)
-        for new in (1, size // 2):
-            if new < size and target.attempt(edits.shrink_dim(target.func, size, new)):
-                changed = True
-                break
+        news = [new for new in (1, size // 2) if new < size]
+        if target.first(edits.shrink_dim(target.func, size, new) for new in news) is not None:
+            changed = True
     return changed
 
 
@@ -262,7 +253,7 @@ def _drop_functions(mod: IRModule, oracle: Oracle) -> IRModule:
 
 
 def reduce(mod: IRModule, predicate: Predicate, *, timeout: float | None = None,
-           progress: Callable[[str], None] | None = None) -> IRModule:
+           jobs: int = 1, progress: Callable[[str], None] | None = None) -> IRModule:
     """The smallest module found for which ``predicate`` stays true (delta debugging).
 
     Parameters
@@ -274,8 +265,14 @@ def reduce(mod: IRModule, predicate: Predicate, *, timeout: float | None = None,
     timeout : float, optional
         Seconds per call; each call then runs in a forked child process, so a hang
         or a crash of the process counts as False too.
+    jobs : int, default 1
+        Predicate calls in flight at once: where the reducer tries candidates in order
+        and takes the first that keeps the predicate true, the next ``jobs - 1`` are
+        tried concurrently (forked children with ``timeout``, else threads: the
+        predicate must then be thread-safe). The result is the same for every
+        ``jobs`` when the predicate is deterministic.
     progress : callable str -> None, optional
-        Called with one line per reduction step (time, calls, graph size).
+        Called with one line per reduction step (time, calls started, graph size).
 
     Returns
     -------
@@ -295,22 +292,31 @@ def reduce(mod: IRModule, predicate: Predicate, *, timeout: float | None = None,
         raise TypeError(f"reduce: predicate must be callable, got {type(predicate).__name__}")
     if timeout is not None and not timeout > 0:
         raise ValueError(f"reduce: timeout must be > 0 seconds, got {timeout!r}")
-    oracle = Oracle(predicate, timeout, progress)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"reduce: jobs must be an int >= 1, got {jobs!r}")
+    oracle = Oracle(predicate, timeout=timeout, jobs=jobs, progress=progress)
     verify(mod)
-    if not oracle(mod):
-        raise ReduceError("reduce: the predicate is false on the input module "
-                          "(it must show the behaviour to reduce)")
     graph_names = [name for name, f in mod.functions.items() if isinstance(f, Function)]
     graph_names.sort(key=lambda name: name != "main")  # the entry first
+    # The input's check and the entry's cone are one question (the serial order), so
+    # that with jobs > 1 they run at once; the cone step finds its answer cached.
+    cone = None
+    if graph_names:
+        entry = _Target(mod, graph_names[0], oracle)
+        cone = entry.candidate(edits.prune(entry.func))
+    if oracle.first([mod, cone], want=False) == 0:
+        raise ReduceError("reduce: the predicate is false on the input module "
+                          "(it must show the behaviour to reduce)")
     for name in graph_names:
         if name not in mod.functions:
             continue
         target = _Target(mod, name, oracle)
         _reduce_function(target)
         mod = _drop_functions(target.mod, oracle)
-    oracle.log(f"done: {sum(f.num_nodes for f in mod.functions.values() if isinstance(f, Function))}"
-               " graph nodes")
+    nodes = sum(f.num_nodes for f in mod.functions.values() if isinstance(f, Function))
+    oracle.log(f"done: {nodes} graph nodes ({oracle.unused} calls unused, "
+               f"{oracle.cached} candidates answered from the cache)")
     return mod
 
 
-__all__ = ["Predicate", "ReduceError", "ddmin", "reduce"]
+__all__ = ["Predicate", "PredicateCall", "ReduceError", "ddmin", "reduce"]

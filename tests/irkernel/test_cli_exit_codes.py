@@ -66,6 +66,7 @@ CASES = [
     ("reduce", "bad option value", ["reduce", "prog.ir", "--predicate", "no_such_mod:f"], 2),
     ("reduce", "bad option value", ["reduce", "prog.ir", "--test", "true", "--timeout", "0"],
      2),
+    ("reduce", "bad option value", ["reduce", "prog.ir", "--test", "true", "-j", "0"], 2),
     ("reduce", "bad option value", ["reduce", "prog.ir", "--test", "true", "--predicate",
                                     "m:f"], 2),
     ("demo", "bad option value", ["demo", "--repeat", "0"], 2),

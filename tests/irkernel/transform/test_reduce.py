@@ -92,7 +92,7 @@ def test_reduce_finds_the_planted_miscompile() -> None:
     assert func.num_nodes <= 20, out.script()
     names = {func.op(i).name for i in range(func.num_nodes)}
     assert {"multiply", "add", "tanh"} <= names
-    assert lines and lines[-1].endswith("graph nodes")
+    assert lines and lines[-1].split("] ")[1].startswith(f"done: {func.num_nodes} graph nodes")
 
 
 def test_a_predicate_that_raises_counts_as_false() -> None:
@@ -146,13 +146,17 @@ def test_cli_reduce_with_a_shell_script(tmp_path: Path, capsys: pytest.CaptureFi
     script = tmp_path / "has_sigmoid.sh"
     script.write_text('#!/bin/sh\ngrep -q "= sigmoid" "$1"\n')
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    out = tmp_path / "small.ir"
-    code = main(["reduce", str(tmp_path / "big.ir"), "--test", str(script), "--timeout", "20",
-                 "-o", str(out)])
-    assert code == 0, capsys.readouterr().err
-    small = ik.parse(out.read_text())
+    texts = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"small-{jobs}.ir"
+        code = main(["reduce", str(tmp_path / "big.ir"), "--test", str(script), "--timeout",
+                     "20", "-j", jobs, "-o", str(out)])
+        assert code == 0, capsys.readouterr().err
+        texts.append(out.read_text())
+    small = ik.parse(texts[0])
     ik.verify(small)
-    assert small["main"].num_nodes <= 3 and "= sigmoid" in out.read_text()
+    assert small["main"].num_nodes <= 3 and "= sigmoid" in texts[0]
+    assert texts[0] == texts[1]  # -j does not change the result
 
 
 def test_cli_reduce_with_a_predicate_file(tmp_path: Path) -> None:
@@ -167,3 +171,109 @@ def test_cli_reduce_with_a_predicate_file(tmp_path: Path) -> None:
     assert code == 0
     assert ik.parse(out.read_text())["main"].num_nodes <= 20
     assert os.path.getsize(out) < os.path.getsize(tmp_path / "big.ir")
+
+
+def _has_op(name: str):
+    opcode = ops.get_op(name).opcode
+    return lambda mod: bool(np.any(mod["main"].kind == opcode))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_jobs_do_not_change_the_result(seed: int) -> None:
+    """Concurrent candidates are read in order: jobs=2 takes what jobs=1 takes."""
+    mod = planted_module(2000, seed=seed)
+    assert shows_miscompile(mod)
+    serial = transform.reduce(mod, shows_miscompile)
+    threads = transform.reduce(mod, shows_miscompile, jobs=2)
+    assert ik.structural_equal(serial, threads), (serial.script(), threads.script())
+    other = ik.IRModule({"main": testing.random_function(300, seed=seed, n_outputs=4)})
+    pred = _has_op("multiply")
+    assert pred(other)
+    serial = transform.reduce(other, pred)
+    assert serial.script() == transform.reduce(other, pred, jobs=3).script()
+    if seed == 0:  # forked children, killed when no longer needed
+        forked = transform.reduce(mod, shows_miscompile, jobs=2, timeout=60)
+        assert ik.structural_equal(transform.reduce(mod, shows_miscompile), forked)
+
+
+def test_no_candidate_is_tried_twice() -> None:
+    seen: list[int] = []
+
+    def pred(mod: ik.IRModule) -> bool:
+        seen.append(ik.structural_hash(mod))
+        return shows_miscompile(mod)
+
+    transform.reduce(planted_module(3000, seed=1), pred)
+    assert len(seen) > 10 and len(set(seen)) == len(seen)
+
+
+def _two_modules() -> tuple[ik.IRModule, ik.IRModule]:
+    bb = ik.GraphBuilder("main")
+    x = bb.param("x", (3,), "float32")
+    first = ik.IRModule({"main": bb.finish([bb.call("tanh", x)])})
+    bb = ik.GraphBuilder("main")
+    x = bb.param("x", (3,), "float32")
+    return first, ik.IRModule({"main": bb.finish([bb.call("sigmoid", bb.call("exp", x))])})
+
+
+def test_first_reads_the_answers_in_order() -> None:
+    """The earlier candidate wins even when a later one answers first."""
+    from irkernel.transform.reduce_oracle import Oracle
+
+    slow_true, fast_true = _two_modules()
+
+    def pred(mod: ik.IRModule) -> bool:
+        if mod["main"].num_nodes == 2:
+            time.sleep(0.3)
+        return True
+
+    oracle = Oracle(pred, jobs=2)
+    assert oracle.first([slow_true, fast_true]) == 0
+    assert oracle.first([None, slow_true, fast_true], want=False) == 0  # None is False
+    assert oracle.first([slow_true, fast_true], want=False) is None
+    assert oracle.calls == 2 and oracle.cached == 2  # the second and third: no calls
+    assert oracle.unused == 1  # the fast call ran past the answer
+
+
+def _dead(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_a_call_no_longer_needed_is_killed(tmp_path: Path) -> None:
+    from irkernel.transform.reduce_oracle import Oracle
+
+    first, second = _two_modules()
+    pidfile = tmp_path / "pid"
+
+    def pred(mod: ik.IRModule) -> bool:
+        if mod["main"].num_nodes == 2:  # the first: true once the second runs
+            while not pidfile.exists():
+                time.sleep(0.01)
+            return True
+        pidfile.write_text(str(os.getpid()))
+        time.sleep(600)
+        return False
+
+    oracle = Oracle(pred, timeout=600, jobs=2)
+    assert oracle.first([first, second]) == 0
+    assert _dead(int(pidfile.read_text())) and oracle.unused == 1
+
+
+def test_a_test_command_no_longer_needed_is_killed(tmp_path: Path) -> None:
+    from irkernel.cli.reduce_cmd import CommandTest
+    from irkernel.transform.reduce_oracle import Oracle
+
+    first, second = _two_modules()
+    script = tmp_path / "test.sh"
+    script.write_text(f'#!/bin/sh\nif grep -q "= sigmoid" "$1"; then echo $$ > {tmp_path}/pid.tmp; '
+                      f"mv {tmp_path}/pid.tmp {tmp_path}/pid; exec sleep 600; fi\n"
+                      f"while [ ! -f {tmp_path}/pid ]; do sleep 0.01; done\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    oracle = Oracle(CommandTest(str(script), 600, str(tmp_path)), jobs=2)
+    assert oracle.first([first, second]) == 0
+    assert _dead(int((tmp_path / "pid").read_text())) and oracle.unused == 1
+    assert not list(tmp_path.glob("candidate-*.ir"))  # each call removes its file
