@@ -39,7 +39,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "frontend"), str(ROOT / "bench")]
 
 DEFAULT_MODELS = ["resnet18", "mobilenet_v3_small", "efficientnet_b0", "squeezenet1_1",
-                  "transformer_encoder", "googlenet", "shufflenet_v2_x0_5", "densenet121"]
+                  "transformer_encoder", "googlenet", "shufflenet_v2_x0_5", "densenet121",
+                  "regnet_x_400mf", "conv1d_net", "mlp"]
 THREADS = (1, 2)
 
 
