@@ -176,9 +176,22 @@ class GraphBuilder:
         if len(self._kind) >= MAX_NODES:
             raise OverflowError(f"a Function holds at most {MAX_NODES} nodes")
 
+    def _unshare(self) -> None:
+        """Give the builder private copies of its columns. A column a NumPy view still
+        exports can not grow (``BufferError``): a view from an earlier sweep can outlive it
+        in a reference cycle until the garbage collector runs (seen intermittently after a
+        failed ``add_nodes``). The views keep the old buffers; the builder grows the new."""
+        for name in ("_kind", "_a0", "_a1", "_dtype", "_shape_id", "_attr_id", "_extra"):
+            col = getattr(self, name)
+            setattr(self, name, array(col.typecode, col))
+
     def _append(self, kind: int, a0: int, a1: int, dtype: int, shape_id: int, attr_id: int) -> int:
         node = len(self._kind)
-        self._kind.append(kind)
+        try:
+            self._kind.append(kind)
+        except BufferError:
+            self._unshare()
+            self._kind.append(kind)
         self._a0.append(a0)
         self._a1.append(a1)
         self._dtype.append(dtype)
@@ -391,7 +404,11 @@ class GraphBuilder:
                                  f"this call's extra (length {len(extra)})")
             a0 = a0.copy()
             a0[is_variadic] += len(self._extra)
-        self._kind.frombytes(_raw(kind))
+        try:
+            self._kind.frombytes(_raw(kind))
+        except BufferError:  # an exported column (see _unshare): grow private copies
+            self._unshare()
+            self._kind.frombytes(_raw(kind))
         self._a0.frombytes(_raw(a0))
         self._a1.frombytes(_raw(a1))
         self._attr_id.frombytes(_raw(attr_id))
@@ -426,9 +443,16 @@ class GraphBuilder:
         return by_opcode[kind]
 
     def _truncate(self, n: int, n_extra: int) -> None:
-        for col in (self._kind, self._a0, self._a1, self._dtype, self._shape_id, self._attr_id):
-            del col[n:]
-        del self._extra[n_extra:]
+        """Drop the nodes from ``n`` on (a failed ``add_nodes``); exported columns are
+        unshared first (see ``_unshare``)."""
+        try:
+            for col in (self._kind, self._a0, self._a1, self._dtype, self._shape_id,
+                        self._attr_id):
+                del col[n:]
+            del self._extra[n_extra:]
+        except BufferError:
+            self._unshare()
+            self._truncate(n, n_extra)
 
     def _views(self) -> dict[str, np.ndarray]:
         """NumPy views of the columns, read-only as a finished Function's (so each kernel

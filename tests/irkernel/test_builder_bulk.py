@@ -461,3 +461,31 @@ def test_intern_shape_reserves_zero_for_scalars():
 
 def test_column_types_of_dtype_constants():
     assert (FLOAT32, FLOAT64, INT32) == (0, 1, 2)
+
+
+def test_a_failed_add_nodes_leaves_the_builder_usable_after_a_view_cycle() -> None:
+    """Views of the columns caught in a reference cycle block every later append until the
+    garbage collector runs (an intermittent BufferError after a failed add_nodes): the
+    failed call collects them before it shrinks the columns."""
+    import gc
+
+    import numpy as np
+
+    import irkernel as ik
+    from irkernel import ops
+
+    bb = ik.GraphBuilder("main")
+    x = bb.param("x", (3,), "float32")
+    gc.disable()
+    try:
+        cycle: list = [np.frombuffer(bb._kind, np.int16)]
+        cycle.append(cycle)  # unreachable once deleted, freed only by a collection
+        del cycle
+        with pytest.raises(ValueError):
+            bb.add_nodes(np.array([ops.OP_EXP, ops.OP_EXP], np.int16),
+                         np.array([x, 99], np.int32))
+        y = bb.exp(x)
+    finally:
+        gc.enable()
+    np.testing.assert_allclose(ik.interpret(ik.IRModule({"main": bb.finish([y])}),
+                                            np.ones(3, np.float32))[0], np.exp(np.ones(3)))
