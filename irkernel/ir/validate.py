@@ -77,6 +77,7 @@ _VALIDATED: weakref.WeakSet[Function] = weakref.WeakSet()
 
 #: The op-class masks hold one bit per opcode; beyond this the precise kernel runs alone.
 _MASK_BITS = 64
+_N_DTYPES = len(DTYPE_NAMES)  # an immutable int: kernels may read it as a global
 _ITEMSIZE = np.array([d.itemsize for d in NUMPY_DTYPES], np.int64)
 
 
@@ -101,7 +102,7 @@ def scan_structure_kernel(kind, a0, a1, extra, dtype, shape_id, attr_id, op_mask
     m = extra.shape[0]
     known_m, op0_m, bin_m, const_m = op_masks[0], op_masks[1], op_masks[2], op_masks[3]
     param_m, var_m = op_masks[4], op_masks[5]
-    n_dtypes = np.uint32(5)
+    n_dtypes = np.uint32(_N_DTYPES)
     shapes, attrs = np.uint32(n_shapes), np.uint32(n_attrs)
     bad = np.int64(0)
     bad_ids = False

@@ -39,7 +39,7 @@ def op_names(func: ik.Function) -> set[str]:
     ("n_nodes", 0), ("n_nodes", 2.5), ("seed", -1), ("max_rank", -1), ("max_dim", 0),
     ("n_params", -2), ("n_outputs", 0), ("const_fraction", 1.5), ("dead_fraction", -0.1),
     ("duplicate_fraction", float("nan")), ("const_subgraph_fraction", "0.1"),
-    ("shapes", "big"), ("dtypes", ()), ("dtypes", ("float16",)), ("dtypes", "float32"),
+    ("shapes", "big"), ("dtypes", ()), ("dtypes", ("float8",)), ("dtypes", "float32"),
     ("ops", ("frobnicate",)), ("ops", ("param",)), ("ops", {"add": -1.0}), ("ops", {"add": 0}),
     ("ops", "add"),
 ])
