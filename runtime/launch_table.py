@@ -34,8 +34,9 @@ from irkernel.ir import ops
 from irkernel.ir.call_tir import bind_call_tir
 from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
-from irkernel.ir.ids import FLOAT32, NUMPY_DTYPES, dtype_code
+from irkernel.ir.ids import FLOAT32, NARROW_FLOAT_DTYPES, NUMPY_DTYPES, dtype_code
 from irkernel.ir.operands import operand_csr
+from irkernel.ir.pools import scalar_from_bits
 from irkernel.tir.buffer import Buffer
 from irkernel.tir.expr import IntImm, Var
 from runtime.abi import CallingConvention
@@ -244,6 +245,10 @@ def _const_addresses(func: Function, nodes: np.ndarray, align: np.ndarray,
         values = pool.sval[ids].copy()  # int64 and bool: the value; float64: its bits
         f32 = pool.dtype[ids] == FLOAT32
         values[f32] = pool.sval_f[ids[f32]].astype(np.float32).view(np.uint32)
+        for code in NARROW_FLOAT_DTYPES:  # float16/bfloat16: their 16 bits (sval: float64)
+            sel = pool.dtype[ids] == code
+            if np.any(sel):
+                values[sel] = scalar_from_bits(pool.sval[ids[sel]], code).view(np.uint16)
         keep.append(values)
         addr[scalar] = values.ctypes.data + 8 * where.astype(np.int64)
     bad = np.nonzero(addr % np.maximum(align, 1) != 0)[0]

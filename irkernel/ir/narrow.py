@@ -54,9 +54,10 @@ def widen(arr: np.ndarray, code: int) -> np.ndarray:
 
 def narrow(values: np.ndarray, code: int) -> np.ndarray:
     """Storage of ``values`` rounded to float16/bfloat16 (through float32: see the module)."""
-    f32 = np.asarray(values).astype(np.float32)
-    if code == FLOAT16:
-        return f32.astype(np.float16)
+    with np.errstate(over="ignore", invalid="ignore"):  # out of range is inf, as IEEE says
+        f32 = np.asarray(values).astype(np.float32)
+        if code == FLOAT16:
+            return f32.astype(np.float16)
     if code == BFLOAT16:
         return float32_to_bfloat16(f32).reshape(f32.shape)
     raise ValueError(f"narrow: dtype code {code} is not float16 or bfloat16")
