@@ -487,6 +487,8 @@ class ExprCodegen:
             return self.builder.frem(args[0], args[1], flags=self._fm)
         if e.op in _LIBM:
             return self.libm_call(e.op, args[0], dt.element(e.dtype))
+        if e.op == "abs" and dt.is_unsigned(e.dtype):
+            return args[0]
         if e.op == "abs":
             fn = self.intrinsic("llvm.abs", args[0].type, [args[0].type, I1], [args[0].type])
             return self.builder.call(fn, [args[0], I1(0)])

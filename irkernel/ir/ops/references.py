@@ -94,9 +94,9 @@ def astype_reference(x: np.ndarray, code: int) -> np.ndarray:
             out = np.where(x >= top, info.max, out)
             out = np.where(x < lo, info.min, out).astype(dt)
         return np.asarray(out)
-    if x.dtype.kind == "f" and x.dtype.itemsize == 8 and code in NARROW_FLOAT_DTYPES:
-        x = x.astype(np.float32)  # narrow floats convert through float32
     with np.errstate(all="ignore"):
+        if x.dtype.kind == "f" and x.dtype.itemsize == 8 and code in NARROW_FLOAT_DTYPES:
+            x = x.astype(np.float32)  # narrow floats convert through float32
         return np.asarray(x.astype(dt))
 
 
