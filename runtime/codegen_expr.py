@@ -108,6 +108,10 @@ def memory_type(dtype: str) -> ir.Type:
     return elem if n == 1 else ir.VectorType(elem, n)
 
 
+def _element_type(typ: ir.Type) -> ir.Type:
+    return typ.element if isinstance(typ, ir.VectorType) else typ
+
+
 def mangle(typ: ir.Type) -> str:
     """The overload suffix of an intrinsic name: ``f32``, ``i64``, ``v16f32``."""
     if isinstance(typ, ir.VectorType):
@@ -460,8 +464,9 @@ class ExprCodegen:
             return bld.uitofp(v, target) if dst in dt.FLOAT_ELEMENTS else bld.zext(v, target)
         if dst in dt.FLOAT_ELEMENTS:
             if src in dt.FLOAT_ELEMENTS:  # narrow floats are float32 registers
-                if target != v.type:
-                    v = bld.fpext(v, target) if target == F64 else bld.fptrunc(v, target)
+                if target != v.type:  # float32 <-> float64 (scalars or vectors)
+                    v = bld.fpext(v, target) if _element_type(target) == F64 \
+                        else bld.fptrunc(v, target)
             elif src in dt.UNSIGNED_ELEMENTS:
                 v = bld.uitofp(v, target)
             else:
@@ -469,9 +474,7 @@ class ExprCodegen:
             # to float16/bfloat16: through float32 (``irkernel.ir.narrow``), then rounded
             return self.round_narrow(v, dst) if dst in dt.NARROW_FLOAT_ELEMENTS else v
         if src in dt.INT_ELEMENTS:
-            width, src_width = target.element.width if isinstance(target, ir.VectorType) \
-                else target.width, (v.type.element if isinstance(v.type, ir.VectorType)
-                                    else v.type).width
+            width, src_width = _element_type(target).width, _element_type(v.type).width
             if width == src_width:  # int16 <-> uint16, int8 <-> uint8: the same bits
                 return v
             if width < src_width:

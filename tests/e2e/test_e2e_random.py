@@ -171,3 +171,21 @@ def test_integer_edges_wrap_like_the_interpreter() -> None:
                         else -7, 7, 9, 0, 5], dtype),
               np.array([m1, 0, m1, 2, 3, 2, 0, info.max], dtype)]
         assert_close_to_interpreter(mod, xs, build_and_run(mod, xs), dtype)
+
+
+NEW_DTYPES = ("float16", "bfloat16", "int8", "uint8", "int16", "uint16")
+
+
+@settings(max_examples=30, deadline=None)
+@given(case=functions_with_inputs(module=True, special_values=True, shapes="small",
+                                  n_nodes=st.integers(1, 25), max_dim=st.integers(1, 3),
+                                  dtypes=st.lists(st.sampled_from(NEW_DTYPES), min_size=1,
+                                                  max_size=3, unique=True).map(
+                                      lambda ds: (*ds, "bool"))),
+       opt_level=st.sampled_from([None, 0, 3]))
+def test_random_modules_of_the_narrow_dtypes(case, opt_level) -> None:
+    """float16/bfloat16 (float32 compute, rounded once per op) and the small ints (wrapping)
+    through the whole pipeline equal the interpreter."""
+    mod, inputs = case
+    got = build_and_run(mod, inputs, opt_level=opt_level)
+    assert_close_to_interpreter(mod, inputs, got, f"narrow dtypes, opt_level {opt_level}")
