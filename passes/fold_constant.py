@@ -34,10 +34,12 @@ from irkernel import transform
 from irkernel.ir import ops
 from irkernel.ir.function import Function
 from irkernel.ir.ids import (
+    BFLOAT16,
     ENC_BINARY,
     ENC_CONST,
     ENC_PARAM,
     ENC_VARIADIC,
+    FLOAT16,
     FLOAT32,
     FLOAT64,
     NONE,
@@ -59,7 +61,8 @@ from irkernel.ir.ops import (
     OP_SUM,
 )
 from irkernel.ir.ops.scalar import scalar_eval_kernel
-from irkernel.ir.pools import ConstPool, ConstPoolBuilder
+from irkernel.ir.interp import evaluate_op
+from irkernel.ir.pools import ConstPool, ConstPoolBuilder, scalar_bits, scalar_from_bits
 from irkernel.ir.rebuild import rebuild
 from irkernel.ir.verify import check_node_type
 
@@ -127,7 +130,8 @@ def fold_known_node(i, all_scalar, kind, a0, a1, extra, dtype, shape_id, shape_s
         # except that NumPy's float sum/mean add it to +0.0 (-0.0 becomes +0.0)
         state[i] = SCALAR
         ival[i] = ival[x]
-        if (k == OP_SUM or k == OP_MEAN) and (dtype[i] == FLOAT32 or dtype[i] == FLOAT64):
+        if (k == OP_SUM or k == OP_MEAN) and (dtype[i] == FLOAT32 or dtype[i] == FLOAT64
+                                              or dtype[i] == FLOAT16 or dtype[i] == BFLOAT16):
             fval[i] = fval[x] + 0.0
         return NODE_FOLDED
     if enc == ENC_VARIADIC:  # where(cond, x, y)
@@ -331,11 +335,9 @@ def intern_scalars_kernel(pool_dtype, pool_shape_id, pool_sval, pool_is_scalar, 
 
 def _operand_value(func: Function, v: int, state: np.ndarray, fval: np.ndarray,
                    ival: np.ndarray, tensors: dict[int, np.ndarray]) -> np.ndarray:
-    dt = NUMPY_DTYPES[int(func.dtype[v])]
     shape = func.shapes[int(func.shape_id[v])]
     if state[v] == SCALAR:
-        raw = fval[v] if dt.kind == "f" else ival[v]
-        return np.asarray(raw).astype(dt).reshape(shape)
+        return scalar_from_bits(ival[v: v + 1], int(func.dtype[v])).reshape(shape)
     if int(func.kind[v]) == ops.OP_CONST:
         return func.consts.value(int(func.a0[v]), func.shapes)
     return tensors[v]
@@ -353,14 +355,12 @@ def _evaluate_in_python(func: Function, i: int, state: np.ndarray, fval: np.ndar
     operands = func.operands(i)
     args = [_operand_value(func, v, state, fval, ival, tensors) for v in operands]
     assert opdef.reference is not None
-    out = np.asarray(opdef.reference(args, func.node_attrs(i)))
-    out = out.astype(NUMPY_DTYPES[int(func.dtype[i])], copy=False)
+    code = int(func.dtype[i])
+    out = evaluate_op(opdef, args, [int(func.dtype[v]) for v in operands], func.node_attrs(i),
+                      code).astype(NUMPY_DTYPES[code], copy=False)
     if out.size == 1:
         state[i] = SCALAR
-        if out.dtype.kind == "f":
-            fval[i] = float(out.reshape(()))
-        else:
-            ival[i] = int(out.reshape(()))
+        ival[i] = scalar_bits(out, code)
     else:
         state[i] = TENSOR
         tensors[i] = np.ascontiguousarray(out)
@@ -449,7 +449,7 @@ def _rewrite(func: Function, folded_ids: np.ndarray, scalar_ids: np.ndarray, bit
     if len(tensor_ids):  # rare: one pool entry per distinct folded tensor
         builder = ConstPoolBuilder(new_pool, func.shapes)
         for v in tensor_ids.tolist():
-            a0[v] = builder.add(tensors[v], int(func.shape_id[v]))
+            a0[v] = builder.add(tensors[v], int(func.shape_id[v]), int(func.dtype[v]))
         new_pool = builder.freeze()
     kind = func.kind.copy()
     kind[folded_ids] = ops.OP_CONST

@@ -31,6 +31,7 @@ import numpy as np
 
 import passes.topi.templates as op_templates
 from passes.topi import generic
+from passes.narrow_floats import widen_narrow_floats
 from passes.topi.vector import current_target
 from irkernel import transform
 from irkernel.ir import ops
@@ -230,6 +231,7 @@ def legalize_function(func: Function, fname: str, namer: _Namer,
     an ``int64`` meta constant; those constants (one per distinct meta) are
     prepended to the function, so every node id moves up by their count.
     """
+    func = widen_narrow_floats(func)  # float16/bfloat16 ops compute in float32 between casts
     is_op = ~np.isin(func.kind, np.array(_LEAVES, np.int16))
     rows = np.nonzero(is_op)[0]
     if not len(rows):

@@ -227,7 +227,7 @@ class CallingConvention:
         if not isinstance(value, np.ndarray):
             raise TypeError(f"{self.name}: {arg} must be a numpy.ndarray ({_describe(param)}), "
                             f"got {type(value).__name__}")
-        if value.dtype != np.dtype(param.dtype):
+        if value.dtype != dt.numpy_dtype(param.dtype):  # bfloat16: uint16 bits
             raise TypeError(f"{self.name}: {arg} has dtype {value.dtype}, expected "
                             f"{param.dtype}")
         if value.ndim != param.ndim:

@@ -10,7 +10,11 @@ which are libm/libmvec's, and fast math when enabled):
 * floats are IEEE unless the ``tir.fast_math`` config sets ``fast`` flags;
   ``min``/``max`` are ``llvm.minimum``/``llvm.maximum`` (NaN-propagating, as
   NumPy, and ``-0.0 < 0.0``, which the interpreter follows); ``//`` on floats is ``floor(a / b)``, ``%`` NumPy's remainder;
-* float -> int casts are ``llvm.fptosi.sat`` (saturating, NaN is 0);
+* float -> int casts are ``llvm.fptosi.sat``/``fptoui.sat`` (saturating, NaN is 0);
+* uint8/uint16 compare, divide and min/max unsigned; ints of one width convert bitwise;
+* float16/bfloat16 are ``i16`` in memory and float32 in registers: a load widens
+  exactly, a store and a Cast to them round to nearest even (float16 with
+  ``fptrunc``/``fpext`` on ``half``, bfloat16 with integer ops, NaNs quieted);
 * bools are ``i1`` in registers and one byte in memory;
 * float32 ``exp`` is inline IR (``runtime/inline_math.py``: a loop holding it still
   vectorizes);
@@ -32,6 +36,8 @@ from typing import Any
 
 from llvmlite import ir
 
+from irkernel.ir import narrow
+from irkernel.ir.ids import DTYPE_NAMES
 from irkernel.tir import dtype as dt
 from irkernel.tir.buffer import Buffer, BufferLoad
 from irkernel.tir.expr import (
@@ -67,10 +73,13 @@ from irkernel.tir.expr import (
 )
 from runtime.inline_math import exp_f32
 
-I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
-F32, F64 = ir.FloatType(), ir.DoubleType()
+I1, I8, I16, I32, I64 = (ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32),
+                         ir.IntType(64))
+F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
 PTR = ir.PointerType()
-_ELEM = {"float32": F32, "float64": F64, "int32": I32, "int64": I64, "bool": I1}
+#: Register types; float16/bfloat16 are float32 in registers and i16 in memory.
+_ELEM = {"float32": F32, "float64": F64, "int32": I32, "int64": I64, "bool": I1,
+         "float16": F32, "bfloat16": F32, "int8": I8, "uint8": I8, "int16": I16, "uint16": I16}
 _CMP = {EQ: "==", NE: "!=", LT: "<", LE: "<=", GT: ">", GE: ">="}
 _INTRINSIC = {"exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log", "log2": "llvm.log2",
               "sqrt": "llvm.sqrt", "tanh": "llvm.tanh", "sin": "llvm.sin", "cos": "llvm.cos",
@@ -92,10 +101,15 @@ def value_type(dtype: str) -> ir.Type:
 
 
 def memory_type(dtype: str) -> ir.Type:
-    """The in-memory type (bools are bytes)."""
-    elem = I8 if dt.is_bool(dtype) else _ELEM[dt.element(dtype)]
+    """The in-memory type (bools are bytes, float16/bfloat16 their 16 bits)."""
+    elem = (I8 if dt.is_bool(dtype) else I16 if dt.is_narrow_float(dtype)
+            else _ELEM[dt.element(dtype)])
     n = dt.lanes(dtype)
     return elem if n == 1 else ir.VectorType(elem, n)
+
+
+def _element_type(typ: ir.Type) -> ir.Type:
+    return typ.element if isinstance(typ, ir.VectorType) else typ
 
 
 def mangle(typ: ir.Type) -> str:
@@ -236,6 +250,9 @@ class ExprCodegen:
         return ir.Constant(_ELEM[e.dtype], e.value)
 
     def _e_FloatImm(self, e: FloatImm) -> ir.Value:
+        if dt.is_narrow_float(e.dtype):  # the float32 of the value rounded to the dtype
+            code = DTYPE_NAMES.index(e.dtype)
+            return ir.Constant(F32, float(narrow.widen(narrow.narrow(e.value, code), code)))
         return ir.Constant(_ELEM[e.dtype], e.value)
 
     def _e_Var(self, e: Var) -> ir.Value:
@@ -281,7 +298,42 @@ class ExprCodegen:
         if dt.is_bool(e.dtype):
             return self.builder.icmp_unsigned("!=", from_memory,
                                               self.const(from_memory.type, 0))
+        if dt.is_narrow_float(e.dtype):
+            return self.widen_narrow(from_memory, dt.element(e.dtype))
         return from_memory
+
+    # -- float16 / bfloat16 (stored as i16, float32 in registers) ------------
+    def _like(self, v: ir.Value, elem: ir.Type) -> ir.Type:
+        """``elem``, or a vector of it with ``v``'s lane count."""
+        return ir.VectorType(elem, v.type.count) if isinstance(v.type, ir.VectorType) else elem
+
+    def widen_narrow(self, bits: ir.Value, elem: str) -> ir.Value:
+        """The float32 of stored float16/bfloat16 bits (exact)."""
+        bld = self.builder
+        if elem == "float16":
+            return bld.fpext(bld.bitcast(bits, self._like(bits, F16)), self._like(bits, F32))
+        wide = bld.shl(bld.zext(bits, self._like(bits, I32)), self.const(self._like(bits, I32), 16))
+        return bld.bitcast(wide, self._like(bits, F32))
+
+    def narrow_bits(self, v: ir.Value, elem: str) -> ir.Value:
+        """The float16/bfloat16 bits of float32 ``v``, rounded to nearest even (``fptrunc``
+        for float16; integer rounding for bfloat16, NaNs quieted, as ``ir.narrow``)."""
+        bld = self.builder
+        if elem == "float16":
+            return bld.bitcast(bld.fptrunc(v, self._like(v, F16)), self._like(v, I16))
+        i32 = self._like(v, I32)
+        u = bld.bitcast(v, i32)
+        lsb = bld.and_(bld.lshr(u, self.const(i32, 16)), self.const(i32, 1))
+        rounded = bld.lshr(bld.add(bld.add(u, self.const(i32, 0x7FFF)), lsb),
+                           self.const(i32, 16))
+        quiet = bld.or_(bld.lshr(u, self.const(i32, 16)), self.const(i32, 0x40))
+        is_nan = bld.icmp_unsigned(">", bld.and_(u, self.const(i32, 0x7FFFFFFF)),
+                                   self.const(i32, 0x7F800000))
+        return bld.trunc(bld.select(is_nan, quiet, rounded), self._like(v, I16))
+
+    def round_narrow(self, v: ir.Value, elem: str) -> ir.Value:
+        """float32 ``v`` rounded to float16/bfloat16, as a float32 register."""
+        return self.widen_narrow(self.narrow_bits(v, elem), elem)
 
     # -- arithmetic ----------------------------------------------------------
     def _binary(self, e: BinaryOp) -> ir.Value:
@@ -295,6 +347,8 @@ class ExprCodegen:
                 if isinstance(e, NE):
                     return self.builder.fcmp_unordered(op, a, b, flags=self._fm)
                 return self.builder.fcmp_ordered(op, a, b, flags=self._fm)
+            if elem in dt.UNSIGNED_ELEMENTS:
+                return self.builder.icmp_unsigned(op, a, b)
             return self.builder.icmp_signed(op, a, b)
         if elem in dt.FLOAT_ELEMENTS:
             return self._float_binary(e, a, b)
@@ -344,10 +398,23 @@ class ExprCodegen:
             return bld.sub(a, b)
         if isinstance(e, Mul):
             return bld.mul(a, b)
+        unsigned = dt.is_unsigned(e.a.dtype)
         if isinstance(e, (Min, Max)):
-            name = "llvm.smin" if isinstance(e, Min) else "llvm.smax"
+            name = ("llvm.umin" if isinstance(e, Min) else "llvm.umax") if unsigned else \
+                ("llvm.smin" if isinstance(e, Min) else "llvm.smax")
             return bld.call(self.intrinsic(name, a.type, [a.type, a.type], [a.type]), [a, b])
+        if unsigned:
+            return self._uint_division(e, a, b)
         return self._int_division(e, a, b, _imm_value(e.b))
+
+    def _uint_division(self, e: BinaryOp, a: ir.Value, b: ir.Value) -> ir.Value:
+        """Unsigned ``/``, ``//`` (the same), ``%``: ``x / 0`` and ``x % 0`` are 0."""
+        bld = self.builder
+        zero, one = self.const(a.type, 0), self.const(a.type, 1)
+        is_zero = bld.icmp_unsigned("==", b, zero)
+        divisor = bld.select(is_zero, one, b)
+        out = bld.udiv(a, divisor) if isinstance(e, (Div, FloorDiv)) else bld.urem(a, divisor)
+        return bld.select(is_zero, zero, out)
 
     def _int_division(self, e: BinaryOp, a: ir.Value, b: ir.Value,
                       c: int | None) -> ir.Value:
@@ -395,13 +462,26 @@ class ExprCodegen:
             return bld.icmp_signed("!=", v, self.const(v.type, 0))
         if src == "bool":
             return bld.uitofp(v, target) if dst in dt.FLOAT_ELEMENTS else bld.zext(v, target)
-        if src in dt.FLOAT_ELEMENTS and dst in dt.FLOAT_ELEMENTS:
-            return bld.fpext(v, target) if dst == "float64" else bld.fptrunc(v, target)
-        if src in dt.INT_ELEMENTS and dst in dt.INT_ELEMENTS:
-            return bld.sext(v, target) if dst == "int64" else bld.trunc(v, target)
+        if dst in dt.FLOAT_ELEMENTS:
+            if src in dt.FLOAT_ELEMENTS:  # narrow floats are float32 registers
+                if target != v.type:  # float32 <-> float64 (scalars or vectors)
+                    v = bld.fpext(v, target) if _element_type(target) == F64 \
+                        else bld.fptrunc(v, target)
+            elif src in dt.UNSIGNED_ELEMENTS:
+                v = bld.uitofp(v, target)
+            else:
+                v = bld.sitofp(v, target)
+            # to float16/bfloat16: through float32 (``irkernel.ir.narrow``), then rounded
+            return self.round_narrow(v, dst) if dst in dt.NARROW_FLOAT_ELEMENTS else v
         if src in dt.INT_ELEMENTS:
-            return bld.sitofp(v, target)
-        fn = self.intrinsic("llvm.fptosi.sat", target, [v.type], [target, v.type])
+            width, src_width = _element_type(target).width, _element_type(v.type).width
+            if width == src_width:  # int16 <-> uint16, int8 <-> uint8: the same bits
+                return v
+            if width < src_width:
+                return bld.trunc(v, target)
+            return bld.zext(v, target) if src in dt.UNSIGNED_ELEMENTS else bld.sext(v, target)
+        name = "llvm.fptoui.sat" if dst in dt.UNSIGNED_ELEMENTS else "llvm.fptosi.sat"
+        fn = self.intrinsic(name, target, [v.type], [target, v.type])
         return bld.call(fn, [v])
 
     def _e_Call(self, e: Call) -> ir.Value:
@@ -410,6 +490,8 @@ class ExprCodegen:
             return self.builder.frem(args[0], args[1], flags=self._fm)
         if e.op in _LIBM:
             return self.libm_call(e.op, args[0], dt.element(e.dtype))
+        if e.op == "abs" and dt.is_unsigned(e.dtype):
+            return args[0]
         if e.op == "abs":
             fn = self.intrinsic("llvm.abs", args[0].type, [args[0].type, I1], [args[0].type])
             return self.builder.call(fn, [args[0], I1(0)])
@@ -505,6 +587,8 @@ class ExprCodegen:
         bld = self.builder
         if dt.is_bool(buf.dtype):
             value = bld.zext(value, memory_type(dt.with_lanes("bool", lanes)))
+        elif dt.is_narrow_float(buf.dtype):  # rounded as it is stored
+            value = self.narrow_bits(value, dt.element(buf.dtype))
         if lanes == 1:
             bld.store(value, self.address(buf, self.expr(index)),
                       align=self.alignment(buf, index))
@@ -521,5 +605,5 @@ class ExprCodegen:
                           align=dt.ELEMENT_BYTES[buf.dtype])
 
 
-__all__ = ["F32", "F64", "I1", "I8", "I32", "I64", "PTR", "ExprCodegen", "known_multiple",
+__all__ = ["F16", "F32", "F64", "I1", "I8", "I16", "I32", "I64", "PTR", "ExprCodegen", "known_multiple",
            "memory_type", "value_type"]

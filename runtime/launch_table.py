@@ -34,8 +34,9 @@ from irkernel.ir import ops
 from irkernel.ir.call_tir import bind_call_tir
 from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
-from irkernel.ir.ids import FLOAT32, NUMPY_DTYPES, dtype_code
+from irkernel.ir.ids import DTYPE_NAMES, FLOAT32, NARROW_FLOAT_DTYPES, NUMPY_DTYPES, dtype_code
 from irkernel.ir.operands import operand_csr
+from irkernel.ir.pools import scalar_from_bits
 from irkernel.tir.buffer import Buffer
 from irkernel.tir.expr import IntImm, Var
 from runtime.abi import CallingConvention
@@ -68,10 +69,11 @@ def _static_dims(buf: Buffer) -> tuple[int, ...] | None:
 
 
 def check_kernel_call(fname: str, node: int, kern: CompiledKernel,
-                      types: list[tuple[np.dtype, tuple[int, ...]]]) -> list[int]:
+                      types: list[tuple[np.dtype | str, tuple[int, ...]]]) -> list[int]:
     """Check that ``kern`` can run with raw pointers to C-contiguous buffers of ``types``.
 
-    ``types`` are the (dtype, shape) of the operands, then of the result. A
+    ``types`` are the (dtype, shape) of the operands, then of the result (a NumPy dtype or
+    an irkernel dtype name: bfloat16 is stored as uint16, so its name must be given). A
     buffer parameter of one dimension accepts any operand of its dtype (it
     sees the operand's C-order flat view: how shape-generic kernels take
     tensors of any rank); otherwise the ranks and static extents must match.
@@ -92,7 +94,8 @@ def check_kernel_call(fname: str, node: int, kern: CompiledKernel,
     if len(conv.params) != len(types):
         raise IRError(f"{where}: the PrimFunc has {len(conv.params)} parameters, expected "
                       f"{len(types)} ({len(types) - 1} operands + the output)")
-    env, problem = bind_call_tir(conv.params, [(dt.name, tuple(shape)) for dt, shape in types])
+    env, problem = bind_call_tir(conv.params, [(dt if isinstance(dt, str) else dt.name,
+                                                tuple(shape)) for dt, shape in types])
     if problem is not None:
         raise IRError(f"{where}: {problem.describe(quote=True)}")
     for pos, param in enumerate(conv.params):
@@ -244,6 +247,10 @@ def _const_addresses(func: Function, nodes: np.ndarray, align: np.ndarray,
         values = pool.sval[ids].copy()  # int64 and bool: the value; float64: its bits
         f32 = pool.dtype[ids] == FLOAT32
         values[f32] = pool.sval_f[ids[f32]].astype(np.float32).view(np.uint32)
+        for code in NARROW_FLOAT_DTYPES:  # float16/bfloat16: their 16 bits (sval: float64)
+            sel = pool.dtype[ids] == code
+            if np.any(sel):
+                values[sel] = scalar_from_bits(pool.sval[ids[sel]], code).view(np.uint16)
         keep.append(values)
         addr[scalar] = values.ctypes.data + 8 * where.astype(np.int64)
     bad = np.nonzero(addr % np.maximum(align, 1) != 0)[0]
@@ -367,7 +374,7 @@ def build_table(name: str, func: Function, kernels: dict[str, CompiledKernel],
                                              return_inverse=True)
             per_type = np.zeros((len(uniq), int(n_vars[k])), np.int64)
             for g, row in enumerate(first.tolist()):
-                types = [(NUMPY_DTYPES[int(func.dtype[j])], func.shapes[int(func.shape_id[j])])
+                types = [(DTYPE_NAMES[int(func.dtype[j])], func.shapes[int(func.shape_id[j])])
                          for j in nodes[row].tolist()]
                 per_type[g] = check_kernel_call(name, int(calls[members[row]]), kern, types)
             values = per_type[inverse.reshape(-1)]

@@ -201,7 +201,7 @@ class Lowerer(ExprCodegen):
                             typ=I64)
             if isinstance(param, Buffer):
                 values.append(bld.inttoptr(slot, PTR))
-            elif param.dtype in ("float32", "float64"):
+            elif dt.is_float(param.dtype):  # narrow floats: float32 registers
                 as_double = bld.bitcast(slot, ir.DoubleType())
                 values.append(as_double if typ == ir.DoubleType() else bld.fptrunc(as_double, typ))
             else:

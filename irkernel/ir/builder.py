@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from irkernel.ir import ops
+from irkernel.ir import narrow, ops
 from irkernel.ir.checks import STRUCTURE_RULES, check_structure_kernel
 from irkernel.ir.errors import TypeInferenceError
 from irkernel.ir.function import Function
@@ -28,7 +28,9 @@ from irkernel.ir.ids import (
     ENC_UNARY,
     ENC_VARIADIC,
     MAX_NODES,
+    NARROW_FLOAT_DTYPES,
     NONE,
+    NUMPY_DTYPES,
     dtype_code,
     shape_problem,
 )
@@ -69,12 +71,14 @@ def _convert_exact(what: str, arr: np.ndarray, code: int) -> np.ndarray:
     An int or bool constant must hold the given values exactly: no rounding,
     wrapping or NaN (float targets round to nearest, as NumPy does).
     """
-    target = np.dtype(DTYPE_NAMES[code])
+    if code in NARROW_FLOAT_DTYPES:  # rounded to nearest even; bfloat16 stored as uint16 bits
+        return np.asarray(narrow.to_storage(arr, code), order="C")
+    target = NUMPY_DTYPES[code]
     with np.errstate(invalid="ignore", over="ignore"):
         # asarray: an array already of the target dtype and C-contiguous is not copied
         # (large constants are then held by reference, see irkernel.ir.pools)
         converted = np.asarray(arr, dtype=target, order="C")
-        if target.kind not in "ib" or arr.dtype == target:
+        if target.kind not in "iub" or arr.dtype == target:
             return converted
         lost = converted.astype(arr.dtype) != arr
     if np.any(lost):
@@ -231,7 +235,7 @@ class GraphBuilder:
             raise ValueError(f"const: {exc}") from None
         arr = _convert_exact("const", arr, code)
         sid = self.intern_shape(arr.shape)
-        cid = self._consts.add(arr, sid)
+        cid = self._consts.add(arr, sid, code)
         return self._append(ops.OP_CONST, cid, NONE, code, sid, 0)
 
     def call(self, op: str, *operands: int, **attrs: Any) -> int:

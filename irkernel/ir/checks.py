@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from irkernel.ir.ids import ENC_CONST, ENC_NULLARY, ENC_PARAM, ENC_VARIADIC
+from irkernel.ir.ids import DTYPE_NAMES, ENC_CONST, ENC_NULLARY, ENC_PARAM, ENC_VARIADIC
+
+_N_DTYPES = len(DTYPE_NAMES)  # an immutable int: kernels may read it as a global
 from irkernel.ir.jit import inline, kernel
 from irkernel.ir.operands import operand_at, operand_count
 
@@ -52,7 +54,7 @@ def check_node(i, k, x, y, d, s, at, extra, op_encoding, op_arity, n, n_consts, 
     """
     if k < 0 or k >= op_encoding.shape[0]:
         return 1, k
-    if d < 0 or d > 4:
+    if d < 0 or d >= _N_DTYPES:
         return 11, d
     if s < 0 or s >= n_shapes:
         return 9, s

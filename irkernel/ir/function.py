@@ -25,7 +25,7 @@ import numpy as np
 from irkernel.ir import ops
 from irkernel.ir.errors import IRError
 from irkernel.ir.hooks import Hook
-from irkernel.ir.ids import NUMPY_DTYPES
+from irkernel.ir.ids import DTYPE_NAMES
 from irkernel.ir.operands import operand_list
 from irkernel.ir.pickling import pool_from_state, pool_state, readonly, tables_from_state
 from irkernel.ir.pools import AttrTable, ConstPool, ShapeTable
@@ -146,7 +146,7 @@ class Function:
 
     def node_type(self, node_id: int) -> tuple[str, tuple[int, ...]]:
         """(dtype name, shape) of a node's value."""
-        return (NUMPY_DTYPES[int(self.dtype[node_id])].name,
+        return (DTYPE_NAMES[int(self.dtype[node_id])],
                 self.shapes[int(self.shape_id[node_id])])
 
     def const_value(self, node_id: int) -> np.ndarray:

@@ -77,15 +77,24 @@ ENC_PARAM = 4  # a0 = parameter position
 ENC_VARIADIC = 5  # a0 = start in extra, a1 = count
 ENCODING_NAMES = ("nullary", "unary", "binary", "const", "param", "variadic")
 
-# Element dtypes of graph values. The code is the index in DTYPE_NAMES.
-DTYPE_NAMES = ("float32", "float64", "int32", "int64", "bool")
-NUMPY_DTYPES = tuple(np.dtype(name) for name in DTYPE_NAMES)
-FLOAT32, FLOAT64, INT32, INT64, BOOL = range(5)
+# Element dtypes of graph values. The code is the index in DTYPE_NAMES; the dtype column
+# stores it as int8, so new dtypes are appended (saved files keep their meaning).
+DTYPE_NAMES = ("float32", "float64", "int32", "int64", "bool",
+               "float16", "bfloat16", "int8", "uint8", "int16", "uint16")
+FLOAT32, FLOAT64, INT32, INT64, BOOL, FLOAT16, BFLOAT16, INT8, UINT8, INT16, UINT16 = range(11)
+#: The NumPy dtype that *stores* each dtype. NumPy has no bfloat16: its values are held as
+#: their uint16 bit patterns (the upper half of a float32), in arrays of dtype uint16, at
+#: every API boundary (constants, inputs, outputs); ``irkernel.ir.narrow`` converts them.
+NUMPY_DTYPES = tuple(np.dtype("uint16" if name == "bfloat16" else name) for name in DTYPE_NAMES)
 _CODE_BY_NAME = {name: code for code, name in enumerate(DTYPE_NAMES)}
-_CODE_BY_NUMPY = {dt: code for code, dt in enumerate(NUMPY_DTYPES)}
+# uint16 arrays name uint16, never bfloat16 (whose storage they share)
+_CODE_BY_NUMPY = {dt: code for code, dt in enumerate(NUMPY_DTYPES) if code != BFLOAT16}
 
-FLOAT_DTYPES = frozenset({FLOAT32, FLOAT64})
-INT_DTYPES = frozenset({INT32, INT64})
+#: Floats computed in float32 and rounded to their own dtype once per op (stored narrow).
+NARROW_FLOAT_DTYPES = frozenset({FLOAT16, BFLOAT16})
+FLOAT_DTYPES = frozenset({FLOAT32, FLOAT64}) | NARROW_FLOAT_DTYPES
+UNSIGNED_DTYPES = frozenset({UINT8, UINT16})
+INT_DTYPES = frozenset({INT32, INT64, INT8, INT16}) | UNSIGNED_DTYPES
 NUMERIC_DTYPES = FLOAT_DTYPES | INT_DTYPES
 ALL_DTYPES = NUMERIC_DTYPES | {BOOL}
 
@@ -101,9 +110,13 @@ def dtype_code(dtype: object) -> int:
             return code
     else:
         try:
-            code = _CODE_BY_NUMPY.get(np.dtype(dtype))  # type: ignore[arg-type]
+            npdt = np.dtype(dtype)  # type: ignore[arg-type]
         except TypeError:
-            code = None
+            npdt = None
+        # ml_dtypes' bfloat16 (what onnx hands out) is named by its dtype's name, so that
+        # irkernel never imports ml_dtypes; its arrays are viewed as uint16 bits on entry.
+        code = None if npdt is None else (BFLOAT16 if npdt.name == "bfloat16"
+                                          else _CODE_BY_NUMPY.get(npdt))
         if code is not None:
             return code
     raise ValueError(f"unsupported dtype {dtype!r}; expected one of {', '.join(DTYPE_NAMES)}")

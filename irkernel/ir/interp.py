@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from irkernel.ir import ops
+from irkernel.ir import narrow, ops
 from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
 from irkernel.ir.hooks import Hook
@@ -104,7 +104,7 @@ def _run(mod: IRModule | None, func: Function, name: str, inputs: list[np.ndarra
                 raise IRError(f"{name}: node {i} ({opdef.name}): the interpreter cannot "
                               f"evaluate this op")
             else:
-                out = opdef.reference(args, attrs)
+                out = evaluate_op(opdef, args, [dtypes[j] for j in ids], attrs, dtypes[i])
             out = np.asarray(out)
             want = NUMPY_DTYPES[dtypes[i]]
             if out.dtype != want:
@@ -114,6 +114,19 @@ def _run(mod: IRModule | None, func: Function, name: str, inputs: list[np.ndarra
                               f"from the declared {func.shapes[shape_ids[i]]}")
         values[i] = out
     return [np.array(values[int(o)], copy=True) for o in func.outputs]
+
+
+def evaluate_op(opdef: ops.OpDef, args: list[np.ndarray], codes: list[int],
+                attrs: dict[str, Any], result_code: int) -> np.ndarray:
+    """One op by its NumPy reference, with the narrow-float rule (``irkernel.ir.narrow``):
+    float16/bfloat16 operands are widened to float32 and a float16/bfloat16 result is
+    rounded once. Shared by the interpreter and FoldConstant, so both give the same bits."""
+    if any(narrow.is_narrow(c) for c in codes):
+        args = [narrow.widen(a, c) for a, c in zip(args, codes, strict=True)]
+    out = opdef.reference(args, attrs)  # type: ignore[misc]
+    if narrow.is_narrow(result_code):
+        return narrow.narrow(out, result_code)
+    return np.asarray(out)
 
 
 def _call_func(mod: IRModule | None, name: str, node: int, callee: str, args: list[np.ndarray],

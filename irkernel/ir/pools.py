@@ -9,7 +9,8 @@ is "no attributes".
 
 ConstPool layout (why): scalar-heavy graphs must fold without touching Python
 objects, so every one-element constant keeps its value in ``sval`` (8 raw
-bytes: float64 bits for float dtypes, int64 for ints and bool) and stores no
+bytes: float64 bits of the value for float dtypes, float16 and bfloat16 included,
+int64 for ints and bool) and stores no
 bytes in ``data``. Larger constants live in ``data`` at 16-byte aligned
 offsets so that a typed view of any entry is aligned. Alternatives considered:
 a list of small arrays (one Python object per constant, slow to fold) and
@@ -32,7 +33,7 @@ their bytes. Alternatives considered: hashing the bytes to deduplicate equal
 weights (about a second per 500 MB at every pool extension; the frontend
 deduplicates what it creates itself) and a memory-mapped ``data`` (still a
 second copy of arrays that already exist).
-Imports numpy and irkernel.ir.ids only.
+Imports numpy, irkernel.ir.ids and irkernel.ir.narrow only.
 """
 
 from __future__ import annotations
@@ -45,7 +46,15 @@ from typing import Any
 
 import numpy as np
 
-from irkernel.ir.ids import DTYPE_NAMES, NUMPY_DTYPES, dtype_code, shape_problem
+from irkernel.ir import narrow
+from irkernel.ir.ids import (
+    DTYPE_NAMES,
+    FLOAT_DTYPES,
+    NARROW_FLOAT_DTYPES,
+    NUMPY_DTYPES,
+    dtype_code,
+    shape_problem,
+)
 
 Shape = tuple[int, ...]
 AttrRecord = tuple[tuple[str, Any], ...]
@@ -181,11 +190,22 @@ class AttrTable:
 
 
 def scalar_bits(value: object, code: int) -> int:
-    """The 8 raw bytes a one-element constant of dtype ``code`` keeps in ``sval``."""
-    arr = np.asarray(value, dtype=NUMPY_DTYPES[code]).reshape(())
-    if arr.dtype.kind == "f":
-        return int(np.asarray(arr, np.float64).view(np.int64))
+    """The 8 raw bytes a one-element constant of dtype ``code`` keeps in ``sval``
+    (float64 bits of the value for every float dtype, bfloat16 included)."""
+    arr = narrow.to_storage(value, code).reshape(())
+    if code in FLOAT_DTYPES:
+        return int(np.asarray(narrow.widen(arr, code), np.float64).view(np.int64))
     return int(np.asarray(arr, np.int64))
+
+
+def scalar_from_bits(bits: np.ndarray, code: int) -> np.ndarray:
+    """The storage array of one-element values kept as ``sval`` bits (int64[k])."""
+    bits = np.asarray(bits, np.int64)
+    if code in NARROW_FLOAT_DTYPES:  # exact: the float64 holds a narrow value
+        return narrow.narrow(bits.view(np.float64), code)
+    if code in FLOAT_DTYPES:
+        return bits.view(np.float64).astype(NUMPY_DTYPES[code])
+    return bits.astype(NUMPY_DTYPES[code])
 
 
 class ConstPool:
@@ -293,9 +313,7 @@ class ConstPool:
         dt = NUMPY_DTYPES[code]
         count = int(shapes.size[int(self.shape_id[const_id])])
         if count == 1:
-            bits = self.sval[const_id: const_id + 1]
-            one = bits.view(np.float64) if dt.kind == "f" else bits
-            arr = one.astype(dt).reshape(shape)
+            arr = scalar_from_bits(self.sval[const_id: const_id + 1], code).reshape(shape)
         else:
             start = int(self.offset[const_id])
             arr = self.data[start: start + count * dt.itemsize].view(dt).reshape(shape)
@@ -348,13 +366,18 @@ class ConstPoolBuilder:
         self._blob_ids.append(const_id)
         self._blobs.append(blob)
 
-    def add(self, value: np.ndarray, shape_id: int) -> int:
+    def add(self, value: np.ndarray, shape_id: int, code: int | None = None) -> int:
         """Intern one constant (already of a supported dtype); returns its const id.
 
         A constant of ``LARGE_CONST_BYTES`` or more is held by reference: the pool
         keeps a read-only view of ``value`` (C-contiguous ones are not copied).
+        ``code`` is the dtype when ``value.dtype`` does not say it: bfloat16 values
+        come as their uint16 storage (``irkernel.ir.narrow``).
         """
-        code = dtype_code(value.dtype)
+        code = dtype_code(value.dtype) if code is None else code
+        if value.dtype != NUMPY_DTYPES[code]:
+            raise ValueError(f"ConstPoolBuilder.add: a {DTYPE_NAMES[code]} constant is stored "
+                             f"as {NUMPY_DTYPES[code]}, got {value.dtype}")
         key: tuple[Any, ...]
         if value.size != 1 and value.nbytes >= LARGE_CONST_BYTES:
             held = np.ascontiguousarray(value).view()
@@ -391,9 +414,9 @@ class ConstPoolBuilder:
 
     def add_scalars(self, values: np.ndarray, code: int) -> np.ndarray:
         """Intern many scalars of one dtype at NumPy speed; returns int32 const ids."""
-        values = np.asarray(values, NUMPY_DTYPES[code]).ravel()
-        bits = (values.astype(np.float64).view(np.int64) if values.dtype.kind == "f"
-                else values.astype(np.int64))
+        values = narrow.to_storage(values, code).ravel()
+        bits = (narrow.widen(values, code).astype(np.float64).view(np.int64)
+                if code in FLOAT_DTYPES else values.astype(np.int64))
         uniq, inverse = np.unique(bits, return_inverse=True)
         keys = [(code, 0, b) for b in uniq.tolist()]  # C-speed loops over distinct values
         index = self._index
@@ -417,7 +440,7 @@ class ConstPoolBuilder:
         One dictionary step per constant and no array per constant (the text parser's
         bulk path); one-element and large constants go through :meth:`add`.
         """
-        flat = np.ascontiguousarray(flat, NUMPY_DTYPES[code]).ravel()
+        flat = np.ascontiguousarray(narrow.to_storage(flat, code)).ravel()
         item = flat.dtype.itemsize
         ends = np.cumsum(sizes.astype(np.int64))
         starts = ends - sizes
@@ -438,7 +461,7 @@ class ConstPoolBuilder:
                                             shape_ids.tolist(), strict=True)):
             if b - a == 1 or b - a >= big:
                 flush()
-                ids[j] = self.add(flat[a:b].copy(), sid)
+                ids[j] = self.add(flat[a:b].copy(), sid, code)
                 continue
             key = (code, sid, raw[a * item: b * item])
             cid = index.get(key)

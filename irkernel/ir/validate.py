@@ -77,6 +77,7 @@ _VALIDATED: weakref.WeakSet[Function] = weakref.WeakSet()
 
 #: The op-class masks hold one bit per opcode; beyond this the precise kernel runs alone.
 _MASK_BITS = 128
+_N_DTYPES = len(DTYPE_NAMES)  # an immutable int: kernels may read it as a global
 _ITEMSIZE = np.array([d.itemsize for d in NUMPY_DTYPES], np.int64)
 
 
@@ -103,7 +104,7 @@ def scan_structure_kernel(kind, a0, a1, extra, dtype, shape_id, attr_id, op_mask
     known_lo, known_hi, op0_lo, op0_hi = op_masks[0], op_masks[1], op_masks[2], op_masks[3]
     bin_lo, bin_hi, const_lo, const_hi = op_masks[4], op_masks[5], op_masks[6], op_masks[7]
     param_lo, param_hi, var_lo, var_hi = op_masks[8], op_masks[9], op_masks[10], op_masks[11]
-    n_dtypes = np.uint32(5)
+    n_dtypes = np.uint32(_N_DTYPES)
     shapes, attrs = np.uint32(n_shapes), np.uint32(n_attrs)
     bad = np.int64(0)
     bad_ids = False

@@ -33,7 +33,7 @@ from irkernel.ir.call_tir import bind_call_tir
 from irkernel.ir.checks import STRUCTURE_RULES, check_structure_kernel
 from irkernel.ir.errors import IRError, TypeInferenceError
 from irkernel.ir.function import _COLUMNS, Function
-from irkernel.ir.ids import DTYPE_NAMES, shape_problem
+from irkernel.ir.ids import DTYPE_NAMES, NUMPY_DTYPES, shape_problem
 from irkernel.ir.module import IRModule
 from irkernel.ir.operands import operand_list
 from irkernel.ir.pools import AttrTable, ConstPool, ShapeTable
@@ -90,7 +90,7 @@ def _check_tables(fname: str, func: Function) -> None:
     if len(pool) and (offset.min() < 0 or offset.max() > len(pool.data)):
         raise _fail(fname, None, None, "const pool offsets do not cover the data",
                     "const pool")
-    sizes = func.shapes.size[pool.shape_id] * np.array([np.dtype(d).itemsize for d in DTYPE_NAMES],
+    sizes = func.shapes.size[pool.shape_id] * np.array([d.itemsize for d in NUMPY_DTYPES],
                                                        np.int64)[pool.dtype]
     big = func.shapes.size[pool.shape_id] != 1
     for cid, arr in pool.external.items():  # one per large constant held by reference
@@ -98,7 +98,7 @@ def _check_tables(fname: str, func: Function) -> None:
             raise _fail(fname, None, None, f"const pool: constant {cid} held by reference is "
                         f"not in [0, {len(pool)})", "const pool")
         want = func.shapes[int(pool.shape_id[cid])]
-        if (not big[cid] or arr.dtype != np.dtype(DTYPE_NAMES[int(pool.dtype[cid])])
+        if (not big[cid] or arr.dtype != NUMPY_DTYPES[int(pool.dtype[cid])]
                 or arr.shape != want or arr.flags.writeable or not arr.flags.c_contiguous):
             raise _fail(fname, None, None, f"const pool: constant {cid} held by reference is "
                         f"{arr.dtype}{list(arr.shape)} (writeable={arr.flags.writeable}), expected "

@@ -17,11 +17,19 @@ from typing import Any
 
 import numpy as np
 
-from irkernel.ir import ops
+from irkernel.ir import narrow, ops
 from irkernel.ir.builder import GraphBuilder
 from irkernel.ir.errors import TypeInferenceError
 from irkernel.ir.function import Function
-from irkernel.ir.ids import BOOL, DTYPE_NAMES, ENC_VARIADIC, NUMPY_DTYPES, dtype_code
+from irkernel.ir.ids import (
+    BOOL,
+    DTYPE_NAMES,
+    ENC_VARIADIC,
+    INT_DTYPES,
+    NUMPY_DTYPES,
+    UNSIGNED_DTYPES,
+    dtype_code,
+)
 from irkernel.testing.bulk_kernels import (
     STATUS_EXTRA_FULL,
     STATUS_NO_FORM,
@@ -198,11 +206,13 @@ def const_values(rng: np.random.Generator, lane: int) -> np.ndarray:
     """A few dozen distinct scalars: small, exactly representable, some special (-0.0, 0, 1)."""
     if lane == BOOL:
         return np.array([False, True])
-    if NUMPY_DTYPES[lane].kind == "i":
+    if lane in UNSIGNED_DTYPES:
+        return np.arange(0, 17, dtype=NUMPY_DTYPES[lane])
+    if lane in INT_DTYPES:
         return np.arange(-8, 9, dtype=NUMPY_DTYPES[lane])
     grid = np.concatenate([[0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 3.0],
                            rng.integers(-24, 25, 40) / 8.0])
-    return grid.astype(NUMPY_DTYPES[lane])
+    return narrow.to_storage(grid, lane)  # exact in every float dtype (k / 8, |k| <= 24)
 
 
 def build_scalar_function(spec: Any, name: str = "main", private: bool = False,

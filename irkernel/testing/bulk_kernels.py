@@ -29,7 +29,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from irkernel.ir.ids import DTYPE_NAMES
 from irkernel.ir.jit import kernel
+
+#: Lanes (dtype codes) the kernels keep queues and rings for.
+N_LANES = len(DTYPE_NAMES)
 
 RING = 64  # recent members remembered per group (power of two)
 RES = 256  # reservoir of far members per group
@@ -87,7 +91,7 @@ def _merge_form_kernel(form_nslots, form_slot, form_out, qsize, ring_n, x):
     Runs only in the merge window. Returns (form or -1, new PRNG state).
     """
     best, best_score = -1, 0.0
-    used = np.zeros(5, np.int64)
+    used = np.zeros(N_LANES, np.int64)
     for f in range(form_nslots.shape[0]):
         used[:] = 0
         pops = 0
@@ -137,14 +141,14 @@ def wire_kernel(seed, param_lane, prefix_lane, n_rest, n_const_rest, const_lanes
     n_body = n_prefix + n_rest
     n_total = n_params + n_body
     n_forms = form_nslots.shape[0]
-    ring = np.zeros((4 * 5, RING), np.int32)
-    ring_n = np.zeros(4 * 5, np.int64)
-    res = np.zeros((4 * 5, RES), np.int32)
+    ring = np.zeros((4 * N_LANES, RING), np.int32)
+    ring_n = np.zeros(4 * N_LANES, np.int64)
+    res = np.zeros((4 * N_LANES, RES), np.int32)
     src_ring = np.zeros((4, RING), np.int32)  # recent non-duplicate op nodes by (class, dead)
     src_n = np.zeros(4, np.int64)
-    head = np.full(10, -1, np.int64)
-    tail = np.full(10, -1, np.int64)
-    qsize = np.zeros(10, np.int64)
+    head = np.full(2 * N_LANES, -1, np.int64)
+    tail = np.full(2 * N_LANES, -1, np.int64)
+    qsize = np.zeros(2 * N_LANES, np.int64)
     nxt = np.empty(n_total, np.int32)
     lane_of = np.empty(n_total, np.int8)
     ops_buf = np.empty(3, np.int64)
@@ -251,7 +255,7 @@ def wire_kernel(seed, param_lane, prefix_lane, n_rest, n_const_rest, const_lanes
                                 x, r = _step_kernel(x)
                                 if tries == 0 and dead == 0 and _low_unit_kernel(r) < P_BALANCE:
                                     best, best_l = 0, -1  # follow the longest FIFO
-                                    for ln in range(5):
+                                    for ln in range(N_LANES):
                                         s = qsize[2 * ln + 1]
                                         if cls == 0:
                                             s += qsize[2 * ln]

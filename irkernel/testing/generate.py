@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from irkernel.ir.function import Function
-from irkernel.ir.ids import NUMPY_DTYPES
+from irkernel.ir import narrow
+from irkernel.ir.ids import INT_DTYPES, NARROW_FLOAT_DTYPES, NUMPY_DTYPES
 from irkernel.ir.module import IRModule
 from irkernel.testing.spec import GraphSpec, as_spec
 
@@ -146,26 +147,30 @@ def random_inputs(func: Function | IRModule, seed: int = 0,
     rng = np.random.default_rng([seed, 0x1A9])
     out = []
     for p in func.params:
-        dt = NUMPY_DTYPES[int(func.dtype[p])]
+        code = int(func.dtype[p])
+        dt = NUMPY_DTYPES[code]
         shape = func.shapes[int(func.shape_id[p])]
         size = int(np.prod(shape, dtype=np.int64))
         if dt.kind == "b":
             arr = rng.random(size) < 0.5
-        elif dt.kind == "i":
-            arr = rng.integers(-50, 51, size).astype(dt)
+        elif code in INT_DTYPES:
+            info = np.iinfo(dt)
+            arr = rng.integers(max(int(info.min), -50), min(int(info.max), 50) + 1,
+                               size).astype(dt)
             if special_values:
-                info = np.iinfo(dt)
                 pick = rng.random(size)
                 arr[pick < 0.03] = info.max
                 arr[(pick >= 0.03) & (pick < 0.06)] = info.min
         else:
-            arr = (rng.standard_normal(size) * 2.0).astype(dt)
+            arr = (rng.standard_normal(size) * 2.0).astype(np.float64)
             if special_values:
                 pick = rng.random(size)
                 arr[pick < 0.02] = np.nan
                 arr[(pick >= 0.02) & (pick < 0.03)] = np.inf
                 arr[(pick >= 0.03) & (pick < 0.04)] = -np.inf
                 arr[(pick >= 0.04) & (pick < 0.05)] = -0.0
+            # float16/bfloat16 are rounded (bfloat16 as uint16 bits: irkernel.ir.narrow)
+            arr = narrow.to_storage(arr, code) if code in NARROW_FLOAT_DTYPES else arr.astype(dt)
         out.append(arr.reshape(shape).copy())
     return out
 

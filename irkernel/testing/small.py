@@ -30,11 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from irkernel.ir import ops
+from irkernel.ir import narrow, ops
 from irkernel.ir.builder import GraphBuilder
 from irkernel.ir.errors import TypeInferenceError
 from irkernel.ir.function import Function
-from irkernel.ir.ids import BOOL, DTYPE_NAMES, NUMPY_DTYPES, dtype_code
+from irkernel.ir.ids import BOOL, DTYPE_NAMES, INT_DTYPES, UNSIGNED_DTYPES, dtype_code
 from irkernel.testing.bulk import choose_outputs, leaf_count, param_lanes
 
 Shape = tuple[int, ...]
@@ -508,7 +508,7 @@ def build_small_function(spec: Any, name: str = "main", private: bool = False,
         if is_const[b]:
             lane = prefix[b] if b < len(prefix) else gen.lanes[int(rng.integers(len(gen.lanes)))]
             value = _const_value(gen, lane)
-            gen.add_node(bb.const(value), lane, value.shape, 1, 0, None, False)
+            gen.add_node(bb.const(value, DTYPE_NAMES[lane]), lane, value.shape, 1, 0, None, False)
             continue
         remaining = m - t
         excess = len(gen.unread) - spec.n_outputs
@@ -532,11 +532,12 @@ def _const_value(gen: _Gen, lane: int) -> np.ndarray:
     rng = gen.rng
     shape = () if rng.random() < 0.4 else gen.family[int(rng.integers(len(gen.family)))]
     size = int(np.prod(shape, dtype=np.int64))
-    dt = NUMPY_DTYPES[lane]
     if lane == BOOL:
         values = rng.random(size) < 0.5
-    elif dt.kind == "i":
+    elif lane in UNSIGNED_DTYPES:
+        values = rng.integers(0, 17, size)
+    elif lane in INT_DTYPES:
         values = rng.integers(-8, 9, size)
-    else:
+    else:  # k / 8 with |k| <= 255 or so: exact in float16 and bfloat16 too
         values = np.round(rng.standard_normal(size) * 16) / 8
-    return np.asarray(values, dt).reshape(shape)
+    return narrow.to_storage(values, lane).reshape(shape)

@@ -14,6 +14,10 @@ import numpy as np
 from irkernel.ir import ops
 from irkernel.ir.ids import DTYPE_NAMES
 
+#: The default dtypes of a GraphSpec: the five of irkernel 0.1 (float16 ... uint16 are
+#: opt-in, so that the graphs of a given seed stay the same).
+CLASSIC_DTYPES = DTYPE_NAMES[:5]
+
 _NOT_GENERATED = ("param", "const", "call_func", "call_tir")
 #: Ops a random graph may use by default: the ops of the original table (opcodes up to
 #: ``call_tir``) except the leaves and calls. Ops appended later (the elementwise ops,
@@ -81,7 +85,7 @@ class GraphSpec:
     n_nodes: int
     seed: int = 0
     ops: Any = DEFAULT_OPS
-    dtypes: tuple[str, ...] = DTYPE_NAMES
+    dtypes: tuple[str, ...] = CLASSIC_DTYPES
     shapes: str = "scalar"
     max_rank: int = 3
     max_dim: int = 4

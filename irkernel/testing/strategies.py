@@ -51,7 +51,7 @@ def graph_specs(**overrides: Any) -> SearchStrategy[GraphSpec]:
         "n_nodes": st.integers(1, 200),
         "seed": st.integers(0, 2**32 - 1),
         "ops": st.one_of(st.just(DEFAULT_OPS), ops_subset),
-        "dtypes": st.lists(st.sampled_from(DTYPE_NAMES), min_size=1, max_size=5,
+        "dtypes": st.lists(st.sampled_from(DTYPE_NAMES), min_size=1, max_size=6,
                            unique=True).map(tuple),
         "shapes": st.sampled_from(("scalar", "small")),
         "max_rank": st.integers(0, 3),

@@ -16,13 +16,17 @@ from typing import Any
 
 import numpy as np
 
+from irkernel.ir import narrow
 from irkernel.ir.errors import ParseError
 from irkernel.ir.ids import (
+    BFLOAT16,
     BOOL,
     DTYPE_NAMES,
+    FLOAT16,
     FLOAT32,
     FLOAT64,
     FLOAT_DTYPES,
+    NARROW_FLOAT_DTYPES,
     INT_DTYPES,
     numpy_dtype,
     shape_problem,
@@ -244,10 +248,14 @@ def operand_tokens(cur: Cursor) -> list[Token]:
 # constants
 # ---------------------------------------------------------------------------
 
+#: Mantissa bits of each float dtype.
+MANTISSA_BITS = {FLOAT32: 23, FLOAT64: 52, FLOAT16: 10, BFLOAT16: 7}
+
+
 def nan_from_bits(text: str, code: int, lineno: int, col: int) -> int:
     bits = int(text[len("nan:0x"):], 16)
     width = numpy_dtype(code).itemsize * 8
-    mant = width - (9 if width == 32 else 12)
+    mant = MANTISSA_BITS[code]
     exp_mask = ((1 << (width - 1 - mant)) - 1) << mant
     if bits >= 1 << width or (bits & exp_mask) != exp_mask or not bits & ((1 << mant) - 1):
         raise ParseError(f"{text} is not a {DTYPE_NAMES[code]} NaN bit pattern", lineno, col)
@@ -269,7 +277,13 @@ def literal(text: str, code: int, lineno: int, col: int) -> Any:
             return value
     elif text in ("nan", "inf") or text[:1] in NUMBER_START:  # number tokens and -inf
         value = float(text)
-        if abs(value) >= OVERFLOW[code] and text not in ("inf", "-inf"):
+        if code in NARROW_FLOAT_DTYPES:  # rounded as the builder will (through float32)
+            with np.errstate(over="ignore"):
+                overflows = bool(np.isinf(narrow.widen(narrow.narrow(np.array(value), code),
+                                                       code)))
+        else:
+            overflows = abs(value) >= OVERFLOW[code]
+        if overflows and text not in ("inf", "-inf"):
             raise ParseError(f"{text} overflows {DTYPE_NAMES[code]} (write inf if meant)",
                              lineno, col)
         return value
@@ -304,9 +318,10 @@ def const_array(lits: list[Token], is_list: bool, code: int, shape: tuple[int, .
             values.append(math.nan)
         else:
             values.append(literal(text, code, lineno, col))
-    arr = np.array(values, dtype=dt)
+    arr = (narrow.to_storage(np.array(values, np.float64), code) if code in NARROW_FLOAT_DTYPES
+           else np.array(values, dtype=dt))
     if nan_bits:
-        raw = arr.view(np.uint32 if dt.itemsize == 4 else np.uint64)
+        raw = arr.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[dt.itemsize])
         for i, bits in nan_bits:
             raw[i] = bits
     return arr.reshape(shape)

@@ -107,6 +107,8 @@ def _nan_bits(buf, p, e, code):
 def _element(buf, p, e, code, words):
     """(status, raw) of one element: status 0 bad, 1 done (raw bits), 2 a decimal float
     for the bulk conversion."""
+    if code > BOOL:  # the dtypes after bool (float16 ... uint16) take the careful path
+        return 0, 0
     if code == BOOL:
         if _same(buf, p, e, words[3]):
             return 1, 1

@@ -367,7 +367,7 @@ class _FunctionParser:
         value = const_array(lits, is_list, code, shape, cur.lineno)
         col = lits[0][2] if lits else cur.toks[0][2]
         try:
-            node = self.bb.const(value)
+            node = self.bb.const(value, code)
         except (TypeError, ValueError) as exc:  # defensive: the literals were checked
             raise ParseError(str(exc), cur.lineno, col) from None
         self.define(name, node, tidx, cur.lineno)

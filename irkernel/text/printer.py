@@ -19,7 +19,18 @@ import numpy as np
 
 from irkernel.ir import ops
 from irkernel.ir.function import PRINT_FUNCTION, Function
-from irkernel.ir.ids import BOOL, DTYPE_NAMES, FLOAT32, FLOAT64
+from irkernel.ir import narrow
+from irkernel.ir.ids import (
+    BOOL,
+    DTYPE_NAMES,
+    FLOAT16,
+    FLOAT32,
+    FLOAT64,
+    FLOAT_DTYPES,
+    NARROW_FLOAT_DTYPES,
+    NUMPY_DTYPES,
+)
+from irkernel.ir.pools import scalar_from_bits
 from irkernel.ir.module import PRINT_MODULE, IRModule
 from irkernel.ir.validate import validate_function
 from irkernel.text.emit import (
@@ -159,6 +170,28 @@ def _float32_strs(values: np.ndarray) -> list[str]:
     return out
 
 
+def _narrow_strs(values: np.ndarray, code: int) -> list[str]:
+    """Literals of float16/bfloat16 storage: the shortest float16 text (NumPy's), the
+    shortest float32 text of a bfloat16's value; each checked to read back (float64,
+    then float32, then the dtype: the parser's path) to the same bits, else the exact
+    decimal of the value. NaNs other than the canonical one are ``nan:0x<4 hex digits>``."""
+    wide = narrow.widen(values, code)
+    strs = values.astype(str) if code == FLOAT16 else wide.astype(str)
+    with np.errstate(all="ignore"):
+        back = narrow.narrow(strs.astype(np.float64), code)
+    bits = values.view(np.uint16)
+    nan = np.isnan(wide)
+    bad = np.flatnonzero(~nan & (back.view(np.uint16) != bits))
+    out = strs.tolist()
+    for i in bad.tolist():  # rare: double rounding changed the value
+        out[i] = repr(float(wide[i]))
+    canonical = int(narrow.narrow(np.array([np.nan]), code).view(np.uint16)[0])
+    for i in np.flatnonzero(nan).tolist():  # one per NaN element
+        b = int(bits[i])
+        out[i] = "nan" if b == canonical else f"nan:0x{b:04x}"
+    return out
+
+
 def format_values(values: np.ndarray, code: int) -> list[str]:
     """Literals of a flat array of dtype ``code``, one string per element."""
     if code == BOOL:
@@ -167,6 +200,8 @@ def format_values(values: np.ndarray, code: int) -> list[str]:
         strs = list(map(repr, values.tolist()))
     elif code == FLOAT32:
         strs = _float32_strs(values)
+    elif code in NARROW_FLOAT_DTYPES:
+        return _narrow_strs(values, code)
     else:
         return list(map(str, values.tolist()))
     _fix_nans(values, code, strs)
@@ -177,12 +212,12 @@ def _element_values(func: Function, code: int, const_ptr: np.ndarray, size: np.n
                     ) -> tuple[np.ndarray, np.ndarray]:
     """(element index, value) of every element of the constants of dtype ``code``, gathered
     with whole-array NumPy (a Python step only per constant held by reference)."""
-    pool, dt = func.consts, np.dtype(DTYPE_NAMES[code])
+    pool, dt = func.consts, NUMPY_DTYPES[code]
     of_code = pool.dtype == code
     scalars = np.flatnonzero(of_code & (size == 1))
     raw = pool.sval[scalars]
     at = [const_ptr[scalars]]
-    vals = [(raw.view(np.float64) if dt.kind == "f" else raw).astype(dt)]
+    vals = [scalar_from_bits(raw, code)]
     held = np.zeros(len(pool), bool)
     held[list(pool.external)] = True
     tensors = np.flatnonzero(of_code & (size > 1) & ~held)
@@ -212,7 +247,7 @@ def _literal_table(func: Function) -> tuple[np.ndarray, np.ndarray]:
     parts_bytes, parts_ptr, parts_at, base = [], [], [], 0
     for code in np.unique(pool.dtype).tolist():
         at, values = _element_values(func, code, const_ptr, size)
-        if code in (FLOAT32, FLOAT64):
+        if code in FLOAT_DTYPES:
             data, ptr = byte_table(format_values(values, code))
         else:
             data, ptr = int_texts_kernel(readonly(values.astype(np.int64)), code == BOOL)

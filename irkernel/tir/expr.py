@@ -36,7 +36,9 @@ from typing import Any
 
 import numpy as np
 
+from irkernel.ir import narrow
 from irkernel.ir.hooks import Hook
+from irkernel.ir.ids import DTYPE_NAMES
 from irkernel.tir import dtype as dt
 
 #: ``cls(a, b)`` with Python numbers converted and scalars broadcast: what the operators
@@ -237,11 +239,14 @@ class FloatImm(PrimExpr):
     def __post_init__(self) -> None:
         dtype = dt.normalize(self.dtype)
         if dtype not in dt.FLOAT_ELEMENTS:
-            raise TypeError(f"FloatImm: dtype must be float32 or float64, got {dtype!r}")
+            raise TypeError(f"FloatImm: dtype must be a float dtype, got {dtype!r}")
         if not isinstance(self.value, (int, float, np.floating, np.integer)) or isinstance(
                 self.value, bool):
             raise TypeError(f"FloatImm: value must be a float, got {self.value!r}")
         value = float(np.float32(self.value)) if dtype == "float32" else float(self.value)
+        if dtype in dt.NARROW_FLOAT_ELEMENTS:  # the float32 of the value rounded to dtype
+            code = DTYPE_NAMES.index(dtype)
+            value = float(narrow.widen(narrow.narrow(np.float64(self.value), code), code))
         _set(self, "value", value)
         _set(self, "dtype", dtype)
         _depth(self)

@@ -4,7 +4,9 @@ Slow on purpose (one Python step per loop iteration): every value is a NumPy
 array of ``lanes`` elements of the exact dtype, so float32 math stays float32
 and ints wrap exactly as the generated code does. The division rules match
 lowering: int ``x // 0``, ``x % 0``, truncating ``x / 0`` are 0; ``MIN / -1``
-wraps; float-to-int casts saturate (NaN is 0). Loop kinds do not change
+wraps; float-to-int casts saturate (NaN is 0). float16/bfloat16 values are float32
+in registers, rounded by a Cast to them and by a store (``irkernel.ir.narrow``), as in
+the generated code. Loop kinds do not change
 meaning (a parallel loop must not carry dependences; that is the author's
 contract, as in TVM). Reads outside a buffer raise IndexError naming it.
 Imports numpy, the TIR node modules and ``irkernel.ir.interp``, whose ``RUN_PRIM_FUNC``
@@ -20,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from irkernel.ir import narrow
+from irkernel.ir.ids import DTYPE_NAMES
 from irkernel.ir.interp import RUN_PRIM_FUNC
 from irkernel.ir.ops import scalar
 from irkernel.ir.ops.opcodes import BUILTIN_OP_NAMES, OP_ERF
@@ -98,13 +102,29 @@ def _float_to_int(x: np.ndarray, dtype: str) -> np.ndarray:
     return out
 
 
+def _round_narrow(value: np.ndarray, elem: str) -> np.ndarray:
+    """float32 values rounded to float16/bfloat16 and held as float32 (a register)."""
+    code = DTYPE_NAMES.index(elem)
+    return narrow.widen(narrow.narrow(value, code), code)
+
+
 def _cast(value: np.ndarray, target: str) -> np.ndarray:
     elem = dt.element(target)
     if elem == "bool":
         return value != 0
     if elem in dt.INT_ELEMENTS and value.dtype.kind == "f":
         return _float_to_int(value, elem)
+    if elem in dt.NARROW_FLOAT_ELEMENTS:
+        return _round_narrow(value, elem)
     return value.astype(elem)
+
+
+def _value_array(value: Any, dtype: str) -> np.ndarray:
+    """``[value]`` as a register: narrow floats rounded and held as float32."""
+    elem = dt.element(dtype)
+    if elem in dt.NARROW_FLOAT_ELEMENTS:
+        return _round_narrow(np.array([value], np.float64), elem)
+    return np.array([value], dtype=elem)
 
 
 _MATH: dict[str, Callable[..., np.ndarray]] = {
@@ -191,12 +211,12 @@ class _Interpreter:
     # -- expressions -------------------------------------------------------
     def eval(self, e: PrimExpr, env: Env) -> np.ndarray:
         if isinstance(e, (IntImm, FloatImm)):
-            return np.array([e.value], dtype=dt.element(e.dtype))
+            return _value_array(e.value, e.dtype)
         if isinstance(e, Var):
             return env[e.name]
         if isinstance(e, BinaryOp):
             out = _binary(e, self.eval(e.a, env), self.eval(e.b, env))
-            return np.asarray(out, dtype=dt.element(e.dtype))
+            return np.asarray(out, dtype=dt.register_numpy_dtype(e.dtype))
         if isinstance(e, BufferLoad):
             return self.load(e.buffer, e.indices, env)
         if isinstance(e, Not):
@@ -208,7 +228,7 @@ class _Interpreter:
             return _cast(self.eval(e.value, env), e.dtype)
         if isinstance(e, Call):
             args = [self.eval(a, env) for a in e.args]
-            return np.asarray(_MATH[e.op](*args), dtype=dt.element(e.dtype))
+            return np.asarray(_MATH[e.op](*args), dtype=dt.register_numpy_dtype(e.dtype))
         if isinstance(e, Ramp):
             base, stride = self.eval(e.base, env), self.eval(e.stride, env)
             return (base + stride * np.arange(e.lanes, dtype=base.dtype)).astype(base.dtype)
@@ -232,9 +252,13 @@ class _Interpreter:
     def load(self, buf: Buffer, indices: tuple[PrimExpr, ...], env: Env) -> np.ndarray:
         lanes = max((i.lanes for i in indices), default=1)
         if not indices:
-            return self.memory[buf.name].reshape(1).copy()
-        arr, idx = self._where(buf, indices, env, lanes)
-        return arr[idx].copy()
+            out = self.memory[buf.name].reshape(1).copy()
+        else:
+            arr, idx = self._where(buf, indices, env, lanes)
+            out = arr[idx].copy()
+        if dt.is_narrow_float(buf.dtype):  # stored narrow, float32 in registers
+            return narrow.widen(out, DTYPE_NAMES.index(buf.dtype))
+        return out
 
     # -- statements --------------------------------------------------------
     def exec(self, s: Stmt, env: Env) -> None:  # noqa: C901
@@ -243,6 +267,8 @@ class _Interpreter:
                 self.exec(x, env)
         elif isinstance(s, BufferStore):
             value = self.eval(s.value, env)
+            if dt.is_narrow_float(s.buffer.dtype):  # rounded as it is stored
+                value = narrow.narrow(value, DTYPE_NAMES.index(s.buffer.dtype))
             if not s.indices:
                 self.memory[s.buffer.name][()] = value[0]
                 return
@@ -263,7 +289,7 @@ class _Interpreter:
         elif isinstance(s, Allocate):
             shape = tuple(int(self.eval(x, env)[0]) for x in s.buffer.shape)
             saved = self.memory.get(s.buffer.name)
-            self.memory[s.buffer.name] = np.zeros(shape, dtype=s.buffer.dtype)
+            self.memory[s.buffer.name] = np.zeros(shape, dtype=dt.numpy_dtype(s.buffer.dtype))
             self.exec(s.body, env)
             if saved is not None:
                 self.memory[s.buffer.name] = saved
@@ -306,9 +332,9 @@ def run(func: PrimFunc, *args: Any) -> None:
     flat = bool(func.attrs.get("tir.flattened", False))
     for param, arg in zip(func.params, args, strict=True):
         if isinstance(param, Var):
-            env[param.name] = np.array([arg], dtype=param.dtype)
+            env[param.name] = _value_array(arg, param.dtype)
             continue
-        if not isinstance(arg, np.ndarray) or arg.dtype != np.dtype(param.dtype) \
+        if not isinstance(arg, np.ndarray) or arg.dtype != dt.numpy_dtype(param.dtype) \
                 or arg.ndim != param.ndim:
             raise TypeError(f"interpret: argument {param.name!r} must be a {param.ndim}-d "
                             f"{param.dtype} array, got {getattr(arg, 'dtype', type(arg))}")

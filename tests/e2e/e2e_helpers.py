@@ -20,6 +20,7 @@ import numpy as np
 import irkernel as ik
 import runtime
 from irkernel import ops
+from irkernel.ir import narrow
 
 #: Ops whose float results may differ from the interpreter by rounding.
 INEXACT_OPS = frozenset({"exp", "log", "tanh", "sigmoid", "power", "sum", "mean", "matmul",
@@ -28,7 +29,8 @@ INEXACT_OPS = frozenset({"exp", "log", "tanh", "sigmoid", "power", "sum", "mean"
                          # deterministic, so only the sign of a zero may differ
                          "max", "min"})
 #: Relative/absolute tolerance by float dtype for values downstream of an inexact op.
-TOLERANCE = {np.dtype(np.float32): 2e-4, np.dtype(np.float64): 1e-9}
+#: float16/bfloat16: a float32 result within 2e-4 may round to the neighbouring narrow value.
+TOLERANCE = {"float32": 2e-4, "float64": 1e-9, "float16": 2e-3, "bfloat16": 1.6e-2}
 
 
 def _bits(a: np.ndarray) -> np.ndarray:
@@ -57,7 +59,7 @@ def _inexact_functions(mod: ik.IRModule) -> dict[str, float]:
 
 
 def _tol(dtype_name: str) -> float:
-    return TOLERANCE.get(np.dtype(dtype_name), 0.0)
+    return TOLERANCE.get(dtype_name, 0.0)
 
 
 def inexact_nodes(func: ik.Function, callee_tol: dict[str, float]) -> np.ndarray:
@@ -91,13 +93,18 @@ def output_tolerances(mod: ik.IRModule | ik.Function, entry: str = "main") -> li
     return [float(need[int(o)]) for o in func.outputs]
 
 
-def compare(expected: np.ndarray, got: np.ndarray, tol: float, what: str) -> None:
+def compare(expected: np.ndarray, got: np.ndarray, tol: float, what: str,
+            dtype_name: str | None = None) -> None:
     """One output. ``tol == 0``: bitwise (any NaN matches any NaN). Else within ``tol``
     (at least the output dtype's own); NaN and +-inf positions must agree; non-float
-    values must be equal either way."""
+    values must be equal either way. ``dtype_name`` "bfloat16": the uint16 arrays are
+    compared as the float32 values they hold."""
     assert isinstance(got, np.ndarray), f"{what}: got {type(got).__name__}, not an ndarray"
     assert got.dtype == expected.dtype, f"{what}: dtype {got.dtype} != {expected.dtype}"
     assert got.shape == expected.shape, f"{what}: shape {got.shape} != {expected.shape}"
+    floor = TOLERANCE.get(dtype_name or expected.dtype.name, 0.0)
+    if dtype_name == "bfloat16":
+        expected, got = narrow.bfloat16_to_float32(expected), narrow.bfloat16_to_float32(got)
     if expected.dtype.kind != "f":
         np.testing.assert_array_equal(got, expected, err_msg=what)
         return
@@ -107,7 +114,7 @@ def compare(expected: np.ndarray, got: np.ndarray, tol: float, what: str) -> Non
         assert np.array_equal(_bits(expected[~nan_e]), _bits(got[~nan_g])), (
             f"{what}: values differ bitwise\nexpected {expected!r}\ngot      {got!r}")
         return
-    tol = max(tol, TOLERANCE[expected.dtype])
+    tol = max(tol, floor)
     np.testing.assert_allclose(got, expected, rtol=tol, atol=tol, equal_nan=True,
                                err_msg=what)
 
@@ -120,9 +127,11 @@ def assert_close_to_interpreter(mod: ik.IRModule | ik.Function, inputs: Sequence
     mod = mod if isinstance(mod, ik.IRModule) else ik.IRModule({entry: mod})
     expected = ik.interpret(mod, *inputs, entry=entry)
     assert len(got) == len(expected), f"{what}: {len(got)} outputs, expected {len(expected)}"
-    for k, (e, g, tol) in enumerate(zip(expected, got, output_tolerances(mod, entry),
-                                        strict=True)):
-        compare(np.asarray(e), g, tol, f"{what}: output {k}")
+    func = mod[entry]
+    dtypes = [func.node_type(int(o))[0] for o in func.outputs]
+    for k, (e, g, tol, d) in enumerate(zip(expected, got, output_tolerances(mod, entry), dtypes,
+                                           strict=True)):
+        compare(np.asarray(e), g, tol, f"{what}: output {k}", d)
 
 
 def build_and_run(mod: ik.IRModule | ik.Function, inputs: Sequence[np.ndarray],

@@ -132,6 +132,18 @@ def test_casts_at_the_edges_are_bit_identical() -> None:
               "int32": np.array([0, 1, -1, 2**31 - 1, -2**31, 2**24 + 1, 3] + [5] * 14,
                                 np.int32),
               "bool": np.array([True, False] * 10 + [True])}
+    with np.errstate(over="ignore"):
+        values["float16"] = np.concatenate([f64[:12], [65504.0, 65520.0, 65519.0, 2**-24,
+                                                       2**-25, 3 * 2**-26, 1e-8, 0.1, 7.0]]
+                                           ).astype(np.float16)
+    halves = (0x7FC0, 0xFFC1, 0x7F80, 0xFF80, 0x8000, 0x0001, 0x7F7F, 0xFF7F, 0x3F80,
+              0x3FC0, 0xC040, 0x4F00, 0xCF00, 0x5F00, 0xDF00, 0x4B80, 0x3F01, 0x0080, 0x4040,
+              0x4B00, 0x4F80)  # NaNs, infs, -0, subnormal, max, ints near 2**31/2**63 ...
+    values["bfloat16"] = np.array(halves, np.uint16)
+    for name in ("int8", "uint8", "int16", "uint16"):
+        info = np.iinfo(name)
+        values[name] = np.array([0, 1, info.max, info.min, info.max - 1, info.min + 1, 3,
+                                 100 % (info.max + 1)] * 2 + [2, 5, 7, 9, 11], name)
     for src in DTYPE_NAMES:
         bb = ik.GraphBuilder("main")
         x = bb.param("x", (21,), src)
@@ -144,7 +156,7 @@ def test_casts_at_the_edges_are_bit_identical() -> None:
 def test_integer_edges_wrap_like_the_interpreter() -> None:
     import irkernel as ik
 
-    for dtype in ("int32", "int64"):
+    for dtype in ("int32", "int64", "int8", "uint8", "int16", "uint16"):
         info = np.iinfo(dtype)
         bb = ik.GraphBuilder("main")
         x = bb.param("x", (8,), dtype)
@@ -154,6 +166,26 @@ def test_integer_edges_wrap_like_the_interpreter() -> None:
                 bb.call("max", bb.multiply(x, y), axis=0),
                 bb.call("matmul", x, y), bb.less(x, y), bb.equal(x, y)]
         mod = ik.IRModule({"main": bb.finish(outs)})
-        xs = [np.array([info.min, info.min, info.max, -7, 7, -7, 0, 5], dtype),
-              np.array([-1, 0, -1, 2, -2, -2, 0, info.max], dtype)]
+        m1 = info.max if info.min == 0 else -1  # unsigned: the largest value instead of -1
+        xs = [np.array([info.min, info.min, info.max, -7 % (info.max + 1) if info.min == 0
+                        else -7, 7, 9, 0, 5], dtype),
+              np.array([m1, 0, m1, 2, 3, 2, 0, info.max], dtype)]
         assert_close_to_interpreter(mod, xs, build_and_run(mod, xs), dtype)
+
+
+NEW_DTYPES = ("float16", "bfloat16", "int8", "uint8", "int16", "uint16")
+
+
+@settings(max_examples=30, deadline=None)
+@given(case=functions_with_inputs(module=True, special_values=True, shapes="small",
+                                  n_nodes=st.integers(1, 25), max_dim=st.integers(1, 3),
+                                  dtypes=st.lists(st.sampled_from(NEW_DTYPES), min_size=1,
+                                                  max_size=3, unique=True).map(
+                                      lambda ds: (*ds, "bool"))),
+       opt_level=st.sampled_from([None, 0, 3]))
+def test_random_modules_of_the_narrow_dtypes(case, opt_level) -> None:
+    """float16/bfloat16 (float32 compute, rounded once per op) and the small ints (wrapping)
+    through the whole pipeline equal the interpreter."""
+    mod, inputs = case
+    got = build_and_run(mod, inputs, opt_level=opt_level)
+    assert_close_to_interpreter(mod, inputs, got, f"narrow dtypes, opt_level {opt_level}")

@@ -152,3 +152,29 @@ def test_add_tensor_consts_interns_like_const() -> None:
     func = bb.finish(nodes.tolist())
     assert func.consts.value(int(func.a0[1]), func.shapes).tolist() == [[5.0]]
     assert func.consts.value(int(func.a0[2]), func.shapes).tolist() == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_narrow_float_constants_round_trip_bit_for_bit(dtype: str) -> None:
+    """Every float16/bfloat16 bit pattern (NaN payloads included) prints and parses back."""
+    from irkernel.ir import narrow
+
+    code = ik.ids.dtype_code(dtype)
+    bits = np.arange(2**16, dtype=np.uint16)
+    values = bits.view(np.float16) if dtype == "float16" else bits
+    bb = ik.GraphBuilder("main")
+    x = bb.param("x", (2**16,), dtype)
+    mod = ik.IRModule({"main": bb.finish([bb.add(x, bb.const(values, dtype))])})
+    back = ik.parse(mod.script())
+    got = back["main"].const_value(1)
+    assert got.dtype == narrow.to_storage(values, code).dtype
+    assert np.array_equal(got.view(np.uint16), bits)
+
+
+@pytest.mark.parametrize(("dtype", "text"), [("float16", "65520.0"), ("bfloat16", "3.4e38"),
+                                             ("int8", "128"), ("uint8", "-1"),
+                                             ("uint16", "65536")])
+def test_narrow_literals_out_of_range_are_errors(dtype: str, text: str) -> None:
+    src = f"@main = graph {{\n  %0 = const {text} : {dtype}[]\n  return %0\n}}\n"
+    with pytest.raises(ik.ParseError):
+        ik.parse(src)

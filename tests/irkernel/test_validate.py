@@ -73,7 +73,7 @@ def test_reproducer_2_interpret_script_and_hash() -> None:
     ("a0", 0, 1, r"node 0 \(param\): column a0: param position 1 is not in \[0, 1\)"),
     ("a0", 4, 3, r"node 4 \(concat\): column a0/a1: operands extra\[3:5\] lie outside extra"),
     ("extra", 1, 4, r"node 4 \(concat\): column extra: operand 4 is not earlier"),
-    ("dtype", 3, 9, r"node 3 \(add\): column dtype: dtype code 9 is not in \[0, 5\)"),
+    ("dtype", 3, 99, r"node 3 \(add\): column dtype: dtype code 99 is not in \[0, 11\)"),
     ("attr_id", 4, 7, r"node 4 \(concat\): column attr_id: attribute id 7 is not in"),
     ("params", 0, 1, r"node 1 \(exp\): column kind: is params\[0\] but not a param node"),
     ("outputs", 0, -1, r"column outputs: outputs\[0\] = -1 is not a node id in \[0, 5\)"),

@@ -180,7 +180,7 @@ MALFORMED = {
                  "shape id out of range"),
     "attr id": (dict(attr_id=_set(4, 50)), r"node 4 \(exp\): bad value 50",
                 "attribute id out of range"),
-    "dtype code": (dict(dtype=_set(4, 9)), r"node 4 \(exp\): bad value 9",
+    "dtype code": (dict(dtype=_set(4, 99)), r"node 4 \(exp\): bad value 99",
                    "dtype code out of range"),
     "shape mismatch": (dict(shape_id=_set(4, 0)),
                        re.escape("node 4 (exp): declared type float32[] differs from the "
@@ -304,7 +304,7 @@ def test_rejects_const_pool_that_does_not_cover_its_data():
     bad = ConstPool(pool.dtype, pool.shape_id, pool.sval, pool.offset, pool.data[:4])
     with pytest.raises(ik.IRError, match=r"main: const pool offsets do not cover the data"):
         ik.verify(patched(consts=bad))
-    bad = ConstPool(np.array([7], np.int8), pool.shape_id, pool.sval, pool.offset, pool.data)
+    bad = ConstPool(np.array([99], np.int8), pool.shape_id, pool.sval, pool.offset, pool.data)
     with pytest.raises(ik.IRError, match=r"main: const pool has a bad dtype"):
         ik.verify(patched(consts=bad))
 

@@ -17,6 +17,7 @@ import irkernel as ik
 import passes
 import runtime
 from irkernel import ops, transform
+from irkernel.ir import narrow
 from irkernel.ir.errors import TypeInferenceError
 from irkernel.ir.rebuild import rebuild
 from irkernel.testing import (
@@ -56,7 +57,26 @@ def legalize(mod: ik.IRModule | ik.Function) -> ik.IRModule:
     return out
 
 
-def close(expected: list[np.ndarray], got: list[np.ndarray], exact: bool, what: str = "") -> None:
+#: Tolerance of inexact ops by float dtype (float16/bfloat16: one unit in the last place,
+#: as the float32 result may round either way).
+FLOAT_TOL = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12,
+             np.dtype(np.float16): 2e-3}
+BFLOAT16_TOL = 1.6e-2
+
+
+def bfloat16_as_float32(values: list[np.ndarray], dtypes: list[str]) -> list[np.ndarray]:
+    """The bfloat16 outputs (uint16 bits) as float32 values, so that any NaN matches any
+    NaN and tolerances apply; other outputs as given."""
+    return [narrow.bfloat16_to_float32(v) if d == "bfloat16" else v
+            for v, d in zip(values, dtypes, strict=True)]
+
+
+def output_dtypes(mod: ik.IRModule) -> list[str]:
+    return [mod["main"].node_type(int(o))[0] for o in mod["main"].outputs]
+
+
+def close(expected: list[np.ndarray], got: list[np.ndarray], exact: bool, what: str = "",
+          tol_floor: float = 0.0) -> None:
     if exact:
         assert_same_results(expected, got, what)
         return
@@ -64,7 +84,7 @@ def close(expected: list[np.ndarray], got: list[np.ndarray], exact: bool, what: 
     for e, g in zip(expected, got, strict=False):
         assert e.dtype == g.dtype and e.shape == g.shape, what
         if e.dtype.kind == "f":
-            tol = 1e-5 if e.dtype == np.float32 else 1e-12
+            tol = max(FLOAT_TOL[e.dtype], tol_floor)
             np.testing.assert_allclose(g, e, rtol=tol, atol=tol, equal_nan=True, err_msg=what)
         else:
             np.testing.assert_array_equal(g, e, err_msg=what)
@@ -200,13 +220,15 @@ def test_every_op_and_dtype_matches_the_interpreter(name, dtype, shapes, attrs) 
     out = legalize(mod)
     for seed in (0, 1):
         inputs = random_inputs(mod, seed=seed, special_values=True)
-        expected = ik.interpret(mod, *inputs)
-        got = ik.interpret(out, *inputs)
-        exact = name not in INEXACT or dtype not in ("float32", "float64")
+        dtypes = output_dtypes(mod)
+        expected = bfloat16_as_float32(ik.interpret(mod, *inputs), dtypes)
+        got = bfloat16_as_float32(ik.interpret(out, *inputs), dtypes)
+        exact = name not in INEXACT or not dtype.startswith(("float", "bfloat"))
         if name in EITHER_ZERO and dtype.startswith("float"):  # np.max: either signed zero
             np.testing.assert_array_equal(got[0], expected[0])
             continue
-        close(expected, got, exact, f"{name} {dtype} {shapes} {attrs}")
+        close(expected, got, exact, f"{name} {dtype} {shapes} {attrs}",
+              BFLOAT16_TOL if dtype == "bfloat16" else 0.0)
 
 
 def test_every_op_has_a_template() -> None:
@@ -388,6 +410,8 @@ def test_every_compiled_template_matches_the_interpreter() -> None:
     cases, prims = [], {}
     for p in OP_DTYPE_CASES:
         name, dtype, shapes, attrs = p.values
+        if dtype in ("float16", "bfloat16"):  # wrapped in casts: test_narrow_floats_compiled
+            continue
         mod = single_op(name, dtype, shapes, attrs)
         out = passes.LegalizeOps()(mod)
         callee = out["main"].node_attrs(int(out["main"].outputs[0]))["callee"]
@@ -398,7 +422,7 @@ def test_every_compiled_template_matches_the_interpreter() -> None:
     for name, mod, key, (dtype, shape) in cases:
         inputs = random_inputs(mod, seed=5, special_values=True)
         (expected,) = ik.interpret(mod, *inputs)
-        got = np.empty(shape, dtype)
+        got = np.empty(shape, ik.ids.NUMPY_DTYPES[ik.ids.dtype_code(dtype)])
         ex[key](*inputs, got)
         if expected.dtype.kind == "f" and name in EITHER_ZERO:  # either signed zero
             np.testing.assert_array_equal(got, expected)
@@ -406,6 +430,35 @@ def test_every_compiled_template_matches_the_interpreter() -> None:
             close([expected], [got], exact=False, what=f"{name} {key}")
         else:
             assert same_value(expected, got) is None, (name, expected, got)
+
+
+def test_narrow_floats_compiled_match_the_interpreter() -> None:
+    """Every float16/bfloat16 case above through runtime.build, as whole modules (their ops
+    compute in float32 between casts, which FuseOps fuses): one module of all cases."""
+    funcs, cases = {}, []
+    for p in OP_DTYPE_CASES:
+        name, dtype, shapes, attrs = p.values
+        if dtype not in ("float16", "bfloat16") or p.marks:
+            continue
+        if any(0 in shape for shape in shapes):  # runtime.build refuses an empty cumsum
+            continue  # output in any dtype ("never writes its output"): not about dtypes
+        key = f"c{len(cases)}"
+        func = single_op(name, dtype, shapes, attrs)["main"]
+        funcs[key] = func.with_attr("global_symbol", key)
+        cases.append((key, name, dtype))
+    mod = ik.IRModule(funcs)
+    ex = runtime.build(mod)
+    for key, name, dtype in cases:
+        inputs = random_inputs(mod[key], seed=5, special_values=True)
+        single = ik.IRModule({"main": mod[key].with_attr("global_symbol", "main")})
+        dtypes = output_dtypes(single)
+        expected = bfloat16_as_float32(ik.interpret(single, *inputs), dtypes)
+        got = bfloat16_as_float32(ex[key](*inputs), dtypes)
+        if name in EITHER_ZERO:
+            np.testing.assert_array_equal(got[0], expected[0])
+        else:
+            close(expected, got, name not in INEXACT, f"{name} {dtype} {key}",
+                  BFLOAT16_TOL if dtype == "bfloat16" else 0.0)
 
 
 def test_legalizes_a_1e5_op_graph() -> None:

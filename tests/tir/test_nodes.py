@@ -50,7 +50,7 @@ def test_immediates_fit_their_dtype():
     assert tir.FloatImm(0.1, "float32").value == float(np.float32(0.1))
     assert tir.FloatImm(0.1, "float32") == tir.FloatImm(float(np.float32(0.1)), "float32")
     with pytest.raises(ValueError, match="unsupported TIR dtype"):
-        tir.IntImm(1, "int16")
+        tir.IntImm(1, "int4")
 
 
 def test_vector_nodes_and_broadcasting():

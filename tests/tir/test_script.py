@@ -130,7 +130,7 @@ def test_values_are_converted_and_broadcast_on_store() -> None:
      SyntaxError, "must directly follow a T.If"),
     ("def f(a: T.Buffer((4,), 'int32')):\n    a[0] = 1.5", TypeError,
      "float constant 1.5 in a int32 expression"),
-    ("def f(a: T.Buffer((4,), 'int16')):\n    pass", ValueError, "unsupported TIR dtype"),
+    ("def f(a: T.Buffer((4,), 'int4')):\n    pass", ValueError, "unsupported TIR dtype"),
     ("def f(a: T.Buffer((4,), 'float32')):\n    a[0, 1] = 1.0", IndexError,
      "2 indices for a 1-d buffer"),
 ])

@@ -30,6 +30,9 @@ def _shape_like(a: np.ndarray) -> bool:
     return a.ndim == 1 and a.size <= 16
 
 
+_BFLOAT16 = onnx.helper.tensor_dtype_to_np_dtype(onnx.TensorProto.BFLOAT16)
+
+
 class IrkernelRep(BackendRep):
     """A prepared model: ``run(inputs)`` returns the outputs in graph order.
 
@@ -64,7 +67,11 @@ class IrkernelRep(BackendRep):
             # onnxruntime accepts a (1,) array for a declared scalar, and so does this
             fixed.append(a.reshape(shape) if a.shape != shape and a.size == int(
                 np.prod(shape, dtype=np.int64)) else a)
-        return list(run(*fixed)) if run is not None else interpret(mod, *fixed)
+        outs = list(run(*fixed)) if run is not None else interpret(mod, *fixed)
+        # bfloat16 travels as uint16 bits (irkernel.ir.narrow); onnx hands out and expects
+        # ml_dtypes.bfloat16 arrays (onnx's own dependency, reached through onnx's helper)
+        return [o.view(_BFLOAT16) if params.node_type(int(node))[0] == "bfloat16" else o
+                for o, node in zip(outs, params.outputs.tolist(), strict=True)]
 
     def _specialize(self, arrays: list[np.ndarray]) -> tuple[IRModule, Any, list[np.ndarray]]:
         bound = {n: a for n, a in zip(self.input_names, arrays, strict=True)
@@ -92,6 +99,7 @@ class IrkernelRep(BackendRep):
                 keep = set(self.input_names)
                 arrays = [a for a, n in zip(arrays, self._all_inputs, strict=True) if n in keep]
         arrays = [np.ascontiguousarray(a) for a in arrays]
+        arrays = [a.view(np.uint16) if a.dtype == _BFLOAT16 else a for a in arrays]
         if self.module is not None:
             return tuple(self._call(self.module, self._run, arrays))
         mod, run, rest = self._specialize(arrays)

@@ -32,7 +32,9 @@ import numpy as np
 from irkernel.ir import ops
 from irkernel.ir.builder import GraphBuilder
 from irkernel.ir.errors import TypeInferenceError
-from irkernel.ir.ids import DTYPE_NAMES, dtype_code, shape_problem
+from irkernel.ir import narrow
+from irkernel.ir.ids import BFLOAT16, DTYPE_NAMES, NUMPY_DTYPES, dtype_code, shape_problem
+from irkernel.ir.interp import evaluate_op
 
 Shape = tuple[int, ...]
 
@@ -121,18 +123,21 @@ class Context:
         self._const_nodes: dict[int, tuple[np.ndarray, int]] = {}  # id(array) -> (array, node)
 
     # -- constants --------------------------------------------------------------
-    def const(self, value: Any, dtype: Any = None) -> Value:
-        """A constant value (not in the graph until an op reads it)."""
+    def const(self, value: Any, dtype: Any = None, code: int | None = None) -> Value:
+        """A constant value (not in the graph until an op reads it). ``code``: its dtype
+        when the array's does not say it (bfloat16 as uint16 bits, ``irkernel.ir.narrow``);
+        ``ml_dtypes.bfloat16`` arrays (onnx's) become such bits."""
         arr = np.asarray(value) if dtype is None else np.asarray(value, dtype=dtype)
-        if self._uniform_value(arr) is not None:  # a view from full(): kept lazy
-            return Value(dtype_code(arr.dtype), arr.shape, const=arr)
-        if arr.dtype == np.float16:
-            arr = arr.astype(np.float32)
-        try:
-            code = dtype_code(arr.dtype)
-        except ValueError:
-            raise self.error(f"constant of dtype {arr.dtype} is not supported "
-                             f"({', '.join(DTYPE_NAMES)})") from None
+        if code is None:
+            try:
+                code = dtype_code(arr.dtype)
+            except ValueError:
+                raise self.error(f"constant of dtype {arr.dtype} is not supported "
+                                 f"({', '.join(DTYPE_NAMES)})") from None
+        if code == BFLOAT16:
+            arr = narrow.to_storage(arr, code)
+        elif self._uniform_value(arr) is not None:  # a view from full(): kept lazy
+            return Value(code, arr.shape, const=arr)
         if not arr.flags.c_contiguous:
             arr = np.ascontiguousarray(arr)
         return Value(code, arr.shape, const=arr)
@@ -143,10 +148,7 @@ class Context:
         C-contiguous array per distinct shape and value). Reshaping, transposing or
         broadcasting it at import makes another view (see :meth:`emit`), so the light models'
         weights (vgg19: 575 MB) are allocated once, in their final layout."""
-        fill = np.asarray(value)
-        if fill.dtype == np.float16:
-            fill = fill.astype(np.float32)
-        fill = fill.reshape(())
+        fill = np.asarray(value).reshape(())
         arr = np.broadcast_to(fill, self.check_shape(shape, "the constant's shape"))
         self._uniform[id(arr)] = (weakref.ref(arr), fill)
         return arr
@@ -189,7 +191,7 @@ class Context:
 
     def scalar(self, value: Any, like: Value) -> Value:
         """A 0-d constant of ``like``'s dtype."""
-        return self.const(np.asarray(value, dtype=DTYPE_NAMES[like.dtype]))
+        return self.const(narrow.to_storage(np.asarray(value), like.dtype), code=like.dtype)
 
     def node(self, v: Value) -> int:
         """The graph node of ``v`` (a constant is added once, on first use)."""
@@ -201,9 +203,10 @@ class Context:
             return hit[1]
         fill = self._uniform_value(v.const)
         if fill is not None and v.const.size > FOLD_MAX_ELEMENTS:  # made at run time instead
-            node = self.bb.call("broadcast_to", self.bb.const(fill), shape=v.const.shape)
+            node = self.bb.call("broadcast_to", self.bb.const(fill, DTYPE_NAMES[v.dtype]),
+                                shape=v.const.shape)
         else:
-            node = self.bb.const(self._materialize(v.const))
+            node = self.bb.const(self._materialize(v.const), DTYPE_NAMES[v.dtype])
         self._const_nodes[id(v.const)] = (v.const, node)
         return node
 
@@ -233,8 +236,9 @@ class Context:
             if max(_count(shape), *(v.const.size for v in operands)) > FOLD_MAX_ELEMENTS:
                 # too large to fold (to allocate, or to read): a run-time op
                 return self._emit_node(op, operands, attrs)
-            out = opdef.reference([v.const for v in operands], normalized)  # type: ignore[misc]
-            out = np.ascontiguousarray(np.asarray(out).astype(DTYPE_NAMES[code], copy=False))
+            out = evaluate_op(opdef, [v.const for v in operands], [v.dtype for v in operands],
+                              normalized, code)  # the interpreter's rule for narrow floats
+            out = np.ascontiguousarray(np.asarray(out).astype(NUMPY_DTYPES[code], copy=False))
             if out.shape != tuple(shape):
                 out = out.reshape(shape)
             return Value(code, shape, const=out)

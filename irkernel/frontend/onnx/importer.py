@@ -61,7 +61,10 @@ from irkernel.ir.module import IRModule
 ONNX_DTYPES: dict[int, str] = {
     onnx.TensorProto.FLOAT: "float32", onnx.TensorProto.DOUBLE: "float64",
     onnx.TensorProto.INT32: "int32", onnx.TensorProto.INT64: "int64",
-    onnx.TensorProto.BOOL: "bool",
+    onnx.TensorProto.BOOL: "bool", onnx.TensorProto.FLOAT16: "float16",
+    onnx.TensorProto.BFLOAT16: "bfloat16", onnx.TensorProto.INT8: "int8",
+    onnx.TensorProto.UINT8: "uint8", onnx.TensorProto.INT16: "int16",
+    onnx.TensorProto.UINT16: "uint16",
 }
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 import irkernel.ir.ops.scalar as scalar
-from irkernel.ir.ids import dtype_code, numpy_dtype
+from irkernel.ir.ids import NARROW_FLOAT_DTYPES, dtype_code, numpy_dtype
 from irkernel.ir.ops.type_rules import normalize_axes, permutation
 
 Reference = Callable[[Sequence[np.ndarray], Mapping[str, Any]], np.ndarray]
@@ -80,18 +80,23 @@ def relu(x: np.ndarray) -> np.ndarray:
 
 
 def astype_reference(x: np.ndarray, code: int) -> np.ndarray:
-    """Conversion with NaN -> 0 and saturation for float -> int (see ``irkernel.ir.ops``)."""
-    dt = numpy_dtype(code)
-    if x.dtype.kind == "f" and dt.kind == "i":
+    """Conversion with NaN -> 0 and saturation for float -> int (see ``irkernel.ir.ops``).
+
+    A float16/bfloat16 target gives float32 values: the caller rounds them to the narrow
+    dtype (``irkernel.ir.narrow``; ``x`` is float32 too when it was narrow)."""
+    dt = np.dtype(np.float32) if code in NARROW_FLOAT_DTYPES else numpy_dtype(code)
+    if x.dtype.kind == "f" and dt.kind in "iu":
         info = np.iinfo(dt)
-        hi = float(2 ** (info.bits - 1))
+        lo, top = float(info.min), float(info.max) + 1.0  # both exact powers of two (or 0)
         with np.errstate(invalid="ignore"):
-            inside = (x >= -hi) & (x < hi)
+            inside = (x >= lo) & (x < top)
             out = np.trunc(np.where(inside, x, 0)).astype(dt)
-            out = np.where(x >= hi, info.max, out)
-            out = np.where(x < -hi, info.min, out).astype(dt)
+            out = np.where(x >= top, info.max, out)
+            out = np.where(x < lo, info.min, out).astype(dt)
         return np.asarray(out)
     with np.errstate(all="ignore"):
+        if x.dtype.kind == "f" and x.dtype.itemsize == 8 and code in NARROW_FLOAT_DTYPES:
+            x = x.astype(np.float32)  # narrow floats convert through float32
         return np.asarray(x.astype(dt))
 
 

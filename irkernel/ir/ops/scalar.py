@@ -288,6 +288,8 @@ def scalar_eval_kernel(op, dt, odt, fx, ix, fy, iy, fz, iz):
     Operands: x = (fx, ix), y = (fy, iy), z = (fz, iz) (where: cond, x, y).
     Returns ok=False in a third slot for ops it does not evaluate.
     """
+    if dt > BOOL or odt > BOOL:  # float16 ... uint16 (codes after bool): NumPy evaluates them
+        return 0.0, np.int64(0), False
     is_float = odt == FLOAT32 or odt == FLOAT64
     is_f32 = odt == FLOAT32
     if op == OP_WHERE:

@@ -25,11 +25,13 @@ from irkernel.frontend.onnx.common import (
     norm_axis,
     register,
 )
+from irkernel.ir.ids import DTYPE_NAMES
 
 Args = list["Value | None"]
-ONNX_TO_NUMPY = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64",
-                  9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64"}
-_SUPPORTED = ("float32", "float64", "int32", "int64", "bool")
+ONNX_TO_NUMPY = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32",
+                 7: "int64", 9: "bool", 10: "float16", 11: "float64", 12: "uint32",
+                 13: "uint64", 16: "bfloat16"}
+_SUPPORTED = DTYPE_NAMES
 _INT64_MAX = 2**63 - 1
 
 
@@ -435,7 +437,7 @@ class ConstantOfShape(OnnxOpConverter):
     def _impl_v9(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         shape = tuple(int(d) for d in ctx.const_value(_opt(args, 0), "input 'shape'").tolist())
         fill = np.asarray(attrs.get("value", np.zeros(1, np.float32))).reshape(-1)
-        if fill.dtype.name not in _SUPPORTED and fill.dtype != np.float16:
+        if fill.dtype.name not in _SUPPORTED:
             raise ctx.error(f"value of dtype {fill.dtype} is not supported")
         return ctx.const(ctx.full(shape, fill[0]))
 
