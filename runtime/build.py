@@ -151,9 +151,7 @@ def build_context(opt_level: int | None) -> Iterator[transform.PassContext]:
     if opt_level is None or opt_level == ctx.opt_level:
         yield ctx
         return
-    derived = transform.PassContext(opt_level=opt_level, required_pass=ctx.required_pass,
-                                    disabled_pass=ctx.disabled_pass, config=dict(ctx.config),
-                                    reproducer_dir=ctx.reproducer_dir)
+    derived = ctx.derive(opt_level=opt_level)
     with derived:
         # NOTE: private on purpose; see the docstring (no enter/exit hook calls).
         derived._set_instruments(ctx.instruments)

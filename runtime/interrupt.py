@@ -142,8 +142,7 @@ def _run_in_copy(ctx: transform.PassContext, stop: threading.Event,
     """``work()`` in a context with ``ctx``'s options and config, its instruments (not
     entered again: the caller's context entered them) and a :class:`StopCheck`; the
     result and the copy's statistics."""
-    copy = transform.PassContext(opt_level=ctx.opt_level, required_pass=ctx.required_pass,
-                                 disabled_pass=ctx.disabled_pass, config=dict(ctx.config))
+    copy = ctx.derive()
     with copy:
         # NOTE: private on purpose, as in runtime.build.build_context: no enter/exit hooks.
         copy._set_instruments((*ctx.instruments, StopCheck(stop)))

@@ -51,9 +51,7 @@ class BisectResult:
 
 def _run(pipeline: Pass, mod: IRModule, base: PassContext,
          limit: int) -> tuple[IRModule, PassContext]:
-    config = {**base.config, "irkernel.bisect_limit": limit}
-    ctx = PassContext(opt_level=base.opt_level, required_pass=base.required_pass,
-                      disabled_pass=base.disabled_pass, config=config)
+    ctx = base.derive(config={**base.config, "irkernel.bisect_limit": limit})
     with ctx:
         out = pipeline(mod, ctx)
     return out, ctx

@@ -233,6 +233,18 @@ class PassContext:
             self._set_instruments(())
             raise
 
+    def derive(self, **changes: Any) -> PassContext:
+        """A new context with this one's options (opt_level, required and disabled passes,
+        config, reproducer_dir), ``changes`` replacing some; no instruments. The one way
+        to copy a context, so an option added later travels everywhere a context is
+        copied (a build's worker thread, a bisection step)."""
+        options: dict[str, Any] = {
+            "opt_level": self.opt_level, "required_pass": self.required_pass,
+            "disabled_pass": self.disabled_pass, "config": dict(self.config),
+            "reproducer_dir": self.reproducer_dir}
+        options.update(changes)
+        return PassContext(**options)
+
     def override_instruments(self, instruments: Iterable[PassInstrument] | None) -> None:
         """Exit the current instruments, then install and enter ``instruments``.
 

@@ -220,7 +220,7 @@ BULK_VALUE_ERRORS = {
                 "node 2 .*attribute id out of range"),
     "shape id": (dict(kind=_i16(ops.OP_EXP), a0=_i32(0), dtype=np.zeros(1, np.int8),
                       shape_id=_i32(40)), "node 2 .*shape id out of range"),
-    "dtype code": (dict(kind=_i16(ops.OP_EXP), a0=_i32(0), dtype=np.array([9], np.int8),
+    "dtype code": (dict(kind=_i16(ops.OP_EXP), a0=_i32(0), dtype=np.array([99], np.int8),
                         shape_id=_i32(1)), "node 2 .*dtype code out of range"),
     "type rule": (dict(kind=_i16(ops.OP_EXP, ops.OP_ADD), a0=_i32(0, 0), a1=_i32(NONE, 1)),
                   r"node 3: add: operand dtype bool not supported "

@@ -228,8 +228,8 @@ def test_rules_reject_bad_operands_naming_them():
          pad_width=(1, 1))
     _bad("pad", [((2, 2), f32), ((), f32)], r"must hold 4 values", pad_width=(1, 1))
     _bad("pad", [((2,), f32), ((), f32)], r"negative entry", pad_width=(-1, 1))
-    _bad("pad", [((2,), f32), ((), f32)], r"unknown mode 'wrap'", pad_width=(1, 1),
-         mode="wrap")
+    _bad("pad", [((2,), f32), ((), f32)], r"unknown mode .circular.", pad_width=(1, 1),
+         mode="circular")
     _bad("pad", [((0,), f32), ((), f32)], r"cannot pad the empty axis 0", pad_width=(1, 1),
          mode="edge")
     _bad("scatter_nd", [((4,), f32), ((2, 1), "float32"), ((2,), f32)], "must be int64")
