@@ -72,8 +72,10 @@ def test_parallel_equals_serial(pass_name: str, spec: GraphSpec,
     _check_all_splits(ik.IRModule({"main": random_function(spec)}), pass_name, monkeypatch)
 
 
-def test_parallel_equals_serial_at_default_chunks() -> None:
-    """A graph large enough for the default thresholds: 1 thread vs 2 threads."""
+def test_parallel_equals_serial_at_default_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A graph split at the default chunk size: 1 thread vs 2 threads (splitting is off
+    by default, ``jit.PARALLEL_MIN_NODES``: on here at the size it was written for)."""
+    monkeypatch.setattr(jit, "PARALLEL_MIN_NODES", 1 << 17)
     mod = ik.IRModule({"main": random_function(GraphSpec(n_nodes=3 * jit.PARALLEL_MIN_NODES,
                                                          seed=5, duplicate_fraction=0.2))})
     o2 = transform.get_pass("O2")
@@ -121,10 +123,12 @@ def test_hash_collisions_fall_back_to_the_serial_table(monkeypatch: pytest.Monke
     assert np.array_equal(rep, want)
 
 
-def test_one_parallel_sweep_at_a_time() -> None:
+def test_one_parallel_sweep_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """Numba's workqueue layer aborts on concurrent parallel kernels: a sweep that finds
     another running goes serially (it is one of several passes running at once)."""
     from irkernel.ir import jit
+
+    monkeypatch.setattr(jit, "PARALLEL_MIN_NODES", 1 << 17)
 
     with jit.parallel_sweep(10**8) as outer:
         with jit.parallel_sweep(10**8) as inner:
