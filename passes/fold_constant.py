@@ -94,13 +94,16 @@ def operands_known(i, lo, kind, a0, a1, extra, op_encoding, op_pure, state):
     deferred = False
     for j in range(count):
         v = extra[first + j] if enc == ENC_VARIADIC else (a0[i] if j == 0 else a1[i])
-        kv = kind[v]
-        if v >= lo or op_encoding[kv] == ENC_CONST:
+        if v >= lo:  # the common case (the serial sweep: lo = 0): no load of kind[v]
             s = state[v]
-        elif op_encoding[kv] == ENC_PARAM or not is_foldable_op(kv, op_pure):
-            return False, False, False
         else:
-            s = DEFERRED
+            kv = kind[v]
+            if op_encoding[kv] == ENC_CONST:
+                s = state[v]
+            elif op_encoding[kv] == ENC_PARAM or not is_foldable_op(kv, op_pure):
+                return False, False, False
+            else:
+                s = DEFERRED
         if s == UNKNOWN:
             return False, False, False
         if s == DEFERRED:
