@@ -194,8 +194,23 @@ def fold_sweep_kernel(kind, a0, a1, extra, dtype, shape_id, shape_size, op_encod
             continue
         if not is_foldable_op(k, op_pure):
             continue
-        known, all_scalar, _ = operands_known(i, 0, kind, a0, a1, extra, op_encoding, op_pure,
-                                              state)
+        # operands_known(i, 0, ...) written out: inlined, its tuple return and early exits
+        # made this sweep 1.8x slower (FoldConstant at 4e5 nodes: 23 ms against 13 ms), and
+        # the serial sweep has no DEFERRED operands to look for
+        if enc == ENC_VARIADIC:
+            first, count = a0[i], a1[i]
+        else:
+            first, count = 0, 2 if enc == ENC_BINARY else 1
+        known = True
+        all_scalar = True
+        for j in range(count):
+            v = extra[first + j] if enc == ENC_VARIADIC else (a0[i] if j == 0 else a1[i])
+            s = state[v]
+            if s == UNKNOWN:
+                known = False
+                break
+            if s == TENSOR:
+                all_scalar = False
         if not known:
             continue
         status = fold_known_node(i, all_scalar, kind, a0, a1, extra, dtype, shape_id,
