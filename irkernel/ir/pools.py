@@ -194,7 +194,8 @@ def scalar_bits(value: object, code: int) -> int:
     (float64 bits of the value for every float dtype, bfloat16 included)."""
     arr = narrow.to_storage(value, code).reshape(())
     if code in FLOAT_DTYPES:
-        return int(np.asarray(narrow.widen(arr, code), np.float64).view(np.int64))
+        with np.errstate(invalid="ignore"):  # a signaling NaN is kept quiet, as float64 holds it
+            return int(np.asarray(narrow.widen(arr, code), np.float64).view(np.int64))
     return int(np.asarray(arr, np.int64))
 
 
@@ -415,8 +416,9 @@ class ConstPoolBuilder:
     def add_scalars(self, values: np.ndarray, code: int) -> np.ndarray:
         """Intern many scalars of one dtype at NumPy speed; returns int32 const ids."""
         values = narrow.to_storage(values, code).ravel()
-        bits = (narrow.widen(values, code).astype(np.float64).view(np.int64)
-                if code in FLOAT_DTYPES else values.astype(np.int64))
+        with np.errstate(invalid="ignore"):  # signaling NaNs become quiet, as in scalar_bits
+            bits = (narrow.widen(values, code).astype(np.float64).view(np.int64)
+                    if code in FLOAT_DTYPES else values.astype(np.int64))
         uniq, inverse = np.unique(bits, return_inverse=True)
         keys = [(code, 0, b) for b in uniq.tolist()]  # C-speed loops over distinct values
         index = self._index

@@ -145,7 +145,18 @@ def format_type(code: int, shape: tuple[int, ...]) -> str:
 # constant values
 # ---------------------------------------------------------------------------
 
-def _fix_nans(values: np.ndarray, code: int, strs: list[str]) -> None:
+def _with_overrides(strs: np.ndarray, overrides: dict[int, str]) -> np.ndarray:
+    """``strs`` (NumPy fixed-width str) with a few elements replaced, widened to fit them."""
+    if not overrides:
+        return strs
+    width = max(strs.dtype.itemsize // 4, *map(len, overrides.values()))
+    strs = strs.astype(f"<U{width}")
+    for i, text in overrides.items():  # rare: one per fixed-up element
+        strs[i] = text
+    return strs
+
+
+def _nan_overrides(values: np.ndarray, code: int, overrides: dict[int, str]) -> None:
     """Spell non-canonical NaNs as ``nan:0x<bits>`` so their bits round-trip."""
     nan_idx = np.flatnonzero(np.isnan(values))
     if not len(nan_idx):
@@ -154,23 +165,25 @@ def _fix_nans(values: np.ndarray, code: int, strs: list[str]) -> None:
     canonical = _CANONICAL_NAN_BITS[code]
     width = values.dtype.itemsize * 2
     for i, b in zip(nan_idx.tolist(), bits[nan_idx].tolist(), strict=True):  # one per NaN element
-        strs[i] = "nan" if b == canonical else f"nan:0x{b:0{width}x}"
+        overrides[i] = "nan" if b == canonical else f"nan:0x{b:0{width}x}"
 
 
-def _float32_strs(values: np.ndarray) -> list[str]:
-    """Shortest float32 literals, checked to parse back (via float64) to the same bits."""
+def _wide_strs(values: np.ndarray, code: int) -> np.ndarray:
+    """Shortest float32/float64 literals (NumPy's, which are Python's ``repr`` for float64),
+    checked to parse back (via float64, the parser's path) to the same bits."""
     strs = values.astype(str)
     finite = np.isfinite(values)
+    uint = _UINT_OF[code]
     with np.errstate(all="ignore"):
-        back = strs.astype(np.float64).astype(np.float32)
-    bad = np.flatnonzero(finite & (back.view(np.uint32) != values.view(np.uint32)))
-    out = strs.tolist()
-    for i in bad.tolist():  # rare: double rounding through float64 changed the value
-        out[i] = repr(float(values[i]))
-    return out
+        back = strs.astype(np.float64).astype(values.dtype)
+    bad = np.flatnonzero(finite & (back.view(uint) != values.view(uint)))
+    # rare: double rounding through float64 changed the value
+    overrides = {i: repr(float(values[i])) for i in bad.tolist()}
+    _nan_overrides(values, code, overrides)
+    return _with_overrides(strs, overrides)
 
 
-def _narrow_strs(values: np.ndarray, code: int) -> list[str]:
+def _narrow_strs(values: np.ndarray, code: int) -> np.ndarray:
     """Literals of float16/bfloat16 storage: the shortest float16 text (NumPy's), the
     shortest float32 text of a bfloat16's value; each checked to read back (float64,
     then float32, then the dtype: the parser's path) to the same bits, else the exact
@@ -182,30 +195,40 @@ def _narrow_strs(values: np.ndarray, code: int) -> list[str]:
     bits = values.view(np.uint16)
     nan = np.isnan(wide)
     bad = np.flatnonzero(~nan & (back.view(np.uint16) != bits))
-    out = strs.tolist()
-    for i in bad.tolist():  # rare: double rounding changed the value
-        out[i] = repr(float(wide[i]))
+    # rare: double rounding changed the value
+    overrides = {i: repr(float(wide[i])) for i in bad.tolist()}
     canonical = int(narrow.narrow(np.array([np.nan]), code).view(np.uint16)[0])
     for i in np.flatnonzero(nan).tolist():  # one per NaN element
         b = int(bits[i])
-        out[i] = "nan" if b == canonical else f"nan:0x{b:04x}"
-    return out
+        overrides[i] = "nan" if b == canonical else f"nan:0x{b:04x}"
+    return _with_overrides(strs, overrides)
+
+
+def _float_strs(values: np.ndarray, code: int) -> np.ndarray:
+    """The literals of a flat float array as NumPy fixed-width str."""
+    if code in NARROW_FLOAT_DTYPES:
+        return _narrow_strs(values, code)
+    return _wide_strs(values, code)
+
+
+def _ascii_table(strs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """ASCII fixed-width str as a byte table (``emit.byte_table``'s form) with whole-array
+    NumPy: each code point is one byte and the padding is trailing zeros, so the nonzero
+    code points in row order are the entries back to back."""
+    width = strs.dtype.itemsize // 4
+    codes = strs.view(np.uint32).reshape(len(strs), width)
+    ptr = np.zeros(len(strs) + 1, np.int64)
+    np.cumsum(np.count_nonzero(codes, axis=1), out=ptr[1:])
+    return readonly(codes[codes != 0].astype(np.uint8)), readonly(ptr)
 
 
 def format_values(values: np.ndarray, code: int) -> list[str]:
     """Literals of a flat array of dtype ``code``, one string per element."""
     if code == BOOL:
         return ["true" if v else "false" for v in values.tolist()]
-    if code == FLOAT64:
-        strs = list(map(repr, values.tolist()))
-    elif code == FLOAT32:
-        strs = _float32_strs(values)
-    elif code in NARROW_FLOAT_DTYPES:
-        return _narrow_strs(values, code)
-    else:
-        return list(map(str, values.tolist()))
-    _fix_nans(values, code, strs)
-    return strs
+    if code in FLOAT_DTYPES:
+        return _float_strs(values, code).tolist()
+    return list(map(str, values.tolist()))
 
 
 def _element_values(func: Function, code: int, const_ptr: np.ndarray, size: np.ndarray
@@ -248,7 +271,7 @@ def _literal_table(func: Function) -> tuple[np.ndarray, np.ndarray]:
     for code in np.unique(pool.dtype).tolist():
         at, values = _element_values(func, code, const_ptr, size)
         if code in FLOAT_DTYPES:
-            data, ptr = byte_table(format_values(values, code))
+            data, ptr = _ascii_table(_float_strs(values, code))
         else:
             data, ptr = int_texts_kernel(readonly(values.astype(np.int64)), code == BOOL)
         sizes[at] = np.diff(ptr)
