@@ -234,7 +234,7 @@ class _Composer:
         out = self.node_buffer(n - 1, "out")
         names: list[str] = []
         patterns: list[int] = []
-        schedules: list[Any] = []  # the template that made each member (the profiler reads it)
+        schedules: list[tuple[Any, Any]] = []  # (schedule, tile) of each member: the profiler shows them
         first = len(prim.params)
         if not np.array_equal(prim.params, np.arange(first)):
             raise _fail(self.fname, 0, "params must be the first nodes")
@@ -242,7 +242,7 @@ class _Composer:
             operands = prim.operands(node)
             callee_name, callee, info = self.callee(node, operands)
             names.append(str(callee.attrs.get("op_name", callee_name)))
-            schedules.append(callee.attrs.get("schedule"))
+            schedules.append((callee.attrs.get("schedule"), callee.attrs.get("tile")))
             pat = callee.attrs.get("op_pattern", ops.OPAQUE)
             patterns.append(pat if isinstance(pat, int) else ops.OPAQUE)
             self.member(node, operands, callee, info, out if node == n - 1 else None)
@@ -253,9 +253,11 @@ class _Composer:
         for buf in reversed(self.allocs):
             body = Allocate(buf, body)
         attrs = {"op_pattern": max(patterns), "op_name": _group_name([_sanitize(n) for n in names])}
-        scheduled = [s for s in schedules if isinstance(s, str)]
+        scheduled = [s for s in schedules if isinstance(s[0], str)]
         if scheduled:  # at most one heavy member per group: its template names the kernel
-            attrs["schedule"] = scheduled[0]
+            attrs["schedule"], tile = scheduled[0]
+            if isinstance(tile, str):
+                attrs["tile"] = tile
         return PrimFunc((*params, out), body, attrs)
 
     def callee(self, node: int, operands: tuple[int, ...]) -> tuple[str, PrimFunc, CalleeInfo]:

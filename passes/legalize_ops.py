@@ -32,6 +32,7 @@ import numpy as np
 import passes.topi.templates as op_templates
 from passes.topi import generic
 from passes.narrow_floats import widen_narrow_floats
+from passes.topi.tuned import TileTable, tuned_tiles
 from passes.topi.vector import current_target
 from irkernel import transform
 from irkernel.ir import ops
@@ -99,14 +100,16 @@ def _template(opcode: int, record: tuple[tuple[str, Any], ...], types: tuple[Any
               result: Any) -> tuple[PrimFunc, bytes]:
     """The template's PrimFunc and its structural digest, computed once per signature."""
     return _digested(ops.get_op(opcode).legalize, opcode, record, types, result,
-                     current_target())
+                     current_target(), tuned_tiles())
 
 
 @lru_cache(maxsize=8192)
 def _digested(hook: Any, opcode: int, record: tuple[tuple[str, Any], ...],
-              types: tuple[Any, ...], result: Any, target: CPUTarget) -> tuple[PrimFunc, bytes]:
-    # ``hook`` and ``target`` are only part of the key: installing another template, or
-    # tiling for another CPU (templates read their tiles from it), misses the cache
+              types: tuple[Any, ...], result: Any, target: CPUTarget,
+              tuned: TileTable) -> tuple[PrimFunc, bytes]:
+    # ``hook``, ``target`` and ``tuned`` are only part of the key: installing another
+    # template, or tiling for another CPU or with measured tiles (templates read their
+    # tiles from them), misses the cache
     prim = op_templates.legalize_op(opcode, record, types, result)
     return prim, prim.structural_digest()
 

@@ -21,6 +21,8 @@ from runtime.executable import Executable, Kernel
 from runtime.executor import GraphExecutor
 from runtime.memory_plan import MemoryPlan, plan_memory
 from runtime.threadpool import get_num_threads, set_num_threads
+from runtime.tune import TuneReport, tune
 
-__all__ = ["DiskCache", "Executable", "GraphExecutor", "Kernel", "MemoryPlan", "build", "explain",
-           "default_directory", "empty", "get_num_threads", "plan_memory", "set_num_threads"]
+__all__ = ["DiskCache", "Executable", "GraphExecutor", "Kernel", "MemoryPlan", "TuneReport", "build",
+           "default_directory", "empty", "explain", "get_num_threads", "plan_memory",
+           "set_num_threads", "tune"]

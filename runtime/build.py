@@ -76,6 +76,7 @@ from runtime.jit import Engine, assembly, optimized_ir
 from runtime.lower import lower
 from runtime.objfile import object_problem
 from runtime.target import host, target_for
+from runtime.tuned_store import tuned_config
 
 #: The registered pipeline graph modules are lowered by (``passes/pipelines.py``).
 GRAPH_PIPELINE = "GraphLowering"
@@ -137,8 +138,10 @@ def graph_pipeline(ctx: transform.PassContext | None = None) -> transform.Sequen
 
 
 @contextmanager
-def build_context(opt_level: int | None) -> Iterator[transform.PassContext]:
-    """The current PassContext, or one derived from it with ``opt_level`` replaced.
+def build_context(opt_level: int | None, config: Mapping[str, Any] | None = None
+                  ) -> Iterator[transform.PassContext]:
+    """The current PassContext, or one derived from it with ``opt_level`` replaced and
+    ``config`` added.
 
     The derived context keeps required/disabled passes and config, and the
     *same* instrument objects. They are installed without calling their
@@ -148,10 +151,15 @@ def build_context(opt_level: int | None) -> Iterator[transform.PassContext]:
     derived context.
     """
     ctx = transform.PassContext.current()
-    if opt_level is None or opt_level == ctx.opt_level:
+    changes: dict[str, Any] = {}
+    if opt_level is not None and opt_level != ctx.opt_level:
+        changes["opt_level"] = opt_level
+    if config:
+        changes["config"] = {**ctx.config, **config}
+    if not changes:
         yield ctx
         return
-    derived = ctx.derive(opt_level=opt_level)
+    derived = ctx.derive(**changes)
     with derived:
         # NOTE: private on purpose; see the docstring (no enter/exit hook calls).
         derived._set_instruments(ctx.instruments)
@@ -265,7 +273,8 @@ def build(mod: IRModule | PrimFunc, opt_level: int | None = None, *,
     module = mod
 
     def work() -> Executable:
-        with contextlib.ExitStack() as stack, build_context(opt_level) as ctx:
+        with contextlib.ExitStack() as stack, \
+                build_context(opt_level, tuned_config(disk)) as ctx:
             executor = _open_engine(engine, stack)
             lowered = module
             has_graphs = any(not transform.is_prim_func(f) for f in lowered.functions.values())

@@ -1,6 +1,6 @@
 """The on-disk object cache: compiled kernels survive the process.
 
-Two kinds of entries, both content-addressed:
+Three kinds of entries:
 
 * ``obj/<key>``: an object file; ``key`` hashes the lowered LLVM IR text, the
   target (triple, CPU name, features, libmvec variant, llvmlite/LLVM
@@ -9,7 +9,10 @@ Two kinds of entries, both content-addressed:
   PrimFunc's structural digest, its symbol, the lowering configuration, the
   target and the source code of the TIR passes and codegen. A hit skips the
   passes and codegen entirely, which is what makes a warm build a few
-  milliseconds in a new process.
+  milliseconds in a new process;
+* ``tuned/<key>``: the register tiles ``runtime.tune`` measured for one target
+  (``key`` hashes the target key; the JSON payload names its target too, and
+  ``runtime.tune`` refuses one that names another).
 
 Each file is ``MAGIC | version length (1 byte) | version | payload length (8
 bytes, little endian) | sha256 of the payload | payload``, where ``version`` is
@@ -78,7 +81,7 @@ logger = logging.getLogger("irkernel.runtime.cache")
 MAGIC = b"IRKCACHE2\x00"
 #: The version written in every entry's header; entries of other versions are misses.
 VERSION = irkernel.__version__
-KINDS = ("obj", "index")
+KINDS = ("obj", "index", "tuned")
 _MARKER = ".loading-"
 _DIR_MODE = 0o700
 
@@ -310,6 +313,8 @@ class DiskCache:
             if named != checksum:
                 return None, "is not the object its index entries name (sha256 differs)"
             return payload, None
+        if kind != "index":  # the caller's check binds the payload to its key
+            return payload, None
         entry = _INDEX.fullmatch(payload)
         if entry is None:
             return None, "does not hold an object key and a symbol"
@@ -328,7 +333,7 @@ class DiskCache:
         path = self.path(kind, key)
         if kind == "obj":
             self._objects[key] = hashlib.sha256(payload).digest()
-        else:
+        elif kind == "index":
             payload = self._index_payload(key, payload)
             if payload is None:
                 return

@@ -175,13 +175,13 @@ class Profile:
         lines = [f"profile of {self.function}: {self.repeat} run(s), {run * 1e3:.3f} ms per "
                  f"run (median); kernels {self.kernel_time * 1e3:.3f} ms{cover}",
                  f"{'ms/run':>10} {'share':>6} {'calls':>5} {'GFLOP/s':>8} {'GB/s':>7}  "
-                 f"{'schedule':<19} kernel (ops)"]
+                 f"{'schedule':<24} kernel (ops)"]
         for r in self.rows:
             rate = "-" if r.gflops is None else f"{r.gflops:.2f}"
             bw = "-" if r.gbps is None else f"{r.gbps:.2f}"
             ops_text = f" ({', '.join(r.ops)})" if r.ops and r.ops != (r.kernel,) else ""
             lines.append(f"{r.time * 1e3:10.3f} {r.share:6.1%} {r.calls:5d} {rate:>8} "
-                         f"{bw:>7}  {r.schedule:<19} {r.kernel}{ops_text}")
+                         f"{bw:>7}  {r.schedule:<24} {r.kernel}{ops_text}")
         flops = [r.flops for r in self.rows]
         known = sum(f for f in flops if f is not None)
         lines.append(f"{self.kernel_time * 1e3:10.3f} {1.0 if self.rows else 0.0:6.1%} "
@@ -340,13 +340,14 @@ def ops_of(prim: Any) -> tuple[str, ...]:
 
 
 def schedule_of(prim: Any) -> str:
-    """The ``schedule`` attr of a kernel; ``canonical`` for a template's te form,
-    ``user`` for a PrimFunc that no template made."""
+    """The ``schedule`` attr of a kernel, with its register ``tile`` attr when it has one
+    (``conv_implicit_gemm[8x32]``: tuned tiles show); ``canonical`` for a template's te
+    form, ``user`` for a PrimFunc that no template made."""
     if not isinstance(prim, PrimFunc):
         return "user"
-    schedule = prim.attrs.get("schedule")
+    schedule, tile = prim.attrs.get("schedule"), prim.attrs.get("tile")
     if isinstance(schedule, str):
-        return schedule
+        return f"{schedule}[{tile}]" if isinstance(tile, str) else schedule
     return "canonical" if "op_name" in prim.attrs else "user"
 
 

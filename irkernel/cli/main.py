@@ -63,6 +63,14 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     return run_file(args, out, lambda path: _read_module(path, shapes))
 
 
+def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
+    """Time the register tiles of a model's convs on this CPU and store the winners."""
+    from irkernel.cli.tune_cmd import run_tune
+
+    shapes = _shapes(args)
+    return run_tune(args, out, lambda path: _read_module(path, shapes))
+
+
 def cmd_viz(args: argparse.Namespace, out: TextIO) -> int:
     """Draw a graph function (graphviz DOT, SVG, PNG or HTML; --diff before/after -p)."""
     from irkernel.cli.viz import run_viz
@@ -209,6 +217,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--profile-json", metavar="FILE",
                      help="write the kernel profile as a Chrome trace (implies --profile)")
     run.set_defaults(run=cmd_run)
+    tune = sub.add_parser("tune", parents=[common],
+                          help="time register tiles of an .ir or .onnx file's convs on this "
+                               "CPU; later builds here use the fastest")
+    from irkernel.cli.tune_cmd import add_tune_arguments
+
+    add_tune_arguments(tune)
+    add_shape_option(tune)
+    tune.set_defaults(run=cmd_tune)
     viz = sub.add_parser("viz", parents=[common], help="draw a graph function (DOT, SVG, PNG, HTML; --diff: "
                          "before and after a pipeline)")
     from irkernel.cli.viz import add_arguments

@@ -63,6 +63,7 @@ from irkernel.tir import script as T
 from irkernel.tir.function import PrimFunc
 from passes.tir.parallelize import PARALLEL_MIN_WORK
 from passes.topi.conv_layout import Phases
+from passes.topi.tuned import conv_key, tuned_tiles
 from passes.topi.vector import registers, vector_bits, vector_pieces
 
 #: Below this many multiply-adds the canonical template is used (the copies of this
@@ -90,17 +91,40 @@ def parallel_if_worth(work: int):
     return T.parallel if work >= PARALLEL_MIN_WORK else T.serial
 
 
-def conv_tile(rows: int, dtype: str, bits: int) -> tuple[int, int]:
+def conv_tile(rows: int, dtype: str, bits: int, tuned: tuple[int, ...] | None = None,
+              pixels: int = 0) -> tuple[int, int]:
     """(MR, NR): the register tile of ``MR`` output channels (at most ``rows``, a group's
     channels) x ``NR`` wide-grid pixels, two vectors of ``bits``. Twelve accumulators
     with 16 registers (AVX2: 6 x 16 float32, OpenBLAS's Haswell shape), sixteen with 32
     (AVX-512: 8 x 32): the rest hold the two tap vectors and the broadcast weight.
     ``MR`` is the fewest blocks' even share (17 channels: 6 + 6 + a tail block of 5,
-    not 8 + 8 + 1), so odd channel counts keep a wide tile."""
+    not 8 + 8 + 1), so odd channel counts keep a wide tile. A map of ``pixels`` (its wide
+    grid) that two-vector tiles would pad to a quarter more columns than one-vector tiles
+    takes one vector (a 1x1 conv on a 3x3 map: 16 columns computed for 9, not 32; a
+    narrower tile loads more broadcast weights per fma, so a few columns are not worth
+    it). ``tuned``: ``(most rows, vectors)``
+    measured by ``runtime.tune`` (``passes.topi.tuned``) instead of this choice."""
     lanes = bits // (8 * (4 if dtype == "float32" else 8))
-    most = 8 if registers(bits) >= 32 else 6
+    if tuned:
+        most, vectors = tuned
+    else:
+        most, vectors = 8 if registers(bits) >= 32 else 6, 2
+        one, two = -(-pixels // lanes) * lanes, -(-pixels // (2 * lanes)) * 2 * lanes
+        if pixels and 4 * two >= 5 * one:  # a quarter more columns: worth a narrower tile
+            vectors = 1
     blocks = -(-rows // most)
-    return -(-rows // blocks), 2 * lanes
+    return -(-rows // blocks), vectors * lanes
+
+
+def conv_tile_candidates(rows: int, bits: int) -> list[tuple[int, int]]:
+    """The ``(most rows, vectors)`` tiles ``runtime.tune`` times for a group of ``rows``
+    output channels: those whose accumulators, tap vectors and the broadcast weight fit
+    the register file (``rows x vectors + vectors + 1``), of 4 to 16 rows and 1, 2 or 4
+    vectors."""
+    regs = registers(bits)
+    return [(most, vectors) for vectors in (1, 2, 4) for most in (4, 6, 8, 12, 16)
+            if most * vectors + vectors + 1 <= regs and (most <= rows or most == 4)
+            and (most != 6 or regs < 32) and (most != 12 or vectors == 1 or regs >= 32)]
 
 
 def conv_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,
@@ -165,13 +189,18 @@ def scheduled_conv(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: i
                    strides: tuple[int, ...], pad_begin: tuple[int, ...],
                    pad_end: tuple[int, ...], dilation: tuple[int, ...],
                    out_size: tuple[int, ...], dtype: str = "float32",
-                   bits: int = 0) -> PrimFunc:
+                   bits: int = 0, tile: tuple[int, int] | None = None) -> PrimFunc:
     """The PrimFunc ``(x0: x_shape, x1: w_shape, out: (N, O, *out_size))`` of a conv of
     ``groups`` groups over 1 to 3 spatial axes (see the module docstring). ``bits``: the
-    vector width to tile for (0: ``vector_bits()``)."""
-    return _conv(tuple(x_shape), tuple(w_shape), groups, tuple(strides), tuple(pad_begin),
-                 tuple(pad_end), tuple(dilation), tuple(out_size), dtype,
-                 bits or vector_bits())
+    vector width to tile for (0: ``vector_bits()``); ``tile``: ``conv_tile``'s ``(most
+    rows, vectors)`` (None: the tuned tile of this signature, else the analytic one;
+    ``()``: the analytic one)."""
+    bits = bits or vector_bits()
+    key = tuple(x_shape), tuple(w_shape), groups, tuple(strides), tuple(pad_begin), \
+        tuple(pad_end), tuple(dilation)
+    if tile is None:
+        tile = tuned_tiles().get(conv_key(*key, dtype, bits))
+    return _conv(*key, tuple(out_size), dtype, bits, tuple(tile) if tile else None)
 
 
 @lru_cache(maxsize=256)
@@ -179,7 +208,7 @@ def _conv(  # noqa: C901 (trace-time specialization)
         x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,
         strides: tuple[int, ...], pad_begin: tuple[int, ...], pad_end: tuple[int, ...],
         dilation: tuple[int, ...], out_size: tuple[int, ...], dtype: str,
-        bits: int) -> PrimFunc:
+        bits: int, tuned: tuple[int, ...] | None) -> PrimFunc:
     n_, c_, size = x_shape[0], x_shape[1], x_shape[2:]
     o_, cg, kernel = w_shape[0], w_shape[1], w_shape[2:]
     rank, og = len(size), o_ // groups
@@ -187,7 +216,7 @@ def _conv(  # noqa: C901 (trace-time specialization)
     plane, gs = ph.plane, ph.grid_strides
     used = ph.phases(kernel, dilation)
     last = ph.grid(tuple(o - 1 for o in out_size)) + 1  # wide grid up to the last pixel
-    mr, nr = conv_tile(og, dtype, bits)
+    mr, nr = conv_tile(og, dtype, bits, tuned, last)
     tiles = -(-last // nr)
     width = tiles * nr  # row length of the wide scratch
     xlen = max((c_ - 1) * plane + max(ph.taps(kernel, dilation)) + width, c_ * plane)
@@ -266,7 +295,7 @@ def _conv(  # noqa: C901 (trace-time specialization)
                         idx = idx if rank > 1 else (idx,)
                         out[(n, o, *idx)] = wide[o * width + ph.grid(idx)]
 
-    return conv.with_attr("schedule", "conv_implicit_gemm")
+    return conv.with_attr("schedule", "conv_implicit_gemm").with_attr("tile", f"{mr}x{nr}")
 
 
 #: Most pixels a 1x1 conv may have to run as dot products (the pixel-tiled schedule fills

@@ -107,6 +107,19 @@ def _window_taps(win: Window, outs: Sequence[PrimExpr], ks: Sequence[PrimExpr]
 # ---------------------------------------------------------------------------
 
 
+def implicit_gemm_args(types: Sequence[TensorType], attrs: Mapping[str, Any],
+                       result: TensorType) -> tuple[Any, ...] | None:
+    """The arguments of ``scheduled_conv`` for a conv that runs as the implicit GEMM
+    (``runtime.tune`` times its tiles), or None when another schedule takes it."""
+    (cx, sx), (_, sw) = types
+    win = sliding_window(sx[2:], sw[2:], attrs)
+    g, dtype = attrs["groups"], DTYPE_NAMES[cx]
+    if gemv_ok(sx, sw, g, dtype, win.out, (*win.pad_begin, *win.pad_end)) \
+            or depthwise_ok(sx, sw, g, dtype) or not conv_ok(sx, sw, g, dtype):
+        return None
+    return (sx, sw, g, win.strides, win.pad_begin, win.pad_end, win.dilation, win.out, dtype)
+
+
 def conv(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorType) -> PrimFunc:
     x, w = _inputs(types)
     win = sliding_window(x.shape[2:], w.shape[2:], attrs)
@@ -114,16 +127,16 @@ def conv(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorTy
     (cx, sx), (_, sw) = types
     dtype = DTYPE_NAMES[cx]
     fast = None
-    if gemv_ok(sx, sw, g, dtype, win.out, (*win.pad_begin, *win.pad_end)):
+    gemm = implicit_gemm_args(types, attrs, result)
+    if gemm is not None:
+        fast = scheduled_conv(*gemm)
+    elif gemv_ok(sx, sw, g, dtype, win.out, (*win.pad_begin, *win.pad_end)):
         fast = scheduled_gemv(sx, sw)
     elif depthwise_ok(sx, sw, g, dtype) and small_depthwise_ok(sx, win.out):
         fast = depthwise_small(sx, sw, win.strides, win.pad_begin, win.dilation, win.out)
     elif depthwise_ok(sx, sw, g, dtype):
         fast = scheduled_depthwise2d(sx, sw, win.strides, win.pad_begin, win.pad_end,
                                      win.dilation, win.out)
-    elif conv_ok(sx, sw, g, dtype):
-        fast = scheduled_conv(sx, sw, g, win.strides, win.pad_begin, win.pad_end,
-                              win.dilation, win.out, dtype)
     if fast is not None:
         return fast.with_attr("op_name", "conv").with_attr("op_pattern", OUT_EWISE_FUSABLE)
     cg, og = x.shape[1] // g, w.shape[0] // g
@@ -266,4 +279,4 @@ def lrn(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorTyp
 TEMPLATES = {"conv": conv, "conv_transpose": conv_transpose, "max_pool": max_pool,
              "avg_pool": avg_pool, "lrn": lrn}
 
-__all__ = ["TEMPLATES", "avg_pool", "conv", "conv_transpose", "lrn", "max_pool"]
+__all__ = ["TEMPLATES", "avg_pool", "conv", "conv_transpose", "implicit_gemm_args", "lrn", "max_pool"]

@@ -56,6 +56,7 @@ from irkernel.tir.stmt import BufferStore, For, Stmt, seq
 from passes.topi import movement, nn, selection
 from passes.topi.movement import nan_max, nan_min
 from passes.topi.transpose import blocked_ok, blocked_transpose
+from passes.topi.tuned import TileTable, tuned_tiles
 from passes.topi.vector import current_target
 
 Shape = tuple[int, ...]
@@ -427,14 +428,16 @@ def legalize_op(opcode: int, record: tuple[tuple[str, Any], ...],
     op = ops.get_op(opcode)
     if op.legalize is None:
         raise ValueError(f"op {op.name!r} has no TIR template (OpDef.legalize is None)")
-    return _legalize_cached(op.legalize, op.name, record, types, result, current_target())
+    return _legalize_cached(op.legalize, op.name, record, types, result, current_target(),
+                            tuned_tiles())
 
 
 @lru_cache(maxsize=4096)
 def _legalize_cached(template: Template, name: str, record: tuple[tuple[str, Any], ...],
                      types: tuple[TensorType, ...], result: TensorType,
-                     target: CPUTarget) -> PrimFunc:
-    # ``target`` is only part of the key: the templates read their tiles from it
+                     target: CPUTarget, tuned: TileTable) -> PrimFunc:
+    # ``target`` and ``tuned`` are only part of the key: the templates read their tiles
+    # from them
     func = template(list(types), dict(record), result)
     if not isinstance(func, PrimFunc):
         raise TypeError(f"op {name!r}: legalize returned {type(func).__name__}, "

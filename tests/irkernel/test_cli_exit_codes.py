@@ -69,15 +69,20 @@ CASES = [
     ("reduce", "bad option value", ["reduce", "prog.ir", "--test", "true", "-j", "0"], 2),
     ("reduce", "bad option value", ["reduce", "prog.ir", "--test", "true", "--predicate",
                                     "m:f"], 2),
+    *[("tune", kind, ["tune", path], 1) for kind, path in
+      [("missing file", "missing.ir"), ("directory", "adir"), ("bad IR text", "bad.ir"),
+       ("bad ONNX file", "bad.onnx")]],
+    ("tune", "bad option value", ["tune", "prog.ir", "--repeat", "0"], 2),
+    ("tune", "bad option value", ["tune", "prog.ir", "--threads", "0"], 2),
     ("demo", "bad option value", ["demo", "--repeat", "0"], 2),
     ("demo", "bad option value", ["demo", "--pipeline", "NoSuchPass"], 2),
     ("demo", "bad option value", ["demo", "--nodes", "many"], 2),
     *[(cmd, "unknown option", [cmd, *args, "--bogus"], 2) for cmd, args in
       [("run", ["prog.ir"]), ("opt", ["prog.ir", "-p", "O2"]), ("print", ["prog.ir"]),
        ("verify", ["prog.ir"]), ("viz", ["prog.ir"]), ("import", ["bad.onnx"]), ("demo", []),
-       ("reduce", ["prog.ir", "--test", "true"])]],
+       ("reduce", ["prog.ir", "--test", "true"]), ("tune", ["prog.ir"])]],
     *[(cmd, "missing argument", [cmd], 2) for cmd in
-      ("run", "opt", "print", "verify", "viz", "import", "reduce")],
+      ("run", "opt", "print", "verify", "viz", "import", "reduce", "tune")],
 ]
 
 
@@ -118,7 +123,7 @@ def test_exit_code_and_one_line(work: Path, capsys: pytest.CaptureFixture[str], 
 
 def test_help_of_every_command_states_the_rule(capsys: pytest.CaptureFixture[str]) -> None:
     for command in ("", "run", "opt", "print", "verify", "viz", "import", "demo",
-                    "reduce"):
+                    "reduce", "tune"):
         assert _main([*command.split(), "--help"]) == 0
         text = " ".join(capsys.readouterr().out.split())
         assert " ".join(EXIT_STATUS.split()) in text, command
