@@ -188,7 +188,8 @@ class SymbolicDims:
         ``{variable: value}`` fixed by ``shape_dict``.
     """
 
-    def __init__(self, graph: onnx.GraphProto, shape_dict: Mapping[str, Sequence[Any]] | None = None,
+    def __init__(self, graph: onnx.GraphProto,
+                 shape_dict: Mapping[str, Sequence[Any]] | None = None,
                  bounds: Mapping[str, tuple[int | None, int | None]] | None = None,
                  skip: Iterable[str] = ()) -> None:
         shape_dict, skipped = dict(shape_dict or {}), set(skip)
@@ -211,18 +212,15 @@ class SymbolicDims:
                 raise ONNXImportError(f"graph input {info.name!r} {what}; give its shape in "
                                       "shape_dict")
         self.axes = tuple(tuple(a) for a in declared)
-        names: dict[str, None] = {}
-        for axes in self.axes:
-            for axis in axes:
-                for name in ([axis] if isinstance(axis, str) else getattr(axis, "names", ())):
-                    names.setdefault(name)
-        self.variables = tuple(names)
+        self.variables = _names(self.axes)
         self.bounds = _check_bounds(bounds or {}, self.variables)
         self.fixed: dict[str, int] = {}
         self.fixed = self._infer(partial, "shape_dict", complete=False)
-        # the given ints replace the declared axes (a declared 224 may become 112)
+        # the given ints replace the declared axes (a declared 224 may become 112); a
+        # variable no axis reads any more is not a dim
         self.axes = tuple(axes if p is None else tuple(a if d is None else d for a, d in zip(
             axes, p, strict=True)) for axes, p in zip(self.axes, partial, strict=True))
+        self.variables = _names(self.axes)
         self.dims = tuple(n for n in self.variables if n not in self.fixed)
 
     # -- describing -----------------------------------------------------------------------
@@ -371,6 +369,16 @@ class SymbolicDims:
             span = f"[{'-inf' if low is None else low}, {'inf' if high is None else high}]"
             raise DimError(f"dim {name!r} = {value} ({where}) is outside its bounds "
                            f"{span if name in self.bounds else '(non-negative)'}")
+
+
+def _names(axes: Sequence[Sequence[Axis]]) -> tuple[str, ...]:
+    """The variables the axes read, in order of first appearance."""
+    names: dict[str, None] = {}
+    for row in axes:
+        for axis in row:
+            for name in ([axis] if isinstance(axis, str) else getattr(axis, "names", ())):
+                names.setdefault(name)
+    return tuple(names)
 
 
 def _solve_affine(expr: DimExpr, values: Mapping[str, int], name: str,

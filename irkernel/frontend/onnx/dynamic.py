@@ -141,7 +141,12 @@ class DynamicModel:
             an axis the model fixes to another extent, a value outside its bounds, a wrong
             rank or a wrong number of inputs.
         """
-        values = self.symbolic.infer(_shapes_of(inputs))
+        return self.binding_from_shapes(_shapes_of(inputs))
+
+    def binding_from_shapes(self, shapes: Sequence[Sequence[int]]) -> dict[str, int]:
+        """``{dim: value}`` from the inputs' shapes (one per input, in order), checked as
+        :meth:`binding_from_inputs` checks them."""
+        values = self.symbolic.infer(shapes)
         return {name: values[name] for name in self.dims}
 
     def bind(self, **values: int) -> IRModule:

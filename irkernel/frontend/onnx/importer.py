@@ -313,4 +313,5 @@ def _convert_node(ctx: Context, env: dict[str, Value], index: int, node: onnx.No
             env[name] = value
 
 
-__all__ = ["ONNX_DTYPES", "from_onnx", "load_model", "model_opset", "sanitize_names", "unsupported_ops"]
+__all__ = ["ONNX_DTYPES", "from_onnx", "load_model", "model_opset", "sanitize_names",
+           "unsupported_ops"]
