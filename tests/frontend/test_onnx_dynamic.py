@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
@@ -75,6 +77,25 @@ def test_dim_params_parse_as_names_constants_expressions_or_opaque_names():
     # not the accepted grammar: one variable named by the whole text
     for text in ("CeilToInt(IntTrueDiv(s0, 2))", "input.1_dim_0", "a**2", "x.y", "-1"):
         assert parse_dim_param(text) == text
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet="ab01279+-*/%() ,.?floorceilminax_\x00", max_size=60),
+       st.integers(0, 9))
+def test_any_dim_param_parses_and_evaluates_or_names_the_problem(text, value):
+    """A model's dim_param is untrusted: it is a name, a constant or an expression, and
+    evaluating or solving an expression gives values or a DimError, never another
+    exception; a binding found from a shape gives that shape back."""
+    parsed = parse_dim_param(text)
+    assert isinstance(parsed, (str, int, DimExpr))
+    m = _model({"x": [text]}, [helper.make_node("Relu", ["x"], ["o"])], ["o"])
+    dims = DynamicModel(m).symbolic
+    try:
+        shape = dims.shapes(dims.values(dict.fromkeys(dims.dims, value)))["x"]
+        found = dims.infer([shape])
+    except DimError:
+        return
+    assert dims.shapes(found)["x"] == shape
 
 
 def test_expression_dims_solve_and_check():

@@ -75,6 +75,8 @@ _CALLS = {"floor": math.floor, "ceil": math.ceil, "ceiling": math.ceil, "min": m
 _NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Name, ast.Load, ast.Constant, ast.Call,
           ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.USub, ast.UAdd)
 _MAX_EXPR = 200  # longer dim_params are names, never parsed
+#: What evaluating a well-formed expression can still raise (``x/0``, ``x % 0``).
+_EVAL_ERRORS = (ZeroDivisionError, ValueError, OverflowError, TypeError)
 
 
 class _Exact(ast.NodeTransformer):
@@ -114,19 +116,31 @@ def parse_dim_param(text: str) -> str | int | DimExpr:
             return text
         if isinstance(node, ast.Constant) and type(node.value) is not int:
             return text
-        if isinstance(node, ast.Call):
-            if not (isinstance(node.func, ast.Name) and node.func.id in _CALLS
-                    and not node.keywords and node.args):
-                return text
+        if isinstance(node, ast.Call) and not _known_call(node):
+            return text
         elif isinstance(node, ast.Name) and node.id not in names:
             names.append(node.id)
     names = [n for n in names if n not in _CALLS or _is_variable(tree, n)]
-    code = compile(ast.fix_missing_locations(_Exact().visit(tree)), "<dim>", "eval")
+    try:
+        code = compile(ast.fix_missing_locations(_Exact().visit(tree)), "<dim>", "eval")
+    except (RecursionError, MemoryError, ValueError):  # deeply nested: a name
+        return text
     expr = DimExpr(text, tuple(names), code)
     if not names:
-        value = expr({})
+        try:
+            value = expr({})
+        except _EVAL_ERRORS:
+            return text
         return int(value) if value.denominator == 1 and value >= 0 else text
     return expr
+
+
+def _known_call(node: ast.Call) -> bool:
+    """``floor(x)``, ``ceil(x)``; ``min``/``max`` of two or more; no keywords."""
+    if not isinstance(node.func, ast.Name) or node.func.id not in _CALLS or node.keywords:
+        return False
+    one = _CALLS[node.func.id] in (math.floor, math.ceil)
+    return len(node.args) == 1 if one else len(node.args) >= 2
 
 
 def _is_variable(tree: ast.AST, name: str) -> bool:
@@ -206,10 +220,10 @@ class SymbolicDims:
                 partial[k] = _entry(info.name, shape_dict[info.name], declared[k])
                 if declared[k] is None or len(declared[k]) != len(partial[k]):
                     declared[k] = list(partial[k])  # a new rank: the given shape, all fixed
+            elif not info.type.HasField("tensor_type"):
+                raise ONNXImportError(f"graph input {info.name!r} is not a tensor")
             elif declared[k] is None:
-                what = "is not a tensor" if not info.type.HasField("tensor_type") else \
-                    "has no shape"
-                raise ONNXImportError(f"graph input {info.name!r} {what}; give its shape in "
+                raise ONNXImportError(f"graph input {info.name!r} has no shape; give it in "
                                       "shape_dict")
         self.axes = tuple(tuple(a) for a in declared)
         self.variables = _names(self.axes)
@@ -278,7 +292,7 @@ class SymbolicDims:
         args = ", ".join(f"{n} = {values[n]}" for n in expr.names)
         try:
             value = expr(values)
-        except (ZeroDivisionError, ValueError, OverflowError) as exc:
+        except _EVAL_ERRORS as exc:
             raise DimError(f"{where}: dim {expr.text!r} cannot be evaluated at {args}: "
                            f"{exc}") from None
         if value.denominator != 1 or value < 0:
@@ -387,13 +401,16 @@ def _solve_affine(expr: DimExpr, values: Mapping[str, int], name: str,
     0, 1, 2 and at the solution), else None."""
     try:
         f0, f1, f2 = (expr({**values, name: v}) for v in (0, 1, 2))
-    except (ZeroDivisionError, ValueError, OverflowError):
+    except _EVAL_ERRORS:
         return None
     slope = f1 - f0
     if slope == 0 or f2 - f1 != slope:
         return None
     v = (d - f0) / slope
-    if v.denominator == 1 and v >= 0 and expr({**values, name: int(v)}) != d:
+    try:
+        if v.denominator == 1 and v >= 0 and expr({**values, name: int(v)}) != d:
+            return None
+    except _EVAL_ERRORS:
         return None
     return v
 
