@@ -110,17 +110,9 @@ def parse_dim_param(text: str) -> str | int | DimExpr:
         tree = ast.parse(text.strip(), mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return text
-    names: list[str] = []
-    for node in ast.walk(tree):
-        if not isinstance(node, _NODES):
-            return text
-        if isinstance(node, ast.Constant) and type(node.value) is not int:
-            return text
-        if isinstance(node, ast.Call) and not _known_call(node):
-            return text
-        elif isinstance(node, ast.Name) and node.id not in names:
-            names.append(node.id)
-    names = [n for n in names if n not in _CALLS or _is_variable(tree, n)]
+    names = _grammar_names(tree)
+    if names is None:
+        return text
     try:
         code = compile(ast.fix_missing_locations(_Exact().visit(tree)), "<dim>", "eval")
     except (RecursionError, MemoryError, ValueError):  # deeply nested: a name
@@ -133,6 +125,20 @@ def parse_dim_param(text: str) -> str | int | DimExpr:
             return text
         return int(value) if value.denominator == 1 and value >= 0 else text
     return expr
+
+
+def _grammar_names(tree: ast.AST) -> list[str] | None:
+    """The variables an expression reads, or None when it is outside the grammar."""
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, _NODES) or (isinstance(node, ast.Constant)
+                                            and type(node.value) is not int):
+            return None
+        if isinstance(node, ast.Call) and not _known_call(node):
+            return None
+        if isinstance(node, ast.Name) and node.id not in names:
+            names.append(node.id)
+    return [n for n in names if n not in _CALLS or _is_variable(tree, n)]
 
 
 def _known_call(node: ast.Call) -> bool:
@@ -321,16 +327,9 @@ class SymbolicDims:
                                f"{tuple(shape)}), but the model declares rank {len(axes)}: "
                                f"[{', '.join(map(_label, axes))}]")
             for k, (axis, d) in enumerate(zip(axes, shape, strict=True)):
-                where = f"{what} {name!r} axis {k}"
-                if d is None or (isinstance(axis, int) and not complete):
-                    continue  # shape_dict overrides a declared extent
-                if isinstance(axis, int):
-                    if d != axis:
-                        raise DimError(f"{where} is {d}, but the model fixes it to {axis}")
-                elif isinstance(axis, str):
-                    self._bind(values, source, axis, d, where)
-                else:
-                    pending.append((where, axis, d))
+                if d is not None and (complete or not isinstance(axis, int)):
+                    # (a shape_dict int overrides a declared extent)
+                    self._match(axis, d, f"{what} {name!r} axis {k}", values, source, pending)
         self._solve(pending, values, source)
         if complete:
             for where, expr, _ in pending:
@@ -340,6 +339,17 @@ class SymbolicDims:
                                    f"it appears only in {expr.text!r} ({where}); bind it by "
                                    "name")
         return values
+
+    def _match(self, axis: Axis, d: int, where: str, values: dict[str, int],
+               source: dict[str, str], pending: list[tuple[str, DimExpr, int]]) -> None:
+        """One axis of one input against the model: checked, bound, or left for _solve."""
+        if isinstance(axis, int):
+            if d != axis:
+                raise DimError(f"{where} is {d}, but the model fixes it to {axis}")
+        elif isinstance(axis, str):
+            self._bind(values, source, axis, d, where)
+        else:
+            pending.append((where, axis, d))
 
     def _bind(self, values: dict[str, int], source: dict[str, str], name: str, d: int,
               where: str) -> None:
