@@ -71,6 +71,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("irkernel",),  # the public facade (irkernel/__init__.py)
     ("passes",),
     ("runtime",),
+    ("irkernel.frontend.onnx.dynamic",),  # DynamicModel builds per binding: above runtime
     ("irkernel.cli", "irkernel.frontend.onnx.backend"),
 )
 

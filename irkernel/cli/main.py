@@ -43,24 +43,27 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
                     args.repeat, args.pause)
 
 
-def _shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
-    from irkernel.cli.onnx_cmd import parse_shapes
+def _onnx_options(args: argparse.Namespace) -> tuple[dict[str, tuple[int, ...]], dict[str, int]]:
+    """``--shape`` and ``--dim`` (usage errors before anything is read)."""
+    from irkernel.cli.onnx_cmd import parse_dims, parse_shapes
 
-    return parse_shapes(getattr(args, "shape", None))
+    return parse_shapes(getattr(args, "shape", None)), parse_dims(getattr(args, "dim", None))
 
 
 def cmd_opt(args: argparse.Namespace, out: TextIO) -> int:
     """Like LLVM's opt: read IR (or ONNX) files, run a textual pipeline (on workers), write IR."""
-    shapes = _shapes(args)
-    return run_opt(args, out, lambda path: _read_module(path, shapes))
+    shapes, dims = _onnx_options(args)
+    return run_opt(args, out, lambda path: _read_module(path, shapes, dims))
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
-    """Build an .ir file with runtime.build and run it (exit 1 on an error in the input)."""
+    """Build an .ir file with runtime.build and run it (exit 1 on an error in the input);
+    the symbolic dims of an .onnx model come from --dim or the .npy inputs' shapes."""
     from irkernel.cli.run import run_file
 
-    shapes = _shapes(args)
-    return run_file(args, out, lambda path: _read_module(path, shapes))
+    shapes, dims = _onnx_options(args)
+    inputs = None if getattr(args, "random", False) else args.inputs
+    return run_file(args, out, lambda path: _read_module(path, shapes, dims, inputs))
 
 
 def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
@@ -114,12 +117,15 @@ def _os_problem(exc: OSError) -> str:
     return describe_os_error(exc)
 
 
-def _read_module(path: str, shapes: dict[str, tuple[int, ...]] | None = None) -> IRModule:
-    """An .ir file, or an .onnx file imported with the frontend (``--shape`` fixes dims)."""
+def _read_module(path: str, shapes: dict[str, tuple[int, ...]] | None = None,
+                 dims: dict[str, int] | None = None,
+                 inputs: Sequence[str] | None = None) -> IRModule:
+    """An .ir file, or an .onnx file imported with the frontend at the binding of its
+    symbolic dims that ``--shape``, ``--dim`` or the ``.npy`` inputs give."""
     from irkernel.cli import onnx_cmd
 
     if onnx_cmd.is_onnx(path):
-        return onnx_cmd.read_onnx(path, shapes)
+        return onnx_cmd.read_onnx(path, shapes, dims=dims, inputs=inputs)
     from irkernel.text.parser import parse
 
     text = read_text(path)
@@ -130,9 +136,25 @@ def _read_module(path: str, shapes: dict[str, tuple[int, ...]] | None = None) ->
 
 
 def cmd_print(args: argparse.Namespace, out: TextIO) -> int:
-    mod = _read_module(args.file, _shapes(args))
+    """Print a module; an .onnx model with symbolic dims and no --dim: its dims."""
+    from irkernel.cli import onnx_cmd
+
+    shapes, dims = _onnx_options(args)
+    header = ""
+    if onnx_cmd.is_onnx(args.file):
+        model = onnx_cmd.open_onnx(args.file, shapes)
+        if model.dims and not dims:
+            out.write(f"# symbolic dims: {', '.join(model.dims)} "
+                      f"({model.symbolic.describe()})\n# give --dim NAME=VALUE for each to "
+                      "print the graph at that binding\n")
+            return 0
+        values = onnx_cmd.binding(model, args.file, dims)
+        mod = onnx_cmd.bind_model(model, args.file, values)
+        header = onnx_cmd.dims_header(model, values)
+    else:
+        mod = _read_module(args.file)
     try:
-        text = mod.script()
+        text = header + mod.script()
     except IRError as exc:
         raise CLIError(f"{args.file}: {exc}") from exc
     out.write(text)

@@ -99,14 +99,7 @@ def read_npy(path: str, want: tuple[np.dtype, tuple[int, ...]] | None = None) ->
         Naming the problem (the caller adds the file name).
     """
     with _open_regular(path) as fh:
-        size = os.fstat(fh.fileno()).st_size
-        shape, fortran_order, dtype = _read_header(fh, size)
-        data_bytes = math.prod(shape) * dtype.itemsize
-        held = size - fh.tell()
-        if held != data_bytes:
-            what = "truncated" if held < data_bytes else "longer than its header says"
-            raise InputError(f"is {what}: its header describes {_type_str(dtype, shape)} "
-                             f"({data_bytes} bytes of data), the file holds {held}")
+        shape, fortran_order, dtype = _checked_header(fh)
         if want is not None:
             want_dtype, want_shape = np.dtype(want[0]), tuple(want[1])
             if dtype.newbyteorder("=") != want_dtype.newbyteorder("="):
@@ -127,6 +120,34 @@ def read_npy(path: str, want: tuple[np.dtype, tuple[int, ...]] | None = None) ->
     return np.ascontiguousarray(arr)
 
 
+def _checked_header(fh: BinaryIO) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """Steps 2 and 3 of the module doc: the header parses and the data fits the file."""
+    size = os.fstat(fh.fileno()).st_size
+    shape, fortran_order, dtype = _read_header(fh, size)
+    data_bytes = math.prod(shape) * dtype.itemsize
+    held = size - fh.tell()
+    if held != data_bytes:
+        what = "truncated" if held < data_bytes else "longer than its header says"
+        raise InputError(f"is {what}: its header describes {_type_str(dtype, shape)} "
+                         f"({data_bytes} bytes of data), the file holds {held}")
+    return shape, fortran_order, dtype
+
+
+def read_npy_header(path: str) -> tuple[np.dtype, tuple[int, ...]]:
+    """The dtype and shape of the array in ``path``, checked as :func:`read_npy` checks
+    them (steps 1 to 3), without reading the data: what binds a model's symbolic dims
+    before its parameters' types are known.
+
+    Raises
+    ------
+    InputError
+        Naming the problem (the caller adds the file name).
+    """
+    with _open_regular(path) as fh:
+        shape, _, dtype = _checked_header(fh)
+    return dtype, shape
+
+
 def describe_os_error(exc: OSError) -> str:
     """A short text for an OSError (``[Errno 2] ...`` without the noise)."""
     if exc.errno == errno.ENOENT:
@@ -138,4 +159,4 @@ def describe_os_error(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-__all__ = ["InputError", "describe_os_error", "read_npy"]
+__all__ = ["InputError", "describe_os_error", "read_npy", "read_npy_header"]

@@ -1,20 +1,28 @@
 """ONNX in the ``irkernel`` command: ``import``, and ``.onnx`` files for ``run``/``opt``/``print``.
 
-``irkernel import model.onnx -o model.ir [--shape input=1,3,224,224] [--opset N]`` writes
-the imported module as text; the other subcommands read a ``.onnx`` file wherever they
-read an ``.ir`` file (``--shape`` fixes symbolic input dims there too). The frontend,
-and ``onnx`` with it, is imported only when an ``.onnx`` file is read, so the command
-works without the ``onnx`` extra for ``.ir`` files. Import errors (unsupported ops,
-symbolic dims without ``--shape``, a file that is not ONNX) are ValueErrors with one
-line of text, which the command prints without a traceback (exit 1); a malformed
-``--shape`` is a usage error (exit 2).
+``irkernel import model.onnx -o model.ir [--shape input=1,3,224,224] [--dim batch=4]
+[--opset N]`` writes the imported module as text; the other subcommands read a
+``.onnx`` file wherever they read an ``.ir`` file. A model with symbolic input dims
+(``batch``, ``seq``) is imported at a binding of them: ``--dim NAME=VALUE`` (repeatable,
+or ``--dim batch=4,seq=16``), ``--shape`` fixing whole inputs, or, for ``run --inputs``,
+the shapes in the ``.npy`` headers. The model is read through ``DynamicModel``
+(``irkernel/frontend/onnx/dynamic.py``), which knows the dims; ``print`` without
+``--dim`` prints the dims a symbolic model has instead of the graph.
+
+The frontend, and ``onnx`` with it, is imported only when an ``.onnx`` file is read,
+so the command works without the ``onnx`` extra for ``.ir`` files. Import errors
+(unsupported ops, symbolic dims without a value, an unknown dim, inputs that
+contradict each other, a file that is not ONNX) are ValueErrors with one line of text,
+which the command prints without a traceback (exit 1); a malformed ``--shape`` or
+``--dim`` is a usage error (exit 2).
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
-from typing import TextIO
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TextIO
 
 from irkernel.cli.errors import UsageError
 from irkernel.ir.module import IRModule
@@ -35,19 +43,96 @@ def parse_shapes(items: Sequence[str] | None) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def read_onnx(path: str, shapes: dict[str, tuple[int, ...]] | None = None,
-              opset: int | None = None) -> IRModule:
-    """Import an ONNX file; every failure is a one-line ValueError naming the file."""
+def parse_dims(items: Sequence[str] | None) -> dict[str, int]:
+    """``["batch=4", "seq=16,heads=2"]`` -> ``{"batch": 4, "seq": 16, "heads": 2}``."""
+    dims: dict[str, int] = {}
+    for item in items or []:
+        for part in item.split(","):
+            name, sep, value = part.strip().partition("=")
+            name = name.strip()
+            try:
+                if not sep or not name:
+                    raise ValueError
+                number = int(value)
+                if number < 0:
+                    raise ValueError
+            except ValueError:
+                raise UsageError(f"--dim {item!r}: expected NAME=VALUE with VALUE an int >= 0 "
+                                 "(e.g. batch=4, or batch=4,seq=16)") from None
+            if dims.get(name, number) != number:
+                raise UsageError(f"--dim: {name!r} given twice ({dims[name]} and {number})")
+            dims[name] = number
+    return dims
+
+
+def open_onnx(path: str, shapes: dict[str, tuple[int, ...]] | None = None,
+              opset: int | None = None) -> Any:
+    """The model at ``path`` as a ``DynamicModel``; every failure is a one-line ValueError."""
     try:
-        from irkernel.frontend.onnx import OpNotImplemented, from_onnx
+        from irkernel.frontend.onnx.dynamic import DynamicModel
     except ImportError as exc:
         raise ValueError(f"{path}: reading .onnx files needs the onnx package "
                          f"(pip install irkernel[onnx]): {exc}") from None
+    with _named(path):
+        return DynamicModel(path, shape_dict=shapes or None, opset=opset)
+
+
+def binding(model: Any, path: str, dims: dict[str, int] | None,
+            inputs: Sequence[str] | None = None) -> dict[str, int]:
+    """The values of the model's dims: ``--dim``, else the ``.npy`` inputs' shapes."""
+    if dims or not model.dims:
+        return dict(dims or {})
+    if not inputs:
+        example = " ".join(f"--dim {name}=N" for name in model.dims)
+        raise ValueError(f"{path}: symbolic dims {', '.join(model.dims)} "
+                         f"({model.symbolic.describe()}); give them with {example} (or the "
+                         "inputs' shapes with --shape NAME=D0,D1,...)")
+    from irkernel.cli.npy import InputError, read_npy_header
+
+    shapes = []
+    for pos, file in enumerate(inputs):
+        try:
+            shapes.append(read_npy_header(file)[1])
+        except InputError as exc:
+            raise ValueError(f"cannot read input {file!r} (input {pos}): {exc}") from None
+    with _named(path, "the --inputs do not fit the model's dims: "):
+        return model.binding_from_shapes(shapes)
+
+
+def dims_header(model: Any, values: dict[str, int]) -> str:
+    """``# symbolic dims: batch=4, seq=16 (input ...)``: a comment line, or nothing."""
+    if not model.dims:
+        return ""
+    bound = ", ".join(f"{name}={values[name]}" for name in model.dims)
+    return f"# symbolic dims: {bound} ({model.symbolic.describe()})\n"
+
+
+def read_onnx(path: str, shapes: dict[str, tuple[int, ...]] | None = None,
+              opset: int | None = None, dims: dict[str, int] | None = None,
+              inputs: Sequence[str] | None = None) -> IRModule:
+    """Import an ONNX file at the binding :func:`binding` finds; failures as open_onnx's."""
+    model = open_onnx(path, shapes, opset)
+    return bind_model(model, path, binding(model, path, dims, inputs))
+
+
+def bind_model(model: Any, path: str, values: dict[str, int]) -> IRModule:
+    """``model.bind(**values)``; an unknown or missing dim is a one-line ValueError."""
+    with _named(path):
+        return model.bind(**values)
+
+
+@contextmanager
+def _named(path: str, what: str = "") -> Iterator[None]:
+    """Frontend errors as one line naming the file."""
+    from irkernel.frontend.onnx import OpNotImplemented
+
     try:
-        return from_onnx(path, shape_dict=shapes or None, opset=opset)
+        yield
     except (OpNotImplemented, ValueError) as exc:
         text = str(exc).replace("in shape_dict", "with --shape NAME=D0,D1,...")
-        raise ValueError(text if text.startswith(path) else f"{path}: {text}") from None
+        if "no value for dim" in text:
+            text += "; give them with --dim NAME=VALUE"
+        raise ValueError(text if text.startswith(path) else f"{path}: {what}{text}") from None
 
 
 def is_onnx(path: str) -> bool:
@@ -57,8 +142,11 @@ def is_onnx(path: str) -> bool:
 def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
     if args.opset is not None and args.opset < 1:
         raise UsageError(f"--opset must be >= 1, got {args.opset}")
-    mod = read_onnx(args.file, parse_shapes(args.shape), args.opset)
-    text = mod.script()
+    shapes, dims = parse_shapes(args.shape), parse_dims(args.dim)
+    model = open_onnx(args.file, shapes, args.opset)
+    values = binding(model, args.file, dims)
+    mod = bind_model(model, args.file, values)
+    text = dims_header(model, values) + mod.script()
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -83,6 +171,10 @@ def add_import_parser(sub: argparse._SubParsersAction,  # type: ignore[type-arg]
 
 
 def add_shape_option(parser: argparse.ArgumentParser) -> None:
+    """``--shape`` and ``--dim``: the values of an ONNX model's symbolic input dims."""
     parser.add_argument("--shape", action="append", metavar="NAME=D0,D1,...",
-                        help="fix the shape of an ONNX input (symbolic dims need it); "
+                        help="fix the shape of an ONNX input (and the dims it names); "
                              "repeatable")
+    parser.add_argument("--dim", action="append", metavar="NAME=VALUE",
+                        help="bind a symbolic dim of an ONNX model (batch=4, or "
+                             "batch=4,seq=16); repeatable")

@@ -11,7 +11,7 @@ from onnx import numpy_helper
 
 HERE = Path(__file__).resolve().parent / "models"
 _ALL_NAMES = sorted(p.stem for p in HERE.glob("*.onnx"))
-# exported with dynamic_axes: their symbolic dims need from_onnx(shape_dict=...)
+# exported with dynamic_axes: symbolic dims, run through DynamicModel (test_onnx_dynamic.py)
 DYNAMIC_MODEL_NAMES = [n for n in _ALL_NAMES if n.endswith("_dynamic")]
 MODEL_NAMES = [n for n in _ALL_NAMES if n not in DYNAMIC_MODEL_NAMES]  # every dim fixed
 

@@ -66,3 +66,28 @@ def check(m: onnx.ModelProto, inputs: dict[str, np.ndarray], build: bool = True,
 
         assert_close(runtime.build(mod)["main"](*args), want)
     return mod
+
+
+def model_inputs(model: onnx.ModelProto, seed: int = 1,
+                 sizes: dict[str, int] | None = None) -> dict[str, np.ndarray]:
+    """Random normal inputs, each symbolic dim set from ``sizes``. An input named ``mask``
+    is a padding mask of 1.0 (token) and 0.0 (padding): each row keeps a random prefix of
+    at least one token, so no row is all padding."""
+    rng, sizes = np.random.default_rng(seed), sizes or {}
+    inits = {i.name for i in model.graph.initializer}
+    out = {}
+    for info in model.graph.input:
+        if info.name in inits:
+            continue
+        dims = []
+        for d in info.type.tensor_type.shape.dim:
+            if d.dim_param and d.dim_param not in sizes:
+                raise ValueError(f"input {info.name!r}: symbolic dim {d.dim_param!r} needs "
+                                 f"a value in sizes")
+            dims.append(sizes[d.dim_param] if d.dim_param else d.dim_value)
+        if info.name == "mask":
+            lengths = rng.integers(1, dims[1] + 1, size=(dims[0], 1))
+            out[info.name] = (np.arange(dims[1]) < lengths).astype(np.float32)
+        else:
+            out[info.name] = rng.standard_normal(dims).astype(np.float32)
+    return out

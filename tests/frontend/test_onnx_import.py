@@ -17,6 +17,7 @@ import irkernel as ik
 from irkernel.frontend.onnx import (
     ONNXImportError,
     OpNotImplemented,
+    SymbolicDimsError,
     from_onnx,
     sanitize_names,
 )
@@ -71,8 +72,10 @@ def test_symbolic_dims_need_shape_dict():
     graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x],
                               [helper.make_empty_tensor_value_info("y")])
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    with pytest.raises(ONNXImportError, match=r"'x': dimension 0 is symbolic \('batch'\)"):
+    with pytest.raises(ONNXImportError, match=r"symbolic dims batch \(input 'x' \[batch, 3\]\)"
+                       r".*DynamicModel") as info:
         from_onnx(m)
+    assert isinstance(info.value, SymbolicDimsError) and info.value.dims == ("batch",)
     mod = from_onnx(m, shape_dict={"x": (5, 3)})
     assert mod["main"].shapes[int(mod["main"].shape_id[0])] == (5, 3)
     with pytest.raises(ValueError, match="'nope' is not an input"):

@@ -17,9 +17,9 @@ import pytest
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
-from model_weights import DYNAMIC_MODEL_NAMES, MODEL_NAMES, load  # noqa: E402
+from model_weights import MODEL_NAMES, load  # noqa: E402
 from onnx import numpy_helper  # noqa: E402
-from onnx_helpers import assert_close, run_ort  # noqa: E402
+from onnx_helpers import assert_close, model_inputs, run_ort  # noqa: E402
 
 import irkernel as ik  # noqa: E402
 import runtime  # noqa: E402
@@ -30,33 +30,8 @@ LIGHT = ["bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet5
          "shufflenet", "squeezenet", "vgg19", "zfnet512"]
 
 
-def _inputs(model: onnx.ModelProto, seed: int = 1,
-            sizes: dict[str, int] | None = None) -> dict[str, np.ndarray]:
-    """Random normal inputs, each symbolic dim set from ``sizes``. An input named ``mask``
-    is a padding mask of 1.0 (token) and 0.0 (padding): each row keeps a random prefix of
-    at least one token, so no row is all padding."""
-    rng, sizes = np.random.default_rng(seed), sizes or {}
-    inits = {i.name for i in model.graph.initializer}
-    out = {}
-    for info in model.graph.input:
-        if info.name in inits:
-            continue
-        dims = []
-        for d in info.type.tensor_type.shape.dim:
-            if d.dim_param and d.dim_param not in sizes:
-                raise ValueError(f"input {info.name!r}: symbolic dim {d.dim_param!r} needs "
-                                 f"a value in sizes")
-            dims.append(sizes[d.dim_param] if d.dim_param else d.dim_value)
-        if info.name == "mask":
-            lengths = rng.integers(1, dims[1] + 1, size=(dims[0], 1))
-            out[info.name] = (np.arange(dims[1]) < lengths).astype(np.float32)
-        else:
-            out[info.name] = rng.standard_normal(dims).astype(np.float32)
-    return out
-
-
 def _compare(model: onnx.ModelProto) -> None:
-    inputs = _inputs(model)
+    inputs = model_inputs(model)
     want = run_ort(model, inputs)
     mod = from_onnx(model)
     got = runtime.build(mod)["main"](*inputs.values())
@@ -67,25 +42,6 @@ def _compare(model: onnx.ModelProto) -> None:
 def test_pytorch_export_matches_onnxruntime(name):
     model = load(name)
     _compare(model)
-
-
-# The values of the symbolic dims of the *_dynamic models, one build each. from_onnx does
-# not import symbolic dims yet: shape_dict fixes them, one module per size. The symbolic-
-# dims issue replaces this with one build of the model run at both sizes.
-DYNAMIC_SIZES = [{"batch": 1, "seq": 16}, {"batch": 3, "seq": 9}]
-
-
-@pytest.mark.parametrize("sizes", DYNAMIC_SIZES, ids=lambda s: f"batch{s['batch']}")
-@pytest.mark.parametrize("name", DYNAMIC_MODEL_NAMES)
-def test_dynamic_batch_export_matches_onnxruntime(name, sizes):
-    model = load(name)
-    assert any(d.dim_param == "batch" for d in model.graph.input[0].type.tensor_type.shape.dim)
-    inputs = _inputs(model, sizes=sizes)
-    want = run_ort(model, inputs)
-    mod = from_onnx(model, shape_dict={k: v.shape for k, v in inputs.items()})
-    got = runtime.build(mod)["main"](*inputs.values())
-    assert got[0].shape[0] == sizes["batch"]
-    assert_close(got, want)
 
 
 def random_weights(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProto:

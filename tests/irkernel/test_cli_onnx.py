@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 import irkernel as ik  # noqa: E402
 from irkernel.cli.errors import UsageError  # noqa: E402
 from irkernel.cli.main import main  # noqa: E402
-from irkernel.cli.onnx_cmd import parse_shapes  # noqa: E402
+from irkernel.cli.onnx_cmd import parse_dims, parse_shapes  # noqa: E402
 
 
 @pytest.fixture
@@ -48,8 +48,8 @@ def test_import_writes_parseable_ir(model_path, tmp_path):
 def test_symbolic_dims_without_shape_is_one_line_error(model_path, capsys):
     rc, _ = _cli("import", str(model_path))
     err = capsys.readouterr().err
-    assert rc == 1 and "dimension 0 is symbolic ('N')" in err and "--shape" in err
-    assert "Traceback" not in err
+    assert rc == 1 and "symbolic dims N (input 'input:0' [N, 8]); give them with --dim N=N" in err
+    assert "--shape" in err and "Traceback" not in err and len(err.splitlines()) == 1
 
 
 def test_run_random_prints_shapes_and_time_per_run(model_path):
@@ -93,3 +93,74 @@ def test_parse_shapes():
     assert parse_shapes(["a=1,2", "b:0=3", "s="]) == {"a": (1, 2), "b:0": (3,), "s": ()}
     with pytest.raises(UsageError, match="expected NAME=D0,D1"):
         parse_shapes(["a=1,x"])
+
+
+def test_parse_dims():
+    assert parse_dims(["batch=4", "seq=16, heads=2", "batch=4"]) == {"batch": 4, "seq": 16,
+                                                                     "heads": 2}
+    for bad in ("batch", "=4", "batch=x", "batch=-1", "batch=4,"):
+        with pytest.raises(UsageError, match="expected NAME=VALUE"):
+            parse_dims([bad])
+    with pytest.raises(UsageError, match="'batch' given twice"):
+        parse_dims(["batch=4", "batch=5"])
+
+
+@pytest.fixture
+def shared_path(tmp_path):
+    """Inputs a [batch, seq] and b [batch, seq]: one batch, one seq."""
+    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", "seq"]) for n in "ab"]
+    g = helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"])], "g", ins,
+                          [helper.make_empty_tensor_value_info("y")])
+    path = tmp_path / "shared.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_run_binds_dims_from_dim_options_or_npy_inputs(shared_path, tmp_path, capsys):
+    rc, text = _cli("run", str(shared_path), "--random", "--dim", "batch=2", "--dim", "seq=5")
+    assert rc == 0 and "output 0: float32[2, 5]" in text
+    rc, text = _cli("run", str(shared_path), "--random", "--dim", "batch=3,seq=1")
+    assert rc == 0 and "output 0: float32[3, 1]" in text
+    for name, shape in (("a", (2, 3)), ("b", (2, 3)), ("c", (3, 3))):
+        np.save(tmp_path / f"{name}.npy", np.ones(shape, np.float32))
+    rc, text = _cli("run", str(shared_path), "--inputs", str(tmp_path / "a.npy"),
+                    str(tmp_path / "b.npy"))
+    assert rc == 0 and "output 0: float32[2, 3]  min 2  max 2" in text
+    capsys.readouterr()
+    rc, _ = _cli("run", str(shared_path), "--inputs", str(tmp_path / "a.npy"),
+                 str(tmp_path / "c.npy"))
+    err = capsys.readouterr().err
+    assert rc == 1 and ("the --inputs do not fit the model's dims: input 'b' axis 0 is 3, but "
+                        "dim 'batch' is 2 (from input 'a' axis 0)") in err
+
+
+@pytest.mark.parametrize(("argv", "code", "message"), [
+    (["--dim", "batch"], 2, "--dim 'batch': expected NAME=VALUE"),
+    (["--dim", "batch=two"], 2, "expected NAME=VALUE with VALUE an int >= 0"),
+    (["--dim", "bacth=2,seq=1"], 1, "'bacth' is not a dim of the model (dims: batch, seq)"),
+    (["--dim", "batch=2"], 1, "no value for dim(s) seq (the model's dims: batch, seq); give "
+                              "them with --dim NAME=VALUE"),
+    (["--shape", "a=2,3", "--dim", "batch=4,seq=3"], 1,
+     "dim 'batch' is fixed to 2 by shape_dict, got 4"),
+])
+def test_dim_errors_exit_codes(shared_path, capsys, argv, code, message):
+    rc, _ = _cli("import", str(shared_path), *argv)
+    err = capsys.readouterr().err
+    assert rc == code and message in err and len(err.splitlines()) == 1
+
+
+def test_import_and_print_at_a_binding(shared_path, tmp_path, capsys):
+    rc, text = _cli("print", str(shared_path))
+    assert rc == 0 and text.startswith("# symbolic dims: batch, seq (input 'a' [batch, seq], "
+                                       "input 'b' [batch, seq])\n# give --dim")
+    assert "param" not in text
+    rc, text = _cli("print", str(shared_path), "--dim", "batch=2,seq=3")
+    assert rc == 0 and text.startswith("# symbolic dims: batch=2, seq=3 (")
+    assert "param a : float32[2, 3]" in text and "param b : float32[2, 3]" in text
+    target = tmp_path / "m.ir"
+    rc, _ = _cli("import", str(shared_path), "--dim", "seq=4", "--shape", "a=1,-1",
+                 "-o", str(target))
+    assert rc == 0
+    mod = ik.parse(target.read_text())  # the header is a comment of the text format
+    f = mod["main"]
+    assert [f.shapes[int(f.shape_id[p])] for p in f.params.tolist()] == [(1, 4), (1, 4)]

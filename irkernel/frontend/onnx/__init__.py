@@ -1,12 +1,14 @@
 """The ONNX frontend: ``from_onnx(model) -> IRModule`` (needs ``pip install irkernel[onnx]``).
 
 Layer: ``irkernel.frontend`` (imports ``irkernel.ir`` and ``onnx``; never transform,
-passes or runtime). ``irkernel.frontend.onnx.backend`` (the ``onnx.backend`` API, which
-builds and runs models) is the exception on the top layer and is not imported here.
+passes or runtime). Two modules build and run models and so sit above ``runtime``, and
+are not imported here: ``irkernel.frontend.onnx.dynamic`` (``DynamicModel``: a model with
+symbolic dims, imported and built per binding of its dims) and
+``irkernel.frontend.onnx.backend`` (the ``onnx.backend`` API, on the top layer).
 
-Modules: ``common`` (values, context, converter table, errors), ``importer``
-(``from_onnx``), ``converters/`` (one converter class per ONNX op, grouped by kind).
-See ``docs/onnx.md``.
+Modules: ``common`` (values, context, converter table, errors), ``dims`` (the symbolic
+dims of a model's inputs and their binding), ``importer`` (``from_onnx``),
+``converters/`` (one converter class per ONNX op, grouped by kind). See ``docs/onnx.md``.
 """
 
 from irkernel.frontend.onnx.common import (
@@ -16,7 +18,14 @@ from irkernel.frontend.onnx.common import (
     OpNotImplemented,
     register,
 )
-from irkernel.frontend.onnx.importer import from_onnx, sanitize_names, unsupported_ops
+from irkernel.frontend.onnx.dims import DimError, SymbolicDims, SymbolicDimsError
+from irkernel.frontend.onnx.importer import (
+    from_onnx,
+    load_model,
+    sanitize_names,
+    unsupported_ops,
+)
 
-__all__ = ["CONVERTERS", "ONNXImportError", "OnnxOpConverter", "OpNotImplemented", "from_onnx",
-           "register", "sanitize_names", "unsupported_ops"]
+__all__ = ["CONVERTERS", "DimError", "ONNXImportError", "OnnxOpConverter", "OpNotImplemented",
+           "SymbolicDims", "SymbolicDimsError", "from_onnx", "load_model", "register",
+           "sanitize_names", "unsupported_ops"]

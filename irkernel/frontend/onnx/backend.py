@@ -6,7 +6,9 @@ the model with :func:`~irkernel.frontend.onnx.from_onnx` and compiles it with
 ``runtime.build`` (``mode="interpret"`` runs it with the reference interpreter
 instead, for quick checks). Inputs are matched to ``main``'s parameters in order;
 inputs given for initializers (old models list those as graph inputs too) are
-skipped, as onnx's test runner expects.
+skipped, as onnx's test runner expects. A model with symbolic input dims is prepared
+as a :class:`~irkernel.frontend.onnx.dynamic.DynamicModel`: ``run`` binds the dims from
+the inputs' shapes and builds once per binding.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from onnx.backend.base import Backend, BackendRep
 
 import runtime
 from irkernel.frontend.onnx.common import NeedsConstant
+from irkernel.frontend.onnx.dims import SymbolicDimsError
+from irkernel.frontend.onnx.dynamic import DynamicModel
 from irkernel.frontend.onnx.importer import from_onnx
 from irkernel.ir.interp import interpret
 from irkernel.ir.module import IRModule
@@ -40,6 +44,8 @@ class IrkernelRep(BackendRep):
     feed ``Expand``'s shape or ``Range``'s bounds as inputs) cannot be compiled before
     the input is known: it is imported and built at ``run`` for the values given,
     binding the integer, bool and one-element inputs as constants, once per distinct set of values.
+    A model with symbolic input dims is imported and built per binding of its dims
+    (``DynamicModel``), which the inputs' shapes give.
     """
 
     def __init__(self, model: onnx.ModelProto, kwargs: dict[str, Any], mode: str) -> None:
@@ -48,8 +54,13 @@ class IrkernelRep(BackendRep):
         self.input_names = [n for n in self._all_inputs if n not in initializers]
         self._model, self._kwargs, self.mode = model, kwargs, mode
         self._specialized: dict[bytes, tuple[IRModule, Any, list[str]]] = {}
+        self.dynamic: DynamicModel | None = None
         try:
             self.module: IRModule | None = from_onnx(model, **kwargs)
+        except SymbolicDimsError:
+            self.module, self._run = None, None
+            self.dynamic = DynamicModel(model, **kwargs)
+            self._dynamic_run = self.dynamic.build() if mode == "build" else None
         except NeedsConstant:
             self.module = None  # built at run time, for the given values
             self._run = None
@@ -102,6 +113,10 @@ class IrkernelRep(BackendRep):
         arrays = [a.view(np.uint16) if a.dtype == _BFLOAT16 else a for a in arrays]
         if self.module is not None:
             return tuple(self._call(self.module, self._run, arrays))
+        if self.dynamic is not None:
+            mod = self.dynamic.bind_from_inputs(*arrays)
+            run = None if self._dynamic_run is None else self._dynamic_run["main"]
+            return tuple(self._call(mod, run, arrays))
         mod, run, rest = self._specialize(arrays)
         return tuple(self._call(mod, run, rest))
 

@@ -17,7 +17,9 @@ leading digit prefixed by ``v``, and a numeric suffix against collisions
 Decisions where ONNX leaves room: tensors of dtypes other than float32,
 float64, int32, int64 and bool are rejected with an error naming the input
 (float16 constants are widened to float32); dimensions that are symbolic in the
-model need a value in ``shape_dict`` (the error names the input and the dim);
+model need a value through ``shape_dict`` (``dims.py``: an input's shape fixes the
+dims it names for every input sharing them; the error, :class:`SymbolicDimsError`,
+names the dims left and points to ``DynamicModel``, which binds them per call);
 a graph output that is a constant of the model is returned as such.
 
 A model is untrusted input (``checks.py``): a path must be a regular file, external
@@ -53,6 +55,7 @@ from irkernel.frontend.onnx.common import (
     Value,
     lookup,
 )
+from irkernel.frontend.onnx.dims import SymbolicDims, SymbolicDimsError
 from irkernel.ir.builder import GraphBuilder
 from irkernel.ir.ids import DTYPE_NAMES, dtype_code, shape_problem
 from irkernel.ir.module import IRModule
@@ -99,7 +102,7 @@ def sanitize_names(names: Sequence[str]) -> list[str]:
     return out
 
 
-def _load(model: Any) -> onnx.ModelProto:
+def load_model(model: Any) -> onnx.ModelProto:
     """The model, its external data read (from inside its folder only) and every tensor
     checked (``checks.py``): nothing later trusts the file."""
     if isinstance(model, onnx.ModelProto):
@@ -117,8 +120,9 @@ def _load(model: Any) -> onnx.ModelProto:
     return model
 
 
-def _input_type(info: onnx.ValueInfoProto, shape_dict: Mapping[str, Sequence[int]],
-                dtype_dict: Mapping[str, Any]) -> tuple[str, tuple[int, ...]]:
+def _input_type(info: onnx.ValueInfoProto, shape: tuple[int, ...],
+                dtype_dict: Mapping[str, Any]) -> str:
+    """The dtype of a parameter input; its ``shape`` (from :class:`SymbolicDims`) is checked."""
     name = info.name
     ttype = info.type.tensor_type if info.type.HasField("tensor_type") else None
     if name in dtype_dict:
@@ -131,26 +135,10 @@ def _input_type(info: onnx.ValueInfoProto, shape_dict: Mapping[str, Sequence[int
                               f"supported ({', '.join(DTYPE_NAMES)}); override it with dtype_dict")
     else:
         dtype = ONNX_DTYPES[ttype.elem_type]
-    if name in shape_dict:
-        shape = tuple(int(d) for d in shape_dict[name])
-        problem = shape_problem(shape)
-        if problem is not None:
-            raise ValueError(f"shape_dict[{name!r}] = {shape}: {problem}")
-        return dtype, shape
-    if ttype is None or not ttype.HasField("shape"):
-        raise ONNXImportError(f"graph input {name!r} has no shape; give it in shape_dict")
-    dims = []
-    for k, dim in enumerate(ttype.shape.dim):
-        if dim.HasField("dim_value") and dim.dim_value >= 0:
-            dims.append(int(dim.dim_value))
-        else:
-            label = dim.dim_param or "?"
-            raise ONNXImportError(f"graph input {name!r}: dimension {k} is symbolic ({label!r}); "
-                                  f"give the input's shape in shape_dict")
-    problem = shape_problem(tuple(dims))
+    problem = shape_problem(shape)
     if problem is not None:
-        raise ONNXImportError(f"graph input {name!r}: shape {dims}: {problem}")
-    return dtype, tuple(dims)
+        raise ONNXImportError(f"graph input {name!r}: shape {list(shape)}: {problem}")
+    return dtype
 
 
 def _attributes(ctx: Context, node: onnx.NodeProto) -> dict[str, Any]:
@@ -191,6 +179,8 @@ def from_onnx(model: Any, shape_dict: Mapping[str, Sequence[int]] | None = None,
         have external data.
     shape_dict : mapping, optional
         ``{input name: shape}`` fixing or overriding input shapes (symbolic dims need it).
+        An int fixes an axis, and the dim the model names there for every input that
+        shares it; ``None`` or ``-1`` keeps the model's axis.
     dtype_dict : mapping, optional
         ``{input name: dtype}`` overriding input dtypes.
     opset : int, optional
@@ -209,11 +199,14 @@ def from_onnx(model: Any, shape_dict: Mapping[str, Sequence[int]] | None = None,
     ------
     OpNotImplemented
         Listing every unsupported op type with its count, before any conversion.
+    SymbolicDimsError
+        An ONNXImportError naming the symbolic dims ``shape_dict`` leaves without a value
+        (``irkernel.frontend.onnx.dynamic.DynamicModel`` imports such a model per binding).
     ONNXImportError
         Naming the node, input, initializer or attribute that cannot be imported, or the
         file that is not a model.
     """
-    model = _load(model)
+    model = load_model(model)
     if len(model.functions):  # model-local functions (newer exporters): inlined first
         from onnx import inliner
 
@@ -233,9 +226,14 @@ def from_onnx(model: Any, shape_dict: Mapping[str, Sequence[int]] | None = None,
         if name not in known_inputs:
             raise ValueError(f"from_onnx: {name!r} is not an input of the graph "
                              f"(inputs: {', '.join(sorted(known_inputs)) or 'none'})")
+    constant = {i.name for i in graph.initializer} | set(const_inputs)
+    dims = SymbolicDims(graph, {k: v for k, v in shape_dict.items() if k not in constant},
+                        skip=constant)
+    if dims.dims:
+        raise SymbolicDimsError(dims.dims, dims.describe())
     bb = GraphBuilder("main")
     ctx = Context(bb, opset)
-    env = _bind_inputs(ctx, graph, shape_dict, dtype_dict, const_inputs)
+    env = _bind_inputs(ctx, graph, dims.shapes(dims.fixed), dtype_dict, const_inputs)
     # Each tensor is dropped from env after its last reader, so that a constant replaced by
     # a folded one (a transposed weight) is freed during the import, not held to the end.
     last_use = {name: k for k, node in enumerate(graph.node) for name in node.input}
@@ -256,7 +254,7 @@ def from_onnx(model: Any, shape_dict: Mapping[str, Sequence[int]] | None = None,
     return IRModule({"main": bb.finish(outputs)})
 
 
-def _bind_inputs(ctx: Context, graph: onnx.GraphProto, shape_dict: dict[str, Sequence[int]],
+def _bind_inputs(ctx: Context, graph: onnx.GraphProto, shapes: dict[str, tuple[int, ...]],
                  dtype_dict: dict[str, Any], const_inputs: dict[str, Any]) -> dict[str, Value]:
     """Initializers and ``const_inputs`` as constants, the other inputs as parameters."""
     env: dict[str, Value] = {}
@@ -274,7 +272,8 @@ def _bind_inputs(ctx: Context, graph: onnx.GraphProto, shape_dict: dict[str, Seq
         env[name] = ctx.const(np.asarray(value))
     inputs = [i for i in graph.input if i.name not in env]
     for info, pname in zip(inputs, sanitize_names([i.name for i in inputs]), strict=True):
-        dtype, shape = _input_type(info, shape_dict, dtype_dict)
+        shape = shapes[info.name]
+        dtype = _input_type(info, shape, dtype_dict)
         node = ctx.bb.param(pname, shape, dtype)
         env[info.name] = Value(dtype_code(dtype), shape, node=node)
     return env
@@ -314,4 +313,5 @@ def _convert_node(ctx: Context, env: dict[str, Value], index: int, node: onnx.No
             env[name] = value
 
 
-__all__ = ["ONNX_DTYPES", "from_onnx", "model_opset", "sanitize_names", "unsupported_ops"]
+__all__ = ["ONNX_DTYPES", "from_onnx", "load_model", "model_opset", "sanitize_names",
+           "unsupported_ops"]
