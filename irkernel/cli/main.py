@@ -70,8 +70,8 @@ def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
     """Time the register tiles of a model's convs on this CPU and store the winners."""
     from irkernel.cli.tune_cmd import run_tune
 
-    shapes = _shapes(args)
-    return run_tune(args, out, lambda path: _read_module(path, shapes))
+    shapes, dims = _onnx_options(args)
+    return run_tune(args, out, lambda path: _read_module(path, shapes, dims))
 
 
 def cmd_viz(args: argparse.Namespace, out: TextIO) -> int:
