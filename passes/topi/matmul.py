@@ -219,7 +219,7 @@ def _build(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str, odt: 
     if batches * rows * n * k < MIN_WORK or k == 0:
         return None
     out_shape = (*(b_batch or a_batch), m, n)
-    if b_t and dot_ok(batches, rows):
+    if b_t and not b_batch and dot_ok(batches, rows):  # x1 2-d: (N, K)
         return dot_rows(rows, n, k, dtype, odt, finish, a_shape, b_shape, out_shape,
                         row_dims, a_t, target, PARALLEL_MIN_MACS)
     if not b_t and rows_ok(batches, rows, n, target, dtype):

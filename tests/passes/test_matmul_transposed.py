@@ -146,3 +146,15 @@ def test_unscheduled_shapes_keep_the_transpose() -> None:
     with transform.PassContext(config={"runtime.generic_max_elements": 0}):
         out = LegalizeOps()(mod)
     assert [c.attrs.get("op_name") for c in _callees(out)] == ["permute_dims", "matmul"]
+
+
+def test_one_batch_of_one_row_reads_the_batch_index() -> None:
+    """Equal batch shapes of one batch and one row (found by hypothesis): the packed
+    schedule, with B's batch index, not the dot products of a 2-d B."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((1, 1, 64)).astype(np.float32)
+    b = rng.standard_normal((1, 64, 64)).astype(np.float32)
+    mod = _module(a.shape, b.shape, False, True)
+    with transform.PassContext(config={"runtime.generic_max_elements": 0}):
+        got = runtime.build(mod)["main"](a, b)[0]
+    np.testing.assert_allclose(got, a @ np.swapaxes(b, -1, -2), rtol=1e-4, atol=1e-4)
