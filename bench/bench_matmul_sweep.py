@@ -141,6 +141,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--max-gflop", type=float, default=4.0)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--forms", default=",".join(FORMS),
+                    help="comma-separated forms to keep (default: all)")
+    ap.add_argument("--case", action="append", default=[],
+                    help="an extra case FORM:MxKxN (e.g. b_t:11x902x2914), repeatable")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     threads = [int(t) for t in args.threads.split(",")]
@@ -148,7 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"threads: irkernel pool = NumPy BLAS = {threads}; float32; ratio = NumPy / ours")
     rng = np.random.default_rng(args.seed)
     rows = []
-    for case in sweep(args.shapes, args.seed, args.max_gflop):
+    forms = set(args.forms.split(","))
+    extra = [Case(f, 1, *map(int, mkn.split("x"))) for f, mkn in
+             (c.split(":") for c in args.case)]
+    for case in [c for c in sweep(args.shapes, args.seed, args.max_gflop)
+                 if c.form in forms] + extra:
         ours, ref = build(case, rng)
         for t in threads:
             runtime.set_num_threads(t)

@@ -32,13 +32,15 @@ import numpy as np
 import passes.topi.templates as op_templates
 from passes.topi import generic
 from passes.narrow_floats import widen_narrow_floats
+from passes.topi.matmul import scheduled_transposed_matmul
 from passes.topi.tuned import TileTable, tuned_tiles
 from passes.topi.vector import current_target
+from passes.transposed_operands import materialize_constant_permutes, swapped_sources
 from irkernel import transform
 from irkernel.ir import ops
 from irkernel.ir.errors import TypeInferenceError
 from irkernel.ir.function import Function
-from irkernel.ir.ids import DTYPE_NAMES, ENC_BINARY, ENC_VARIADIC, INT64
+from irkernel.ir.ids import DTYPE_NAMES, ENC_BINARY, ENC_VARIADIC, FLOAT32, FLOAT64, INT64
 from irkernel.ir.module import IRModule
 from irkernel.ir.operands import operand_csr
 from irkernel.ir.rebuild import rebuild
@@ -185,10 +187,28 @@ def _generic_ok(op_name: str, types: tuple[Any, ...], result: Any, limit: int) -
                                       for _, shape in (*types, result))
 
 
+@lru_cache(maxsize=1024)
+def _transposed(types: tuple[Any, ...], swapped: tuple[bool, bool], target: CPUTarget
+                ) -> tuple[PrimFunc, bytes] | None:
+    """The scheduled matmul reading its swapped operands' sources (``types``: the matmul's
+    operand types, as the graph has them), with its digest; None when not scheduled."""
+    (code, sa), (_, sb) = types
+    src = [tuple(s[:-2]) + (s[-1], s[-2]) if swap else tuple(s)
+           for (_, s), swap in zip(types, swapped, strict=True)]
+    prim = scheduled_transposed_matmul(src[0], src[1], DTYPE_NAMES[code], *swapped) \
+        if code in (FLOAT32, FLOAT64) and len(sa) >= 2 and len(sb) >= 2 else None
+    if prim is None:
+        return None
+    prim = prim.with_attr("op_name", "matmul").with_attr("op_pattern", ops.OUT_EWISE_FUSABLE)
+    return prim, prim.structural_digest()
+
+
 def _lower_signature(func: Function, fname: str, node: int, namer: _Namer, limit: int,
-                     metas: dict[bytes, int], meta_arrays: list[np.ndarray]) -> tuple[Any, int]:
-    """The call_tir attribute record of one signature (its representative ``node``) and
-    the index of its meta constant (-1 for a specialized kernel)."""
+                     metas: dict[bytes, int], meta_arrays: list[np.ndarray],
+                     swapped: tuple[bool, bool] = (False, False)) -> tuple[Any, int, bool]:
+    """The call_tir attribute record of one signature (its representative ``node``), the
+    index of its meta constant (-1 for a specialized kernel), and whether the call reads
+    the sources of its ``swapped`` operands (a matmul through a transpose)."""
     shapes = func.shapes
     opcode, attr_id = int(func.kind[node]), int(func.attr_id[node])
     code = int(func.dtype[node])
@@ -200,9 +220,15 @@ def _lower_signature(func: Function, fname: str, node: int, namer: _Namer, limit
     meta_index = -1
     try:
         # node attribute records are stored normalized (defaults filled) by the builder
+        generic_ok = _generic_ok(op.name, types, result, limit)
         call = generic.generic_call(op.name, dict(record), types, result) \
-            if _generic_ok(op.name, types, result, limit) else None
-        if call is not None:
+            if generic_ok else None
+        folded = _transposed(types, swapped, current_target()) \
+            if any(swapped) and not generic_ok else None
+        if folded is not None:
+            prim, digest = folded
+            name = namer.intern(prim, digest, _name(op.name, code, result[1]))
+        elif call is not None:
             # a generic kernel's name identifies it (op and dtypes): no digest of its tree
             prim, digest = call.prim, call.name.encode()
             key = call.meta.tobytes()
@@ -216,7 +242,7 @@ def _lower_signature(func: Function, fname: str, node: int, namer: _Namer, limit
             name = namer.intern(prim, digest, _name(op.name, code, result[1]))
     except (ValueError, TypeError, TypeInferenceError) as exc:
         raise type(exc)(f"LegalizeOps: {fname}: node {node} ({op.name}): {exc}") from None
-    return _call_record(name, code, result[1]), meta_index
+    return _call_record(name, code, result[1]), meta_index, folded is not None
 
 
 @lru_cache(maxsize=65536)
@@ -235,25 +261,33 @@ def legalize_function(func: Function, fname: str, namer: _Namer,
     prepended to the function, so every node id moves up by their count.
     """
     func = widen_narrow_floats(func)  # float16/bfloat16 ops compute in float32 between casts
+    func = materialize_constant_permutes(func)  # no transpose of a weight on every call
     is_op = ~np.isin(func.kind, np.array(_LEAVES, np.int16))
     rows = np.nonzero(is_op)[0]
     if not len(rows):
         return func, 0
     enc = ops.op_arrays().encoding[func.kind[rows]]
-    first, inverse = _group_rows(_signatures(func, rows, enc))
-    records, group_meta = [], []
+    sources = swapped_sources(func, rows)
+    swapped = (sources >= 0).astype(np.int64)
+    signatures = _signatures(func, rows, enc)
+    if swapped.any():  # reading through a transpose is part of the signature
+        signatures = np.concatenate([signatures, swapped], axis=1)
+    first, inverse = _group_rows(signatures)
+    records, group_meta, group_folded = [], [], []
     verified = is_verified(func)
     metas: dict[bytes, int] = {}
     meta_arrays: list[np.ndarray] = []
-    for node in rows[first].tolist():  # one step per distinct signature
-        # the templates trust attributes and types: check the signature's rule once, unless
-        # the whole function is known to verify
+    for row, node in zip(first.tolist(), rows[first].tolist(), strict=True):
+        # one step per distinct signature. The templates trust attributes and types: check
+        # the signature's rule once, unless the whole function is known to verify
         if not verified:
             check_node_type(func, node, fname, "LegalizeOps")
-        record, meta_index = _lower_signature(func, fname, node, namer, generic_max_elements,
-                                              metas, meta_arrays)
+        record, meta_index, folded = _lower_signature(
+            func, fname, node, namer, generic_max_elements, metas, meta_arrays,
+            (bool(swapped[row, 0]), bool(swapped[row, 1])))
         records.append(record)
         group_meta.append(meta_index)
+        group_folded.append(folded)
     attr_table, new_ids = func.attr_table.extended(records)
     n_meta = len(meta_arrays)
     shift = np.int32(n_meta)
@@ -269,6 +303,13 @@ def legalize_function(func: Function, fname: str, namer: _Namer,
     within = np.arange(len(lists), dtype=np.int64) - starts[row_of]
     is_operand = within < n_operands[row_of]
     lists[is_operand] = csr.ids[csr.ptr[rows[row_of[is_operand]]] + within[is_operand]] + shift
+    folded_rows = np.nonzero(np.asarray(group_folded, bool)[inverse])[0]
+    transposes = np.full((len(folded_rows), 2), -1, np.int64)
+    for slot in (0, 1):  # folded matmuls read their transposes' sources
+        hit = np.nonzero(sources[folded_rows, slot] >= 0)[0]
+        row = folded_rows[hit]
+        transposes[hit, slot] = lists[starts[row] + slot]
+        lists[starts[row] + slot] = sources[row, slot] + shift
     lists[~is_operand] = row_meta[row_of[~is_operand]]  # meta nodes are 0..n_meta-1
     old_extra = func.extra + shift if n_meta else func.extra
     extra = np.concatenate([old_extra, lists]).astype(np.int32)
@@ -283,7 +324,7 @@ def legalize_function(func: Function, fname: str, namer: _Namer,
     if not n_meta:
         out = rebuild(func, kind=kind, a0=a0, a1=a1, attr_id=attr_id, extra=extra,
                       attr_table=attr_table, pass_name="LegalizeOps")
-        return out, len(rows)
+        return _drop_unused_transposes(out, transposes.reshape(-1)), len(rows)
     shapes, shape_ids = func.shapes.extended([(len(m),) for m in meta_arrays])
     consts, const_ids = func.consts.with_tensors(meta_arrays, shape_ids)
     out = Function(
@@ -295,7 +336,25 @@ def legalize_function(func: Function, fname: str, namer: _Namer,
         extra=extra, params=func.params + shift, outputs=func.outputs + shift,
         param_names=func.param_names, shapes=shapes, attr_table=attr_table, consts=consts,
         attrs=func.attrs)
-    return out, len(rows)
+    return _drop_unused_transposes(out, transposes.reshape(-1)), len(rows)
+
+
+def _drop_unused_transposes(func: Function, transposes: np.ndarray) -> Function:
+    """``func`` without the ``transposes`` (node ids; -1 entries ignored) that nothing reads
+    any more: their matmuls read the transposed nodes instead. A transpose still read
+    elsewhere, or returned, stays. Its PrimFunc stays until DeadCodeElimination."""
+    transposes = transposes[transposes >= 0]
+    if not len(transposes):
+        return func
+    used = np.zeros(func.num_nodes, bool)
+    used[operand_csr(func).ids] = True
+    used[func.outputs] = True
+    drop = np.zeros(func.num_nodes, bool)
+    drop[transposes] = True
+    drop &= ~used
+    if not drop.any():
+        return func
+    return rebuild(func, keep=~drop, pass_name="LegalizeOps")
 
 
 def legalize_module(mod: IRModule, ctx: transform.PassContext | None = None,

@@ -49,7 +49,8 @@ from irkernel.tir.buffer import Buffer
 from irkernel.tir.expr import PrimExpr
 from irkernel.tir.function import PrimFunc
 from irkernel.target import CPUTarget
-from passes.topi.matmul_rows import rows_ok, streamed_rows, unravel
+from passes.topi.matmul_dot import dot_ok, dot_rows
+from passes.topi.matmul_rows import a_element, rows_ok, streamed_rows, unravel
 from passes.topi.vector import current_target, vector_pieces
 
 #: Below this many multiply-adds the canonical (fusable) reduction is used instead.
@@ -108,9 +109,13 @@ def _tile(m: int, n: int, k: int, dtype: str, target: CPUTarget) -> tuple[int, i
     return mr, v * lanes
 
 
+def _identity(acc: PrimExpr, i: PrimExpr, j: PrimExpr) -> PrimExpr:
+    return acc
+
+
 @lru_cache(maxsize=256)
 def _cached(m: int, n: int, k: int, dtype: str, target: CPUTarget) -> PrimFunc | None:
-    return _build((m, k), (k, n), dtype, dtype, target, lambda acc, i, j: acc)
+    return _build((m, k), (k, n), dtype, dtype, target, _identity)
 
 
 def scheduled_matmul(m: int, n: int, k: int, dtype: str, bits: int = 0) -> PrimFunc | None:
@@ -142,8 +147,9 @@ def matmul_with_epilogue(m: int, n: int, k: int, dtype: str, extra: Sequence[Buf
 
 @lru_cache(maxsize=256)
 def _cached_batched(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str,
-                    target: CPUTarget) -> PrimFunc | None:
-    return _build(a_shape, b_shape, dtype, dtype, target, lambda acc, i, j: acc)
+                    target: CPUTarget, a_t: bool = False, b_t: bool = False
+                    ) -> PrimFunc | None:
+    return _build(a_shape, b_shape, dtype, dtype, target, _identity, a_t, b_t)
 
 
 def scheduled_batch_matmul(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str,
@@ -154,12 +160,28 @@ def scheduled_batch_matmul(a_shape: tuple[int, ...], b_shape: tuple[int, ...], d
     return _cached_batched(tuple(a_shape), tuple(b_shape), dtype, _target(bits))
 
 
+def scheduled_transposed_matmul(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str,
+                                a_t: bool, b_t: bool, bits: int = 0) -> PrimFunc | None:
+    """The scheduled ``A @ B`` reading A and/or B through a swap of their last two axes:
+    ``a_shape`` and ``b_shape`` are the shapes of the buffers the kernel reads (for
+    ``a_t``, ``A`` is ``x0`` with its last two axes swapped; likewise ``b_t``), so a
+    ``permute_dims`` feeding a matmul costs no kernel of its own (LegalizeOps folds it).
+    A transposed A is only an index map (the tile broadcasts A's elements one by one);
+    a transposed B is packed panel by panel from its rows (``K`` contiguous), or, with
+    few rows, read by dot products along K (``passes.topi.matmul_dot``). None for the
+    forms and shapes :func:`scheduled_batch_matmul` declines."""
+    return _cached_batched(tuple(a_shape), tuple(b_shape), dtype, _target(bits), a_t, b_t)
+
+
 #: Bytes of each B row a task packs at least (panels are grouped up to this): every row
 #: of a packed panel is a separate page of B when N is large, so a 64-byte panel row
 #: costs a TLB walk per 64 bytes; four panels per pass read 256.
 PACK_ROW_BYTES = 256
 #: Fewest tasks grouping may leave (balance over the pool's threads).
 MIN_TASKS = 8
+#: K per step of packing a transposed B: a 64-byte line of each of the panel's rows of
+#: ``x1`` (float32), written to that many panel rows (``16 x NR`` elements, in L1).
+TRANSPOSE_BLOCK = 16
 
 
 def _group(full: int, k: int, nr: int, itemsize: int, max_bytes: int) -> int:
@@ -174,13 +196,18 @@ def _group(full: int, k: int, nr: int, itemsize: int, max_bytes: int) -> int:
 
 
 def _build(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str, odt: str,
-           target: CPUTarget, finish: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr]
-           ) -> PrimFunc | None:
-    """The problem as (batches, rows, K, N) with index maps into the real buffers."""
+           target: CPUTarget, finish: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr],
+           a_t: bool = False, b_t: bool = False) -> PrimFunc | None:
+    """The problem as (batches, rows, K, N) with index maps into the real buffers
+    (``a_t``/``b_t``: the buffer holds the operand with its last two axes swapped)."""
     if dtype not in ("float32", "float64") or len(a_shape) < 2 or len(b_shape) < 2:
         return None
     *a_batch, m, k = a_shape
     *b_batch, k2, n = b_shape
+    if a_t:
+        m, k = k, m
+    if b_t:
+        k2, n = n, k2
     if k != k2:
         return None
     if not b_batch:  # x[..., M, K] @ w[K, N]: one matmul over every row
@@ -192,14 +219,17 @@ def _build(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str, odt: 
     if batches * rows * n * k < MIN_WORK or k == 0:
         return None
     out_shape = (*(b_batch or a_batch), m, n)
-    if rows_ok(batches, rows, n, target, dtype):
+    if b_t and not b_batch and dot_ok(batches, rows):  # x1 2-d: (N, K)
+        return dot_rows(rows, n, k, dtype, odt, finish, a_shape, b_shape, out_shape,
+                        row_dims, a_t, target, PARALLEL_MIN_MACS)
+    if not b_t and rows_ok(batches, rows, n, target, dtype):
         return streamed_rows(rows, n, k, dtype, odt, finish, a_shape, b_shape, out_shape,
-                             row_dims, target, PARALLEL_MIN_MACS)
+                             row_dims, target, PARALLEL_MIN_MACS, a_t)
     tile = _tile(rows, n, k, dtype, target)
     if tile is None:
         return None
     return _schedule(batches, rows, n, k, tile, dtype, odt, finish, a_shape, b_shape,
-                     out_shape, tuple(b_batch), row_dims, target)
+                     out_shape, tuple(b_batch), row_dims, target, a_t, b_t)
 
 
 def _row_chunks(col_tasks: int, blocks: int) -> int:
@@ -215,7 +245,7 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
               dtype: str, odt: str, finish: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr],
               a_shape: tuple[int, ...], b_shape: tuple[int, ...], out_shape: tuple[int, ...],
               batch_dims: tuple[int, ...], row_dims: tuple[int, ...],
-              target: CPUTarget) -> PrimFunc:
+              target: CPUTarget, a_t: bool = False, b_t: bool = False) -> PrimFunc:
     """One task per (batch, row chunk, column panel group); its row blocks stream past
     the packed panel.
 
@@ -227,13 +257,15 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
     full-width fmas and only the store is narrower; unpacked (one row block), its whole
     vectors take one tile and the last ``N % lanes`` columns a row-at-a-time tile.
     Every output element is accumulated by one task in K order, so results do not
-    depend on the thread count.
+    depend on the thread count. A transposed B (``b_t``) is always packed: its panel's
+    elements sit ``K`` apart along N, so only the packing loop, which reads B's rows
+    along K in blocks, may touch it; the tile's loop is the same.
     """
     mr, nr = tile
     itemsize = 4 if dtype == "float32" else 8
     lanes = min(target.lanes(dtype), nr)  # a narrow N tiles with half-width vectors
     blocks, rtail = divmod(m, mr)
-    pack = blocks + (rtail > 0) > 1
+    pack = blocks + (rtail > 0) > 1 or b_t
     full, tail = divmod(n, nr)
     group = _group(full, k, nr, itemsize, target.l2 // 2) if pack else 1
     main = full // group  # main column tasks per (batch, chunk)
@@ -249,10 +281,35 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
         return () if not batch_dims else unravel(b, batch_dims)
 
     def a_at(x0, b, r, kk):
-        return x0[(*batch_index(b), *unravel(r, row_dims), kk)]
+        return a_element(x0, batch_index(b), r, kk, row_dims, a_t)
 
     def b_at(x1, b, kk, j):
-        return x1[(*batch_index(b), kk, j)]
+        return x1[(*batch_index(b), j, kk) if b_t else (*batch_index(b), kk, j)]
+
+    def pack_panel(x1, b, at, col0, widths):
+        """``at(p, kk, j) <- B[kk, col0 + p * nr + j]`` for each panel ``p`` of ``widths``:
+        along B's rows (whole vectors, every panel per row), or, transposed, along K in
+        ``TRANSPOSE_BLOCK`` steps: a step reads one cache line of each of the panel's
+        rows of ``x1`` and writes ``TRANSPOSE_BLOCK`` panel rows, which stay in L1 (a
+        plain loop down K would write each panel row in L2 once per column)."""
+        if not b_t:
+            for kk in T.serial(k):
+                for p, width in enumerate(widths):
+                    for j0, size in vector_pieces(width, lanes):
+                        for ji in T.vectorized(size):
+                            at(p, kk, j0 + ji, b_at(x1, b, kk, col0 + p * nr + j0 + ji))
+            return
+        steps, rest = divmod(k, TRANSPOSE_BLOCK)
+        for k0, count, n_steps in ((0, TRANSPOSE_BLOCK, steps),
+                                   (steps * TRANSPOSE_BLOCK, rest, 1 if rest else 0)):
+            if not n_steps:
+                continue
+            for ks in T.serial(n_steps) if n_steps > 1 else (0,):
+                for p, width in enumerate(widths):
+                    for jj in T.serial(width):
+                        for kq in T.unroll(count):
+                            kk = k0 + ks * TRANSPOSE_BLOCK + kq
+                            at(p, kk, jj, b_at(x1, b, kk, col0 + p * nr + jj))
 
     def tile_of(x0, b, row0, height, width, b_of, name):
         """Emit one ``height x width`` register tile of rows ``row0...``: zeroed, then exact
@@ -308,11 +365,10 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
         jg = ct * group  # the task's first panel
         if pack:  # its ``group`` panels in one pass over B's rows
             panel = T.alloc_buffer((group, k, nr), dtype)
-            for kk in T.serial(k):
-                for g in T.unroll(group):
-                    for j0, size in vector_pieces(nr, lanes):
-                        for ji in T.vectorized(size):
-                            panel[g, kk, j0 + ji] = b_at(x1, b, kk, (jg + g) * nr + j0 + ji)
+
+            def put(p, kk, j, value):
+                panel[p, kk, j] = value
+            pack_panel(x1, b, put, jg * nr, [nr] * group)
         for g in T.serial(group) if group > 1 else (0,):
             # scratch names are unique per shape: FuseTIR renames a callee's allocations
             row_blocks(x0, out, b, chunk, (jg + g) * nr, nr, nr,
@@ -324,10 +380,11 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
         col0 = full * nr
         if pack:
             tpanel = T.alloc_buffer((k, tpad), dtype)
+
+            def put(p, kk, j, value):
+                tpanel[kk, j] = value
+            pack_panel(x1, b, put, col0, [tail])
             for kk in T.serial(k):
-                for j0, size in vector_pieces(tail, lanes):
-                    for ji in T.vectorized(size):
-                        tpanel[kk, j0 + ji] = b_at(x1, b, kk, col0 + j0 + ji)
                 for j0, size in vector_pieces(tpad - tail, lanes):
                     for ji in T.vectorized(size):
                         tpanel[kk, tail + j0 + ji] = 0.0
@@ -363,4 +420,4 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
 
 __all__ = ["MIN_WORK", "PARALLEL_MIN_MACS", "WIDE_PANEL_L2_FRACTION", "accumulators",
            "matmul_with_epilogue",
-           "scheduled_batch_matmul", "scheduled_matmul"]
+           "scheduled_batch_matmul", "scheduled_matmul", "scheduled_transposed_matmul"]

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from irkernel.target import CPUTarget
 from irkernel.tir import script as T
+from irkernel.tir.buffer import Buffer
 from irkernel.tir.expr import PrimExpr
 from irkernel.tir.function import PrimFunc
 from passes.topi.vector import vector_pieces
@@ -47,6 +48,14 @@ def unravel(flat: PrimExpr, dims: tuple[int, ...]) -> tuple[PrimExpr, ...]:
     return tuple(reversed(out))
 
 
+def a_element(x0: Buffer, lead: tuple[PrimExpr, ...], r: PrimExpr, kk: PrimExpr,
+              row_dims: tuple[int, ...], a_t: bool) -> PrimExpr:
+    """``A[*lead, r, kk]`` of the rows flattened over ``row_dims``, read from ``x0``, which
+    holds A with its last two axes swapped when ``a_t`` (``lead``: batch indices)."""
+    *outer, row = unravel(r, row_dims)
+    return x0[(*lead, *outer, kk, row) if a_t else (*lead, *outer, row, kk)]
+
+
 def rows_ok(batches: int, m: int, n: int, target: CPUTarget, dtype: str) -> bool:
     """Whether the streamed schedule takes a problem: one batch, at most ``MAX_ROWS`` rows,
     at least one task's worth of columns."""
@@ -57,9 +66,10 @@ def streamed_rows(m: int, n: int, k: int, dtype: str, odt: str,
                   finish: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr],
                   a_shape: tuple[int, ...], b_shape: tuple[int, ...],
                   out_shape: tuple[int, ...], row_dims: tuple[int, ...],
-                  target: CPUTarget, parallel_min_macs: int) -> PrimFunc:
+                  target: CPUTarget, parallel_min_macs: int, a_t: bool = False) -> PrimFunc:
     """``out[r, j] = finish(sum_k a[r, k] * b[k, j], r, j)`` for ``m`` rows, tasks over
-    column ranges (the last one narrower)."""
+    column ranges (the last one narrower); ``a_t``: ``x0`` holds A with its last two axes
+    swapped."""
     lanes = target.lanes(dtype)
     step_cols = 4 * lanes  # four accumulator vectors per row per step
     tasks = max(1, min(MAX_TASKS, n // (MIN_TASK_VECTORS * lanes)))
@@ -69,7 +79,7 @@ def streamed_rows(m: int, n: int, k: int, dtype: str, odt: str,
     parallel = m * n * k >= parallel_min_macs and tasks > 1
 
     def a_at(x0, r, kk):
-        return x0[(*unravel(r, row_dims), kk)]
+        return a_element(x0, (), r, kk, row_dims, a_t)
 
     def columns(x0, x1, out, c0, width):
         acc = T.alloc_buffer((m, width), dtype, name="racc")
@@ -122,4 +132,4 @@ def streamed_rows(m: int, n: int, k: int, dtype: str, odt: str,
     return matmul.with_attr("schedule", "matmul_rows")
 
 
-__all__ = ["K_STEP", "MAX_ROWS", "rows_ok", "streamed_rows", "unravel"]
+__all__ = ["K_STEP", "MAX_ROWS", "a_element", "rows_ok", "streamed_rows", "unravel"]
