@@ -56,7 +56,7 @@ def _spatial_pads(ctx: Context, attrs: dict[str, Any], in_spatial: tuple[int, ..
     return begins + ends
 
 
-def _window_attrs(ctx: Context, x: Value, attrs: dict[str, Any],
+def window_attrs(ctx: Context, x: Value, attrs: dict[str, Any],
                   kernel: list[int]) -> tuple[list[int], list[int], list[int]]:
     r = x.rank - 2
     if r < 1:
@@ -90,7 +90,7 @@ class Conv(OnnxOpConverter):
         same_dtype(ctx, [x, w], "Conv")
         kernel = ints_attr(attrs, "kernel_shape", list(w.shape[2:]))
         assert kernel is not None
-        strides, pads, dilations = _window_attrs(ctx, x, attrs, kernel)
+        strides, pads, dilations = window_attrs(ctx, x, attrs, kernel)
         y = ctx.emit("conv", x, w, strides=strides, padding=pads, dilation=dilations,
                      groups=int(attrs.get("group", 1)))
         return _add_bias(ctx, y, bias)
@@ -202,7 +202,7 @@ class MaxPool(OnnxOpConverter):
         kernel = ints_attr(attrs, "kernel_shape")
         if kernel is None:
             raise ctx.error("kernel_shape is required")
-        strides, pads, dilations = _window_attrs(ctx, x, attrs, kernel)
+        strides, pads, dilations = window_attrs(ctx, x, attrs, kernel)
         y = ctx.emit("max_pool", x, kernel=kernel, strides=strides, padding=pads,
                      dilation=dilations, ceil_mode=bool(attrs.get("ceil_mode", 0)))
         if ctx.n_outputs < 2:
@@ -222,7 +222,7 @@ class AveragePool(OnnxOpConverter):
         kernel = ints_attr(attrs, "kernel_shape")
         if kernel is None:
             raise ctx.error("kernel_shape is required")
-        strides, pads, dilations = _window_attrs(ctx, x, attrs, kernel)
+        strides, pads, dilations = window_attrs(ctx, x, attrs, kernel)
         return ctx.emit("avg_pool", x, kernel=kernel, strides=strides, padding=pads,
                         dilation=dilations,
                         ceil_mode=bool(attrs.get("ceil_mode", 0)),
