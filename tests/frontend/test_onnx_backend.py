@@ -73,7 +73,6 @@ EXCLUDED_TESTS: dict[str, str] = {
     r"test_(de)?quantizelinear_(e4m3fn|e5m2|float4e2m1|u?int2|u?int4)": "float8, float4 and "
     "int2 are not irkernel dtypes; int4/uint4 are held as int8/uint8 inside a graph, and these "
     "tests pass them as graph inputs or outputs (docs/onnx.md)",
-    r"test_maxpool_2d_uint8": "max_pool takes float dtypes (the op contract: docs/ops.md)",
     r"test_(onehot_with_bfloat16_values|range_bfloat16_type)": "bfloat16 values read at import "
     "(OneHot's values, Range's bounds) reach those converters as their uint16 bits",
     r"test_(batchnorm_.*_training_mode|training_dropout)": "training mode (inference only)",

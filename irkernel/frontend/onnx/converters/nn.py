@@ -26,6 +26,8 @@ from irkernel.frontend.onnx.common import (
 )
 
 Args = list["Value | None"]
+#: Integer dtypes whose every value is exact in float32.
+_SMALL_INTS = ("int8", "uint8", "int16", "uint16")
 
 
 def _spatial_pads(ctx: Context, attrs: dict[str, Any], in_spatial: tuple[int, ...],
@@ -193,7 +195,7 @@ def _max_pool_indices(ctx: Context, x: Value, out: tuple[int, ...], kernel: list
 
 @register("MaxPool")
 class MaxPool(OnnxOpConverter):
-    graph_ops = ("add", "argmax", "max_pool", "reshape", "take", "where")
+    graph_ops = ("add", "argmax", "astype", "max_pool", "reshape", "take", "where")
 
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value | list[Value]:
@@ -203,11 +205,14 @@ class MaxPool(OnnxOpConverter):
         if kernel is None:
             raise ctx.error("kernel_shape is required")
         strides, pads, dilations = window_attrs(ctx, x, attrs, kernel)
-        y = ctx.emit("max_pool", x, kernel=kernel, strides=strides, padding=pads,
+        # 8- and 16-bit ints (quantized models) pool in float32, exactly: the max is an input
+        xf = ctx.astype(x, "float32") if x.dtype_name in _SMALL_INTS else x
+        y = ctx.emit("max_pool", xf, kernel=kernel, strides=strides, padding=pads,
                      dilation=dilations, ceil_mode=bool(attrs.get("ceil_mode", 0)))
+        y = ctx.astype(y, x.dtype_name)
         if ctx.n_outputs < 2:
             return y
-        return [y, _max_pool_indices(ctx, x, y.shape[2:], kernel, strides, pads, dilations,
+        return [y, _max_pool_indices(ctx, xf, y.shape[2:], kernel, strides, pads, dilations,
                                      bool(int(attrs.get("storage_order", 0))))]
 
 

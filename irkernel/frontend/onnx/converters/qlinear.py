@@ -136,6 +136,21 @@ def _scalar_param(ctx: Context, v: Value | None, what: str) -> Value | None:
     return None if v is None else ctx.reshape(v, ())
 
 
+def _per_output_channel(ctx: Context, p: Value, w: Value, what: str) -> Value:
+    """A scalar or per-output-channel parameter of a conv's weight ``w``, shaped to
+    broadcast against the conv's NCHW result (``[O, 1, ...]``)."""
+    if _is_single(p):
+        return ctx.reshape(p, ())
+    if p.shape != (w.shape[0],):
+        raise ctx.error(f"{what} of shape {list(p.shape)} is neither one value nor one per "
+                        f"output channel ({w.shape[0]})")
+    return ctx.reshape(p, (w.shape[0],) + (1,) * (w.rank - 2))
+
+
+def _is_single(v: Value) -> bool:
+    return v.rank == 0 or v.shape == (1,)
+
+
 def _conv_int(ctx: Context, x: Value, x_zp: Value | None, w: Value, w_zp: Value | None,
               bias: Value | None, attrs: dict[str, Any]) -> Value:
     """The exact accumulator of an integer convolution (+ int32 bias), as a float."""
@@ -262,7 +277,7 @@ class QLinearConv(OnnxOpConverter):
         x, w = _arg(ctx, args, 0, "x"), _arg(ctx, args, 3, "w")
         _int_type(ctx, x, "x"), _int_type(ctx, w, "w")
         x_scale = _scalar_param(ctx, _arg(ctx, args, 1, "x_scale"), "x_scale")
-        w_scale = broadcast_param(ctx, _arg(ctx, args, 4, "w_scale"), w.shape, 0, 0, "w_scale")
+        w_scale = _per_output_channel(ctx, _arg(ctx, args, 4, "w_scale"), w, "w_scale")
         y_scale = _scalar_param(ctx, _arg(ctx, args, 6, "y_scale"), "y_scale")
         y_zp = _scalar_param(ctx, _arg(ctx, args, 7, "y_zero_point"), "y_zero_point")
         assert x_scale is not None and y_zp is not None

@@ -24,7 +24,8 @@ onnxruntime, which agree):
   along ``axis`` by ``block_size`` (each scale repeated ``block_size`` times, the last
   block cut short: a ``take`` with the constant indices ``i // block_size``).
 - **DynamicQuantizeLinear** (uint8): ``scale = (max(0, max x) - min(0, min x)) / 255``
-  (1 / 255 when that range is 0), ``zero_point = round(clip(-min(0, min x) / scale,
+  (1 when that range is 0, as onnxruntime; the ONNX text divides by zero there and
+  onnx's reference gives 1 / 255; y is 0 either way), ``zero_point = round(clip(-min(0, min x) / scale,
   0, 255))``, then QuantizeLinear with them.
 
 Float8, float4 and int2 types are not irkernel dtypes: a model using them is an
@@ -225,8 +226,8 @@ class DynamicQuantizeLinear(OnnxOpConverter):
         hi = ctx.emit("maximum", ctx.emit("max", x), zero)
         lo = ctx.emit("minimum", ctx.emit("min", x), zero)
         span = ctx.emit("subtract", hi, lo)
-        span = ctx.emit("where", ctx.emit("equal", span, zero), ctx.const(np.float32(1)), span)
-        scale = ctx.emit("divide", span, ctx.const(np.float32(255)))
+        scale = ctx.emit("where", ctx.emit("equal", span, zero), ctx.const(np.float32(1)),
+                         ctx.emit("divide", span, ctx.const(np.float32(255))))
         initial = ctx.emit("subtract", zero, ctx.emit("divide", lo, scale))
         clipped = ctx.emit("minimum", ctx.emit("maximum", initial, zero),
                            ctx.const(np.float32(255)))
