@@ -168,6 +168,15 @@ def test_quantize_float16_input_and_dequantize_to_float16():
     check_exact(m, {"x": x}, oracle="reference")
 
 
+def test_quantize_precision_attribute():
+    """Opset 23: a float16 input divided in float32 (x / s in float16 would round first)."""
+    rng = np.random.default_rng(15)
+    x = (rng.standard_normal(200) * 30).astype(np.float16)
+    m = _model([_node("QuantizeLinear", ["x", "s", "z"], ["y"], precision=TensorProto.FLOAT)],
+               {"x": x}, ["y"], {"s": np.float16(0.0999), "z": np.int8(1)}, 23)
+    check_exact(m, {"x": x}, oracle="reference")
+
+
 def test_dequantize_int32_and_output_dtype():
     x = np.array([-2**31, -5, 0, 7, 2**31 - 1, 123456789], np.int32)
     nodes = [_node("DequantizeLinear", ["x", "s"], ["y"]),
@@ -373,7 +382,10 @@ def test_qdq_work_fuses_into_the_conv_kernel():
     kernels = sorted(name for name in ex if name != "main")
     assert len(kernels) == 2 and any(k.startswith("fused_conv_relu_divide_round") for k in kernels), \
         kernels
-    np.testing.assert_array_equal(ex["main"](x)[0], ik.interpret(mod, x)[0])
+    # the float conv of a QDQ model sums in another order than the interpreter: a sum
+    # on a rounding tie of the QuantizeLinear after it may flip by one step (0.05)
+    diff = np.abs(ex["main"](x)[0] - ik.interpret(mod, x)[0])
+    assert diff.max() <= 0.05 * 1.0001 and np.mean(diff == 0) >= 0.99
 
 
 def _ms_exact(m, inputs, at_least=0.99):

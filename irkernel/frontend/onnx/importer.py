@@ -14,9 +14,11 @@ input with every character outside ``[A-Za-z0-9_]`` replaced by ``_``, a
 leading digit prefixed by ``v``, and a numeric suffix against collisions
 (``"gpu_0/data_0" -> gpu_0_data_0``, ``"0" -> v0``).
 
-Decisions where ONNX leaves room: tensors of dtypes other than float32,
-float64, int32, int64 and bool are rejected with an error naming the input
-(float16 constants are widened to float32); dimensions that are symbolic in the
+Decisions where ONNX leaves room: tensors of element types without an irkernel
+dtype (``ONNX_DTYPES``) are rejected with an error naming the input, except int4
+and uint4 initializers, held as int8/uint8 (never a graph input or output);
+ops of other domains (``com.microsoft``) convert at that domain's opset (version 1
+when the model names none); dimensions that are symbolic in the
 model need a value in ``shape_dict`` (the error names the input and the dim);
 a graph output that is a constant of the model is returned as such.
 

@@ -11,11 +11,11 @@ Semantics (onnx's reference, ``onnx/reference/ops/op_quantize_linear.py``, and
 onnxruntime, which agree):
 
 - **QuantizeLinear**: ``saturate(round(x / scale) + zero_point)``. The division is
-  made in x's dtype (a true division: onnxruntime divides, and ``x * (1 / scale)``
-  differs from it near ties), ``round`` is half to even, the zero point is added
-  in float32 (float64 for a float64 or int32 ``x``: exact either way, the sum only
-  needs to be right inside the target range) and ``astype`` saturates to the
-  target range (NaN becomes 0). int4/uint4 results (held as int8/uint8, see
+  made in x's dtype (or in ``precision``, opset 23), a true division: onnxruntime
+  divides, and ``x * (1 / scale)`` differs from it near ties. ``round`` is half to
+  even; the zero point is added in float32 (float64 for a float64 or int32 ``x``:
+  exact either way inside the target range) and ``astype`` saturates to the target
+  range (NaN becomes 0). int4/uint4 results (held as int8/uint8, see
   ``Value.int4_type``) are clamped to [-8, 7] / [0, 15] first.
 - **DequantizeLinear**: ``(float32(x) - float32(zero_point)) * scale`` computed in
   float32 and converted once to the scale's dtype (or ``output_dtype``).
@@ -25,8 +25,8 @@ onnxruntime, which agree):
   block cut short: a ``take`` with the constant indices ``i // block_size``).
 - **DynamicQuantizeLinear** (uint8): ``scale = (max(0, max x) - min(0, min x)) / 255``
   (1 when that range is 0, as onnxruntime; the ONNX text divides by zero there and
-  onnx's reference gives 1 / 255; y is 0 either way), ``zero_point = round(clip(-min(0, min x) / scale,
-  0, 255))``, then QuantizeLinear with them.
+  onnx's reference gives 1 / 255; y is 0 either way),
+  ``zero_point = round(clip(-min(0, min x) / scale, 0, 255))``, then QuantizeLinear.
 
 Float8, float4 and int2 types are not irkernel dtypes: a model using them is an
 error naming the tensor. Imports the converter machinery only.
@@ -117,9 +117,12 @@ def saturate(ctx: Context, q: Value, zero_point: Value | None, target: str) -> V
 
 
 def quantize(ctx: Context, x: Value, scale: Value, zero_point: Value | None,
-             target: str) -> Value:
-    """QuantizeLinear of ``x`` with ``scale`` and ``zero_point`` already broadcastable."""
-    if x.dtype_name in _FLOATS and scale.dtype_name == x.dtype_name:
+             target: str, precision: str | None = None) -> Value:
+    """QuantizeLinear of ``x`` with ``scale`` and ``zero_point`` already broadcastable;
+    the division in ``precision`` (QuantizeLinear-23's attribute) when given."""
+    if precision is not None:
+        work = precision
+    elif x.dtype_name in _FLOATS and scale.dtype_name == x.dtype_name:
         work = x.dtype_name
     else:  # NumPy's promotion in the reference: int32 / float32 is float64
         work = "float64" if "float64" in (x.dtype_name, scale.dtype_name) or \
@@ -182,8 +185,14 @@ class QuantizeLinear(OnnxOpConverter):
             target = zp_type
         if target not in QRANGES:
             raise ctx.error(f"QuantizeLinear cannot produce {target}")
+        precision = None
+        if int(attrs.get("precision", 0)):
+            code = int(attrs["precision"])
+            if code not in _ONNX_FLOATS and code != 11:
+                raise ctx.error(f"precision {code} is not float, double, float16 or bfloat16")
+            precision = _ONNX_FLOATS.get(code, "float64")
         scale_b, zp_b = _broadcast_params(ctx, x, scale, zp, attrs, "y")
-        return quantize(ctx, x, scale_b, zp_b, target)
+        return quantize(ctx, x, scale_b, zp_b, target, precision)
 
 
 @register("DequantizeLinear")
