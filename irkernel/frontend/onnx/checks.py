@@ -51,8 +51,11 @@ _FIELD = {
     TensorProto.COMPLEX128: ("double_data", 2), TensorProto.STRING: ("string_data", 1),
     **{t: ("int32_data", 1) for t in (TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16,
                                       TensorProto.UINT16, TensorProto.INT32, TensorProto.BOOL,
-                                      TensorProto.FLOAT16, TensorProto.BFLOAT16)},
+                                      TensorProto.FLOAT16, TensorProto.BFLOAT16,
+                                      TensorProto.INT4, TensorProto.UINT4)},
 }
+#: 4-bit element types: two elements per byte of ``raw_data`` and per ``int32_data`` entry.
+_PACKED_4BIT = (TensorProto.INT4, TensorProto.UINT4)
 
 
 def read_model_file(path: str | os.PathLike[str]) -> tuple[onnx.ModelProto, Path]:
@@ -197,18 +200,21 @@ def tensor_problem(tensor: TensorProto) -> str | None:
     count = 1
     for d in dims:
         count *= d
+    packed = tensor.data_type in _PACKED_4BIT
     if tensor.HasField("raw_data"):
-        itemsize = _ITEMSIZE.get(tensor.data_type)
+        itemsize = 1 if packed else _ITEMSIZE.get(tensor.data_type)
         if itemsize is None:
             return "raw_data for an element type that cannot have it"
-        if len(tensor.raw_data) != count * itemsize:
+        need = (count + 1) // 2 if packed else count * itemsize
+        if len(tensor.raw_data) != need:
             return (f"raw_data holds {len(tensor.raw_data)} bytes, dims {list(dims)} need "
-                    f"{count * itemsize}")
+                    f"{need}")
         return None
     field, per = _FIELD[tensor.data_type]
     have = len(getattr(tensor, field))
-    if have != count * per:
-        return f"{field} holds {have} values, dims {list(dims)} need {count * per}"
+    need = (count + 1) // 2 if packed else count * per
+    if have != need:
+        return f"{field} holds {have} values, dims {list(dims)} need {need}"
     return None
 
 

@@ -70,13 +70,19 @@ class NeedsConstant(ONNXImportError):
 
 
 class Value:
-    """A converted tensor: a graph node (``node``) or a NumPy constant (``const``)."""
+    """A converted tensor: a graph node (``node``) or a NumPy constant (``const``).
 
-    __slots__ = ("const", "dtype", "node", "shape")
+    ``int4_type`` is ``"int4"`` or ``"uint4"`` for an ONNX 4-bit integer tensor, which
+    irkernel holds widened to int8 (uint8): QuantizeLinear saturates to its range, and
+    it may not be a graph output (irkernel has no 4-bit dtype to return it in).
+    """
+
+    __slots__ = ("const", "dtype", "int4_type", "node", "shape")
 
     def __init__(self, dtype: int, shape: Shape, node: int | None = None,
-                 const: np.ndarray | None = None) -> None:
+                 const: np.ndarray | None = None, int4_type: str | None = None) -> None:
         self.dtype, self.shape, self.node, self.const = dtype, tuple(shape), node, const
+        self.int4_type = int4_type
 
     @property
     def is_const(self) -> bool:
@@ -94,6 +100,9 @@ class Value:
         where = "const" if self.const is not None else f"%{self.node}"
         return f"Value({where}: {self.dtype_name}{list(self.shape)})"
 
+
+#: ONNX's 4-bit integer types (``ml_dtypes`` arrays from onnx) and the dtype holding them.
+_WIDENED_INT4 = {"int4": np.int8, "uint4": np.uint8}
 
 _MOVEMENT = frozenset({"reshape", "permute_dims", "broadcast_to"})
 #: Most elements of a constant computed at import (folded, or a uniform constant made
@@ -117,6 +126,7 @@ class Context:
         self.opset = opset
         self.where = ""  # "node 3 'conv1' (Conv)": set by the importer for messages
         self.n_outputs = 1  # the current node's output count (Split without 'split' reads it)
+        self.other_opsets: dict[str, int] = {}  # {domain: version} of non-default domains
         # uniform constants (ConstantOfShape): zero-stride views until the graph reads them
         self._full: dict[Any, np.ndarray] = {}  # materialized uniform constants (in the module)
         self._uniform: dict[int, tuple[weakref.ref[np.ndarray], np.ndarray]] = {}
@@ -128,6 +138,9 @@ class Context:
         when the array's does not say it (bfloat16 as uint16 bits, ``irkernel.ir.narrow``);
         ``ml_dtypes.bfloat16`` arrays (onnx's) become such bits."""
         arr = np.asarray(value) if dtype is None else np.asarray(value, dtype=dtype)
+        if arr.dtype.name in _WIDENED_INT4:  # onnx's ml_dtypes int4/uint4: widened, marked
+            wide = np.ascontiguousarray(arr.astype(_WIDENED_INT4[arr.dtype.name]))
+            return Value(dtype_code(wide.dtype), wide.shape, const=wide, int4_type=arr.dtype.name)
         if code is None:
             try:
                 code = dtype_code(arr.dtype)
@@ -304,11 +317,22 @@ class OnnxOpConverter:
         return [name for name in cls.graph_ops or () if name not in known]
 
 
+#: Converter classes by :func:`op_key`: ``op_type`` in the default domain, else
+#: ``domain.op_type`` (``com.microsoft.QLinearAdd``).
 CONVERTERS: dict[str, type[OnnxOpConverter]] = {}
+#: The names of ONNX's default domain.
+DEFAULT_DOMAINS = ("", "ai.onnx")
 
 
-def register(*op_types: str) -> Callable[[type[OnnxOpConverter]], type[OnnxOpConverter]]:
-    """Class decorator: the converter of these ONNX op types (default domain).
+def op_key(domain: str, op_type: str) -> str:
+    """The table key of an op: its type in the default domain, else ``domain.op_type``."""
+    return op_type if domain in DEFAULT_DOMAINS else f"{domain}.{op_type}"
+
+
+def register(*op_types: str, domain: str = ""
+             ) -> Callable[[type[OnnxOpConverter]], type[OnnxOpConverter]]:
+    """Class decorator: the converter of these ONNX op types of ``domain`` (default: the
+    default domain; a converter of another domain is chosen by that domain's opset).
 
     Raises TypeError when the class does not declare its own ``graph_ops`` (a tuple of
     graph-op names), ValueError when an op type already has a converter.
@@ -319,16 +343,18 @@ def register(*op_types: str) -> Callable[[type[OnnxOpConverter]], type[OnnxOpCon
             raise TypeError(f"converter {cls.__name__} of {', '.join(op_types)} must declare "
                             "graph_ops: a tuple of the graph ops it emits (() for none)")
         for op_type in op_types:
-            if op_type in CONVERTERS:
-                raise ValueError(f"ONNX op {op_type!r} has two converters")
-            CONVERTERS[op_type] = cls
+            key = op_key(domain, op_type)
+            if key in CONVERTERS:
+                raise ValueError(f"ONNX op {key!r} has two converters")
+            CONVERTERS[key] = cls
         return cls
     return wrap
 
 
 def lookup(op_type: str, opset: int) -> ConverterFn | None:
-    """The converter of ``op_type`` at ``opset``; None when unsupported (no class, no
-    version at this opset, or a graph op it needs is not in the op table)."""
+    """The converter of ``op_type`` (an :func:`op_key`) at ``opset`` (its domain's); None
+    when unsupported (no class, no version at this opset, or a graph op it needs is not
+    in the op table)."""
     cls = CONVERTERS.get(op_type)
     if cls is None or cls.missing_graph_ops():
         return None

@@ -14,9 +14,11 @@ input with every character outside ``[A-Za-z0-9_]`` replaced by ``_``, a
 leading digit prefixed by ``v``, and a numeric suffix against collisions
 (``"gpu_0/data_0" -> gpu_0_data_0``, ``"0" -> v0``).
 
-Decisions where ONNX leaves room: tensors of dtypes other than float32,
-float64, int32, int64 and bool are rejected with an error naming the input
-(float16 constants are widened to float32); dimensions that are symbolic in the
+Decisions where ONNX leaves room: tensors of element types without an irkernel
+dtype (``ONNX_DTYPES``) are rejected with an error naming the input, except int4
+and uint4 initializers, held as int8/uint8 (never a graph input or output);
+ops of other domains (``com.microsoft``) convert at that domain's opset (version 1
+when the model names none); dimensions that are symbolic in the
 model need a value through ``shape_dict`` (``dims.py``: an input's shape fixes the
 dims it names for every input sharing them; the error, :class:`SymbolicDimsError`,
 names the dims left and points to ``DynamicModel``, which binds them per call);
@@ -49,11 +51,13 @@ from irkernel.frontend.onnx.checks import (
     read_model_file,
 )
 from irkernel.frontend.onnx.common import (
+    DEFAULT_DOMAINS,
     Context,
     ONNXImportError,
     OpNotImplemented,
     Value,
     lookup,
+    op_key,
 )
 from irkernel.frontend.onnx.dims import SymbolicDims, SymbolicDimsError
 from irkernel.ir.builder import GraphBuilder
@@ -69,21 +73,35 @@ ONNX_DTYPES: dict[int, str] = {
     onnx.TensorProto.UINT8: "uint8", onnx.TensorProto.INT16: "int16",
     onnx.TensorProto.UINT16: "uint16",
 }
-_DEFAULT_DOMAINS = ("", "ai.onnx")
+#: ONNX element types irkernel holds widened (4-bit ints, as int8/uint8): never a graph
+#: input or output.
+_WIDENED_TYPES = (onnx.TensorProto.INT4, onnx.TensorProto.UINT4)
 
 
 def model_opset(model: onnx.ModelProto) -> int:
     """The model's opset of the default domain (1 when it names none)."""
-    versions = [imp.version for imp in model.opset_import if imp.domain in _DEFAULT_DOMAINS]
+    versions = [imp.version for imp in model.opset_import if imp.domain in DEFAULT_DOMAINS]
     return int(max(versions)) if versions else 1
 
 
-def unsupported_ops(graph: onnx.GraphProto, opset: int) -> dict[str, int]:
-    """``{op_type: count}`` of the nodes no converter handles at ``opset``."""
-    counts = Counter(node.op_type if node.domain in _DEFAULT_DOMAINS
-                     else f"{node.domain}.{node.op_type}" for node in graph.node)
-    return {name: n for name, n in counts.items()
-            if "." in name or lookup(name, opset) is None}
+def domain_opsets(model: onnx.ModelProto) -> dict[str, int]:
+    """``{domain: version}`` of the model's other domains (``com.microsoft``: 1)."""
+    return {imp.domain: int(imp.version) for imp in model.opset_import
+            if imp.domain not in DEFAULT_DOMAINS}
+
+
+def _opset_of(domain: str, opset: int, others: Mapping[str, int]) -> int:
+    return opset if domain in DEFAULT_DOMAINS else others.get(domain, 1)
+
+
+def unsupported_ops(graph: onnx.GraphProto, opset: int,
+                    other_opsets: Mapping[str, int] | None = None) -> dict[str, int]:
+    """``{op_type: count}`` of the nodes no converter handles at ``opset`` (ops of other
+    domains, named ``domain.op_type``, at their version in ``other_opsets``, default 1)."""
+    others = other_opsets or {}
+    counts = Counter((node.domain, node.op_type) for node in graph.node)
+    return {op_key(domain, op_type): n for (domain, op_type), n in counts.items()
+            if lookup(op_key(domain, op_type), _opset_of(domain, opset, others)) is None}
 
 
 def sanitize_names(names: Sequence[str]) -> list[str]:
@@ -129,6 +147,11 @@ def _input_type(info: onnx.ValueInfoProto, shape: tuple[int, ...],
         dtype = DTYPE_NAMES[dtype_code(dtype_dict[name])]
     elif ttype is None:
         raise ONNXImportError(f"graph input {name!r} is not a tensor")
+    elif ttype.elem_type in _WIDENED_TYPES:
+        elem = onnx.TensorProto.DataType.Name(ttype.elem_type)
+        raise ONNXImportError(f"graph input {name!r} has element type {elem}: 4-bit tensors are "
+                              "supported inside the graph only (initializers and constants, held "
+                              "as int8/uint8), not as graph inputs or outputs")
     elif ttype.elem_type not in ONNX_DTYPES:
         elem = onnx.TensorProto.DataType.Name(ttype.elem_type)
         raise ONNXImportError(f"graph input {name!r} has element type {elem}, which is not "
@@ -216,7 +239,8 @@ def from_onnx(model: Any, shape_dict: Mapping[str, Sequence[int]] | None = None,
             raise ONNXImportError(f"model-local functions cannot be inlined: {exc}") from None
     graph = model.graph
     opset = model_opset(model) if opset is None else int(opset)
-    missing = unsupported_ops(graph, opset)
+    others = domain_opsets(model)
+    missing = unsupported_ops(graph, opset, others)
     if missing:
         raise OpNotImplemented(missing, opset)
     shape_dict, dtype_dict = dict(shape_dict or {}), dict(dtype_dict or {})
@@ -233,6 +257,7 @@ def from_onnx(model: Any, shape_dict: Mapping[str, Sequence[int]] | None = None,
         raise SymbolicDimsError(dims.dims, dims.describe())
     bb = GraphBuilder("main")
     ctx = Context(bb, opset)
+    ctx.other_opsets = others
     env = _bind_inputs(ctx, graph, dims.shapes(dims.fixed), dtype_dict, const_inputs)
     # Each tensor is dropped from env after its last reader, so that a constant replaced by
     # a folded one (a transposed weight) is freed during the import, not held to the end.
@@ -248,10 +273,20 @@ def from_onnx(model: Any, shape_dict: Mapping[str, Sequence[int]] | None = None,
     for out in graph.output:
         if out.name not in env:
             raise ONNXImportError(f"graph output {out.name!r} is not computed by any node")
+        int4_type = env[out.name].int4_type or _declared_int4(out)
+        if int4_type:
+            raise ONNXImportError(f"graph output {out.name!r} is of type {int4_type}, which "
+                                  "irkernel has no dtype for (4-bit tensors are supported "
+                                  "inside the graph only, held as int8/uint8)")
         outputs.append(ctx.node(env[out.name]))
     if not outputs:
         raise ONNXImportError("the graph has no outputs")
     return IRModule({"main": bb.finish(outputs)})
+
+
+def _declared_int4(info: onnx.ValueInfoProto) -> str | None:
+    elem = info.type.tensor_type.elem_type if info.type.HasField("tensor_type") else 0
+    return onnx.TensorProto.DataType.Name(elem).lower() if elem in _WIDENED_TYPES else None
 
 
 def _bind_inputs(ctx: Context, graph: onnx.GraphProto, shapes: dict[str, tuple[int, ...]],
@@ -282,7 +317,8 @@ def _bind_inputs(ctx: Context, graph: onnx.GraphProto, shapes: dict[str, tuple[i
 def _convert_node(ctx: Context, env: dict[str, Value], index: int, node: onnx.NodeProto) -> None:
     ctx.where = _where(index, node)
     ctx.n_outputs = len(node.output)
-    convert = lookup(node.op_type, ctx.opset)
+    convert = lookup(op_key(node.domain, node.op_type),
+                     _opset_of(node.domain, ctx.opset, ctx.other_opsets))
     assert convert is not None  # checked up front
     args: list[Value | None] = []
     for name in node.input:
@@ -313,5 +349,5 @@ def _convert_node(ctx: Context, env: dict[str, Value], index: int, node: onnx.No
             env[name] = value
 
 
-__all__ = ["ONNX_DTYPES", "from_onnx", "load_model", "model_opset", "sanitize_names",
+__all__ = ["ONNX_DTYPES", "domain_opsets", "from_onnx", "load_model", "model_opset", "sanitize_names",
            "unsupported_ops"]

@@ -7,6 +7,8 @@ from irkernel.frontend.onnx.converters import (
     extra,
     indexing,
     nn,
+    qlinear,
+    quant,
     reduce,
     resize,
     sequence,
@@ -14,4 +16,4 @@ from irkernel.frontend.onnx.converters import (
     trig,
 )
 
-__all__ = ["einsum", "elementwise", "extra", "indexing", "nn", "reduce", "resize", "sequence", "shape", "trig"]
+__all__ = ["einsum", "elementwise", "extra", "indexing", "nn", "qlinear", "quant", "reduce", "resize", "sequence", "shape", "trig"]

@@ -26,6 +26,8 @@ from irkernel.frontend.onnx.common import (
 )
 
 Args = list["Value | None"]
+#: Integer dtypes whose every value is exact in float32.
+_SMALL_INTS = ("int8", "uint8", "int16", "uint16")
 
 
 def _spatial_pads(ctx: Context, attrs: dict[str, Any], in_spatial: tuple[int, ...],
@@ -56,7 +58,7 @@ def _spatial_pads(ctx: Context, attrs: dict[str, Any], in_spatial: tuple[int, ..
     return begins + ends
 
 
-def _window_attrs(ctx: Context, x: Value, attrs: dict[str, Any],
+def window_attrs(ctx: Context, x: Value, attrs: dict[str, Any],
                   kernel: list[int]) -> tuple[list[int], list[int], list[int]]:
     r = x.rank - 2
     if r < 1:
@@ -90,7 +92,7 @@ class Conv(OnnxOpConverter):
         same_dtype(ctx, [x, w], "Conv")
         kernel = ints_attr(attrs, "kernel_shape", list(w.shape[2:]))
         assert kernel is not None
-        strides, pads, dilations = _window_attrs(ctx, x, attrs, kernel)
+        strides, pads, dilations = window_attrs(ctx, x, attrs, kernel)
         y = ctx.emit("conv", x, w, strides=strides, padding=pads, dilation=dilations,
                      groups=int(attrs.get("group", 1)))
         return _add_bias(ctx, y, bias)
@@ -193,7 +195,7 @@ def _max_pool_indices(ctx: Context, x: Value, out: tuple[int, ...], kernel: list
 
 @register("MaxPool")
 class MaxPool(OnnxOpConverter):
-    graph_ops = ("add", "argmax", "max_pool", "reshape", "take", "where")
+    graph_ops = ("add", "argmax", "astype", "max_pool", "reshape", "take", "where")
 
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value | list[Value]:
@@ -202,12 +204,15 @@ class MaxPool(OnnxOpConverter):
         kernel = ints_attr(attrs, "kernel_shape")
         if kernel is None:
             raise ctx.error("kernel_shape is required")
-        strides, pads, dilations = _window_attrs(ctx, x, attrs, kernel)
-        y = ctx.emit("max_pool", x, kernel=kernel, strides=strides, padding=pads,
+        strides, pads, dilations = window_attrs(ctx, x, attrs, kernel)
+        # 8- and 16-bit ints (quantized models) pool in float32, exactly: the max is an input
+        xf = ctx.astype(x, "float32") if x.dtype_name in _SMALL_INTS else x
+        y = ctx.emit("max_pool", xf, kernel=kernel, strides=strides, padding=pads,
                      dilation=dilations, ceil_mode=bool(attrs.get("ceil_mode", 0)))
+        y = ctx.astype(y, x.dtype_name)
         if ctx.n_outputs < 2:
             return y
-        return [y, _max_pool_indices(ctx, x, y.shape[2:], kernel, strides, pads, dilations,
+        return [y, _max_pool_indices(ctx, xf, y.shape[2:], kernel, strides, pads, dilations,
                                      bool(int(attrs.get("storage_order", 0))))]
 
 
@@ -222,7 +227,7 @@ class AveragePool(OnnxOpConverter):
         kernel = ints_attr(attrs, "kernel_shape")
         if kernel is None:
             raise ctx.error("kernel_shape is required")
-        strides, pads, dilations = _window_attrs(ctx, x, attrs, kernel)
+        strides, pads, dilations = window_attrs(ctx, x, attrs, kernel)
         return ctx.emit("avg_pool", x, kernel=kernel, strides=strides, padding=pads,
                         dilation=dilations,
                         ceil_mode=bool(attrs.get("ceil_mode", 0)),
