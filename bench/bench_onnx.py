@@ -83,7 +83,7 @@ def model_flops(mod) -> int:
 def bench_model(name: str, runs: int, warmups: int, pause: float,
                 size: int = 0) -> dict[str, object]:
     from bench_onnx_import import _load, _median_time, ort_time
-    from test_onnx_models import _inputs
+    from onnx_helpers import model_inputs as _inputs
 
     import runtime
     from irkernel.frontend.onnx import from_onnx

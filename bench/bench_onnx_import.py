@@ -67,7 +67,7 @@ def ort_time(model, inputs: dict, threads: int, runs: int, warmups: int) -> floa
 
 
 def bench(name: str, threads: int, runs: int, warmups: int, pause: float) -> dict[str, float]:
-    from test_onnx_models import _inputs
+    from onnx_helpers import model_inputs as _inputs
 
     import runtime
     from irkernel.frontend.onnx import from_onnx

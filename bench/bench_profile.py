@@ -37,7 +37,7 @@ COVERAGE_TARGET = 0.05
 def bench_model(name: str, runs: int, rounds: int, size: int) -> dict[str, float]:
     from bench_onnx import resized
     from bench_onnx_import import _load
-    from test_onnx_models import _inputs
+    from onnx_helpers import model_inputs as _inputs
 
     import runtime
     from irkernel.frontend.onnx import from_onnx

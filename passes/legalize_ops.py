@@ -32,6 +32,7 @@ import numpy as np
 import passes.topi.templates as op_templates
 from passes.topi import generic
 from passes.narrow_floats import widen_narrow_floats
+from passes.small_epilogues import specialized_epilogues
 from passes.topi.matmul import scheduled_transposed_matmul
 from passes.topi.tuned import TileTable, tuned_tiles
 from passes.topi.vector import current_target
@@ -203,20 +204,24 @@ def _transposed(types: tuple[Any, ...], swapped: tuple[bool, bool], target: CPUT
     return prim, prim.structural_digest()
 
 
+def _node_types(func: Function, node: int) -> tuple[ops.OpDef, tuple[Any, ...], Any]:
+    """(op, operand types, result type) of ``node``; a type is ``(dtype code, shape)``."""
+    shapes = func.shapes
+    types = tuple((int(func.dtype[o]), shapes[int(func.shape_id[o])])
+                  for o in func.operands(node))
+    return (ops.get_op(int(func.kind[node])), types,
+            (int(func.dtype[node]), shapes[int(func.shape_id[node])]))
+
+
 def _lower_signature(func: Function, fname: str, node: int, namer: _Namer, limit: int,
                      metas: dict[bytes, int], meta_arrays: list[np.ndarray],
                      swapped: tuple[bool, bool] = (False, False)) -> tuple[Any, int, bool]:
     """The call_tir attribute record of one signature (its representative ``node``), the
     index of its meta constant (-1 for a specialized kernel), and whether the call reads
     the sources of its ``swapped`` operands (a matmul through a transpose)."""
-    shapes = func.shapes
-    opcode, attr_id = int(func.kind[node]), int(func.attr_id[node])
-    code = int(func.dtype[node])
-    types = tuple((int(func.dtype[o]), shapes[int(func.shape_id[o])])
-                  for o in func.operands(node))
-    result = (code, shapes[int(func.shape_id[node])])
-    op = ops.get_op(opcode)
-    record = func.attr_table[attr_id]
+    op, types, result = _node_types(func, node)
+    opcode, code = op.opcode, result[0]
+    record = func.attr_table[int(func.attr_id[node])]
     meta_index = -1
     try:
         # node attribute records are stored normalized (defaults filled) by the builder
@@ -273,17 +278,31 @@ def legalize_function(func: Function, fname: str, namer: _Namer,
     if swapped.any():  # reading through a transpose is part of the signature
         signatures = np.concatenate([signatures, swapped], axis=1)
     first, inverse = _group_rows(signatures)
+    specialized = np.zeros(len(first), bool)
+    if generic_max_elements:
+        generic_rows = np.array([_generic_ok(op.name, types, result, generic_max_elements)
+                                 for op, types, result in map(  # one step per signature
+                                     lambda n: _node_types(func, n), rows[first].tolist())],
+                                bool)[inverse]
+        epilogues = specialized_epilogues(func, rows, generic_rows)
+        if epilogues.any():  # specialized or not is part of the signature
+            signatures = np.concatenate([signatures, epilogues[:, None].astype(np.int64)],
+                                        axis=1)
+            first, inverse = _group_rows(signatures)
+            specialized = epilogues[first]
     records, group_meta, group_folded = [], [], []
     verified = is_verified(func)
     metas: dict[bytes, int] = {}
     meta_arrays: list[np.ndarray] = []
-    for row, node in zip(first.tolist(), rows[first].tolist(), strict=True):
+    for row, node, special in zip(first.tolist(), rows[first].tolist(), specialized.tolist(),
+                                  strict=True):
         # one step per distinct signature. The templates trust attributes and types: check
         # the signature's rule once, unless the whole function is known to verify
         if not verified:
             check_node_type(func, node, fname, "LegalizeOps")
         record, meta_index, folded = _lower_signature(
-            func, fname, node, namer, generic_max_elements, metas, meta_arrays,
+            func, fname, node, namer, 0 if special else generic_max_elements, metas,
+            meta_arrays,
             (bool(swapped[row, 0]), bool(swapped[row, 1])))
         records.append(record)
         group_meta.append(meta_index)
