@@ -54,6 +54,14 @@ def callee_info(callee: PrimFunc) -> CalleeInfo:
             bound.append(node.var)
         elif isinstance(node, Allocate):
             allocated.append(node.buffer)
+    by_name: dict[str, Buffer] = {}
+    for buf in allocated:  # composing renames scratch by name: one name, one buffer
+        seen = by_name.setdefault(buf.name, buf)
+        if (seen.shape, seen.dtype) != (buf.shape, buf.dtype):
+            raise ValueError(f"callee {callee.attrs.get('op_name', '?')!r} allocates two "
+                             f"different buffers named {buf.name!r} ({seen.dtype}"
+                             f"{static_extents(seen)} and {buf.dtype}{static_extents(buf)}); "
+                             f"FuseTIR tells scratch buffers apart by name")
     signature = tuple((p.dtype, static_extents(p)) if isinstance(p, Buffer) else ("", None)
                       for p in callee.params)
     return CalleeInfo(extract_compute(callee), loads, tuple(dict.fromkeys(bound)),

@@ -81,8 +81,11 @@ def streamed_rows(m: int, n: int, k: int, dtype: str, odt: str,
     def a_at(x0, r, kk):
         return a_element(x0, (), r, kk, row_dims, a_t)
 
-    def columns(x0, x1, out, c0, width):
-        acc = T.alloc_buffer((m, width), dtype, name="racc")
+    def columns(x0, x1, out, c0, width, tag):
+        # one scratch name per branch: FuseTIR tells buffers apart by name, and the two
+        # branches' scratch rows differ in width (one name made the fused kernel size both
+        # by one of them, writing past the narrower)
+        acc = T.alloc_buffer((m, width), dtype, name=f"racc{tag}")
         for r in T.unroll(m):
             for j0, size in vector_pieces(width, lanes):
                 for ji in T.vectorized(size):
@@ -123,12 +126,12 @@ def streamed_rows(m: int, n: int, k: int, dtype: str, odt: str,
                out: T.Buffer(out_shape, odt)):
         for task in T.parallel(tasks) if parallel else T.serial(tasks):
             if last == span:
-                columns(x0, x1, out, task * span, span)
+                columns(x0, x1, out, task * span, span, "")
             else:
                 with T.If(task < tasks - 1):
-                    columns(x0, x1, out, task * span, span)
+                    columns(x0, x1, out, task * span, span, "")
                 with T.Else():
-                    columns(x0, x1, out, (tasks - 1) * span, last)
+                    columns(x0, x1, out, (tasks - 1) * span, last, "t")
     return matmul.with_attr("schedule", "matmul_rows")
 
 
