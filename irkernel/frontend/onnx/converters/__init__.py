@@ -11,7 +11,9 @@ from irkernel.frontend.onnx.converters import (
     resize,
     sequence,
     shape,
+    transformer,
     trig,
 )
 
-__all__ = ["einsum", "elementwise", "extra", "indexing", "nn", "reduce", "resize", "sequence", "shape", "trig"]
+__all__ = ["einsum", "elementwise", "extra", "indexing", "nn", "reduce", "resize", "sequence",
+           "shape", "transformer", "trig"]
