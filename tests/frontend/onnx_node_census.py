@@ -31,6 +31,8 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import onnx
+from onnx import numpy_helper
 from onnx.backend.test import loader
 from onnx.backend.test.runner import Runner
 
@@ -49,7 +51,8 @@ def _reason(exc: BaseException) -> str:
 
 def run_case(case, mode: str) -> tuple[str, str]:
     """(bucket, reason) of one node test case."""
-    inputs, outputs = case.data_sets[0]
+    inputs, outputs = ([numpy_helper.to_array(t) if isinstance(t, onnx.TensorProto) else t
+                        for t in ts] for ts in case.data_sets[0])  # as onnx's runner does
     try:
         rep = IrkernelBackend.prepare(case.model, "CPU", mode=mode)
         got = rep.run(inputs)

@@ -38,7 +38,7 @@ _NOT_LISTED = "not in the issue's operator list (a later frontend issue)"
 
 #: ONNX op types whose models are skipped, with the reason.
 EXCLUDED_OPS: dict[str, str] = {
-    **dict.fromkeys(["If", "Loop", "Scan", "SequenceAt", "SequenceConstruct", "SequenceEmpty",
+    **dict.fromkeys(["Loop", "Scan", "SequenceAt", "SequenceConstruct", "SequenceEmpty",
                      "SequenceErase", "SequenceInsert", "SequenceLength", "SequenceMap",
                      "SplitToSequence", "ConcatFromSequence", "Optional", "OptionalHasElement",
                      "OptionalGetElement"], _CONTROL),
@@ -55,10 +55,8 @@ EXCLUDED_OPS: dict[str, str] = {
     **dict.fromkeys(["BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot",
                      "BitCast"], _BITS),
     **dict.fromkeys([
-        "Attention", "LinearAttention", "ai.onnx.preview.FlexAttention", "RotaryEmbedding",
-        "RMSNormalization",
-        "GridSample", "AffineGrid", "TensorScatter",
-        "NonZero", "Unique", "Compress", "Hardmax", "GRU", "RNN", "LpPool",
+        "LinearAttention", "ai.onnx.preview.FlexAttention",
+        "GridSample", "AffineGrid", "TensorScatter", "Hardmax", "GRU", "RNN", "LpPool",
         "MaxUnpool", "MaxRoiPool", "RoiAlign",
         "NonMaxSuppression", "DFT", "STFT", "BlackmanWindow", "HammingWindow", "HannWindow",
         "MelWeightMatrix", "Col2Im", "DeformConv", "CenterCropPad", "ReverseSequence",
@@ -74,8 +72,6 @@ EXCLUDED_TESTS: dict[str, str] = {
     r"(_uint(32|64)|UINT32|UINT64|FLOAT8|float8|INT4|UINT4|INT2|UINT2|FLOAT4|_e8m0|STRING|"
     r"_string)": _DTYPES,
     r"test_maxpool_2d_uint8": "max_pool takes float dtypes (the op contract: docs/ops.md)",
-    r"test_(onehot_with_bfloat16_values|range_bfloat16_type)": "bfloat16 values read at import "
-    "(OneHot's values, Range's bounds) reach those converters as their uint16 bits",
     r"test_(batchnorm_.*_training_mode|training_dropout)": "training mode (inference only)",
     r"test_(identity_sequence|identity_opt|optional_)": _CONTROL,
 }

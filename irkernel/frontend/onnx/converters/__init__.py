@@ -2,6 +2,7 @@
 ``irkernel.frontend.onnx.common.CONVERTERS``)."""
 
 from irkernel.frontend.onnx.converters import (
+    constant_only,
     einsum,
     elementwise,
     extra,
@@ -15,5 +16,5 @@ from irkernel.frontend.onnx.converters import (
     trig,
 )
 
-__all__ = ["einsum", "elementwise", "extra", "indexing", "nn", "reduce", "resize", "sequence",
+__all__ = ["constant_only", "einsum", "elementwise", "extra", "indexing", "nn", "reduce", "resize", "sequence",
            "shape", "transformer", "trig"]

@@ -243,8 +243,8 @@ class OneHot(OnnxOpConverter):
         pos = ctx.const(np.arange(depth, dtype=np.int64).reshape(
             (depth,) + (1,) * (rank - axis - 1)))
         off = ctx.emit("strided_slice", values, begin=[0], end=[1], strides=[1]) \
-            if not values.is_const else ctx.const(values.const.reshape(-1)[0])
-        on = ctx.const(values.const.reshape(-1)[1]) if values.is_const else \
+            if not values.is_const else ctx.const(values.const.reshape(-1)[0], code=values.dtype)
+        on = ctx.const(values.const.reshape(-1)[1], code=values.dtype) if values.is_const else \
             ctx.emit("strided_slice", values, begin=[1], end=[2], strides=[1])
         return ctx.emit("where", ctx.emit("equal", wide, pos), on, off)
 
