@@ -56,8 +56,8 @@ EXCLUDED_OPS: dict[str, str] = {
                      "BitCast"], _BITS),
     **dict.fromkeys([
         "LinearAttention", "ai.onnx.preview.FlexAttention",
-        "GridSample", "AffineGrid", "TensorScatter", "Hardmax", "GRU", "RNN", "LpPool",
-        "MaxUnpool", "MaxRoiPool", "RoiAlign",
+        "AffineGrid", "TensorScatter", "Hardmax", "GRU", "RNN", "LpPool",
+        "MaxUnpool", "MaxRoiPool",
         "NonMaxSuppression", "DFT", "STFT", "BlackmanWindow", "HammingWindow", "HannWindow",
         "MelWeightMatrix", "Col2Im", "DeformConv", "CenterCropPad", "ReverseSequence",
         "SwiGLU", "Det", "CausalConvWithState", "ai.onnx.ml.ArrayFeatureExtractor",

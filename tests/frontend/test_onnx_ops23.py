@@ -314,3 +314,86 @@ def test_unsupported_op_inside_a_branch_is_reported_up_front():
     with pytest.raises(OpNotImplemented) as err:
         from_onnx(m)
     assert err.value.unsupported == {"NotAnOp": 1}
+
+
+# -- RoiAlign (against onnxruntime), GridSample ---------------------------------------------
+
+def _rois(rng: np.random.Generator, count: int, h: int, w: int) -> np.ndarray:
+    """Regions [x1, y1, x2, y2] partly outside the map, some degenerate."""
+    lo = rng.uniform(-2, [w, h], (count, 2))
+    size = rng.uniform(0, [w, h], (count, 2))
+    size[0] = 0  # a zero-size region
+    return np.concatenate([lo, lo + size], axis=1).astype(np.float32)
+
+
+@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize("ratio,transform", [(0, "half_pixel"), (2, "output_half_pixel"),
+                                             (0, "output_half_pixel")])
+def test_roi_align_matches_onnxruntime(mode, ratio, transform):
+    """sampling_ratio 0 needs constant regions (initializers); a fixed ratio takes them
+    at run time."""
+    from onnx_helpers import assert_close, run_ort
+
+    rng = np.random.default_rng(ratio)
+    x = _rand(rng, 2, 3, 7, 9)
+    rois = _rois(rng, 5, 7 * 2, 9 * 2)
+    batch = rng.integers(0, 2, 5).astype(np.int64)
+    node = helper.make_node("RoiAlign", ["x", "rois", "batch"], ["y"], mode=mode,
+                            output_height=3, output_width=2, sampling_ratio=ratio,
+                            spatial_scale=0.5, coordinate_transformation_mode=transform)
+    inputs, inits = {"x": x}, {"rois": rois, "batch": batch}
+    if ratio:
+        inputs, inits = {"x": x, "rois": rois, "batch": batch}, {}
+    m = _model([node], inputs, ["y"], inits, opset=16)
+    m.ir_version = 8
+    mod = from_onnx(m)
+    want = run_ort(m, inputs)
+    assert_close(ik.interpret(mod, *inputs.values()), want)
+    if ratio and mode == "avg":
+        import runtime
+
+        assert_close(runtime.build(mod)["main"](*inputs.values()), want)
+
+
+def test_roi_align_adaptive_ratio_needs_constant_regions():
+    x = np.zeros((1, 1, 4, 4), np.float32)
+    inputs = {"x": x, "rois": np.zeros((1, 4), np.float32)}
+    node = helper.make_node("RoiAlign", ["x", "rois", "batch"], ["y"], name="roi")
+    m = _model([node], inputs, ["y"], {"batch": np.zeros(1, np.int64)}, opset=16)
+    with pytest.raises(NeedsConstant, match=r"'roi' \(RoiAlign\): input 'rois'"):
+        from_onnx(m)
+
+
+@given(st.data())
+@settings(max_examples=15, deadline=None)
+def test_grid_sample_random(data):
+    """Every mode, padding and align_corners, 1-3 spatial axes, grids reaching past the
+    borders, against onnx.reference."""
+    dims = data.draw(st.integers(1, 3))
+    spatial = [data.draw(st.integers(1, 4)) for _ in range(dims)]
+    out = [data.draw(st.integers(1, 3)) for _ in range(dims)]
+    mode = data.draw(st.sampled_from(["linear", "nearest", "cubic"]))
+    padding = data.draw(st.sampled_from(["zeros", "border", "reflection"]))
+    align = data.draw(st.integers(0, 1))
+    rng = np.random.default_rng(dims)
+    x = _rand(rng, 2, 2, *spatial)
+    grid = rng.uniform(-1.7, 1.7, (2, *out, dims)).astype(np.float32)
+    node = helper.make_node("GridSample", ["x", "grid"], ["y"], mode=mode,
+                            padding_mode=padding, align_corners=align)
+    inputs = {"x": x, "grid": grid}
+    _check(_model([node], inputs, ["y"], opset=22), inputs)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_grid_sample_opset16_matches_onnxruntime(mode):
+    """Opset 16's mode names (onnx.reference knows only opset 20's), built."""
+    from onnx_helpers import check
+
+    rng = np.random.default_rng(7)
+    inputs = {"x": _rand(rng, 1, 2, 5, 6),
+              "grid": rng.uniform(-1.2, 1.2, (1, 4, 3, 2)).astype(np.float32)}
+    node = helper.make_node("GridSample", ["x", "grid"], ["y"], mode=mode,
+                            padding_mode="reflection")
+    m = _model([node], inputs, ["y"], opset=16)
+    m.ir_version = 8
+    check(m, inputs)

@@ -10,11 +10,12 @@ from irkernel.frontend.onnx.converters import (
     nn,
     reduce,
     resize,
+    sampling,
     sequence,
     shape,
     transformer,
     trig,
 )
 
-__all__ = ["constant_only", "einsum", "elementwise", "extra", "indexing", "nn", "reduce", "resize", "sequence",
-           "shape", "transformer", "trig"]
+__all__ = ["constant_only", "einsum", "elementwise", "extra", "indexing", "nn", "reduce",
+           "resize", "sampling", "sequence", "shape", "transformer", "trig"]
