@@ -46,8 +46,7 @@ EXCLUDED_OPS: dict[str, str] = {
                      "QLinearConv", "QLinearMatMul", "MatMulInteger", "ConvInteger"], _QUANT),
     **dict.fromkeys(["StringConcat", "StringNormalizer", "StringSplit", "RegexFullMatch",
                      "TfIdfVectorizer", "ai.onnx.ml.LabelEncoder", "ImageDecoder"], _STRING),
-    **dict.fromkeys(["NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss",
-                     "ai.onnx.preview.training.Adagrad", "ai.onnx.preview.training.Adam",
+    **dict.fromkeys(["ai.onnx.preview.training.Adagrad", "ai.onnx.preview.training.Adam",
                      "ai.onnx.preview.training.Momentum", "ai.onnx.preview.training.Gradient"],
                     _TRAIN),
     **dict.fromkeys(["Bernoulli", "RandomNormal", "RandomNormalLike", "RandomUniform",
@@ -56,12 +55,12 @@ EXCLUDED_OPS: dict[str, str] = {
                      "BitCast"], _BITS),
     **dict.fromkeys([
         "LinearAttention", "ai.onnx.preview.FlexAttention",
-        "AffineGrid", "TensorScatter", "Hardmax", "GRU", "RNN", "LpPool",
+        "AffineGrid", "TensorScatter", "GRU", "RNN",
         "MaxUnpool", "MaxRoiPool",
         "NonMaxSuppression", "DFT", "STFT", "BlackmanWindow", "HammingWindow", "HannWindow",
         "MelWeightMatrix", "Col2Im", "DeformConv", "CenterCropPad", "ReverseSequence",
         "SwiGLU", "Det", "CausalConvWithState", "ai.onnx.ml.ArrayFeatureExtractor",
-        "ai.onnx.ml.Binarizer", "ai.onnx.ml.TreeEnsemble", "GlobalLpPool",
+        "ai.onnx.ml.Binarizer", "ai.onnx.ml.TreeEnsemble",
     ], _NOT_LISTED),
 }
 

@@ -7,6 +7,7 @@ from irkernel.frontend.onnx.converters import (
     elementwise,
     extra,
     indexing,
+    loss,
     nn,
     reduce,
     resize,
@@ -17,5 +18,5 @@ from irkernel.frontend.onnx.converters import (
     trig,
 )
 
-__all__ = ["constant_only", "einsum", "elementwise", "extra", "indexing", "nn", "reduce",
-           "resize", "sampling", "sequence", "shape", "transformer", "trig"]
+__all__ = ["constant_only", "einsum", "elementwise", "extra", "indexing", "loss", "nn",
+           "reduce", "resize", "sampling", "sequence", "shape", "transformer", "trig"]
