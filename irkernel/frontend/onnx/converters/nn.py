@@ -72,6 +72,18 @@ def _window_attrs(ctx: Context, x: Value, attrs: dict[str, Any],
     return strides, pads, dilations
 
 
+def _pool_window(ctx: Context, args: Args, attrs: dict[str, Any]
+                 ) -> tuple[Value, list[int], list[int], list[int], list[int]]:
+    """A pooling node's input, kernel_shape, strides, explicit pads and dilations."""
+    x = args[0]
+    assert x is not None
+    kernel = ints_attr(attrs, "kernel_shape")
+    if kernel is None:
+        raise ctx.error("kernel_shape is required")
+    strides, pads, dilations = _window_attrs(ctx, x, attrs, kernel)
+    return x, kernel, strides, pads, dilations
+
+
 def _add_bias(ctx: Context, y: Value, bias: Value | None) -> Value:
     if bias is None:
         return y
@@ -197,12 +209,7 @@ class MaxPool(OnnxOpConverter):
 
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value | list[Value]:
-        x = args[0]
-        assert x is not None
-        kernel = ints_attr(attrs, "kernel_shape")
-        if kernel is None:
-            raise ctx.error("kernel_shape is required")
-        strides, pads, dilations = _window_attrs(ctx, x, attrs, kernel)
+        x, kernel, strides, pads, dilations = _pool_window(ctx, args, attrs)
         y = ctx.emit("max_pool", x, kernel=kernel, strides=strides, padding=pads,
                      dilation=dilations, ceil_mode=bool(attrs.get("ceil_mode", 0)))
         if ctx.n_outputs < 2:
@@ -217,12 +224,7 @@ class AveragePool(OnnxOpConverter):
 
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
-        x = args[0]
-        assert x is not None
-        kernel = ints_attr(attrs, "kernel_shape")
-        if kernel is None:
-            raise ctx.error("kernel_shape is required")
-        strides, pads, dilations = _window_attrs(ctx, x, attrs, kernel)
+        x, kernel, strides, pads, dilations = _pool_window(ctx, args, attrs)
         return ctx.emit("avg_pool", x, kernel=kernel, strides=strides, padding=pads,
                         dilation=dilations,
                         ceil_mode=bool(attrs.get("ceil_mode", 0)),
@@ -237,12 +239,7 @@ class LpPool(OnnxOpConverter):
 
     @classmethod
     def _impl_v2(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
-        x = args[0]
-        assert x is not None
-        kernel = ints_attr(attrs, "kernel_shape")
-        if kernel is None:
-            raise ctx.error("kernel_shape is required")
-        strides, pads, dilations = _window_attrs(ctx, x, attrs, kernel)
+        x, kernel, strides, pads, dilations = _pool_window(ctx, args, attrs)
         p = float(attrs.get("p", 2))
         powered = _lp_power(ctx, x, p)
         s = ctx.emit("avg_pool", powered, kernel=kernel, strides=strides, padding=pads,
