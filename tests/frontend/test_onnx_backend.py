@@ -54,13 +54,10 @@ EXCLUDED_OPS: dict[str, str] = {
     **dict.fromkeys(["BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot",
                      "BitCast"], _BITS),
     **dict.fromkeys([
-        "LinearAttention", "ai.onnx.preview.FlexAttention",
-        "AffineGrid", "TensorScatter", "GRU", "RNN",
-        "MaxUnpool", "MaxRoiPool",
-        "NonMaxSuppression", "DFT", "STFT", "BlackmanWindow", "HammingWindow", "HannWindow",
-        "MelWeightMatrix", "Col2Im", "DeformConv", "CenterCropPad", "ReverseSequence",
-        "SwiGLU", "Det", "CausalConvWithState", "ai.onnx.ml.ArrayFeatureExtractor",
-        "ai.onnx.ml.Binarizer", "ai.onnx.ml.TreeEnsemble",
+        "LinearAttention", "ai.onnx.preview.FlexAttention", "TensorScatter", "GRU", "RNN",
+        "MaxUnpool", "MaxRoiPool", "NonMaxSuppression", "DFT", "STFT", "MelWeightMatrix",
+        "Col2Im", "DeformConv", "Det", "CausalConvWithState",
+        "ai.onnx.ml.ArrayFeatureExtractor", "ai.onnx.ml.Binarizer", "ai.onnx.ml.TreeEnsemble",
     ], _NOT_LISTED),
 }
 

@@ -14,9 +14,11 @@ from irkernel.frontend.onnx.converters import (
     sampling,
     sequence,
     shape,
+    signal,
     transformer,
     trig,
 )
 
 __all__ = ["constant_only", "einsum", "elementwise", "extra", "indexing", "loss", "nn",
-           "reduce", "resize", "sampling", "sequence", "shape", "transformer", "trig"]
+           "reduce", "resize", "sampling", "sequence", "shape", "signal",
+           "transformer", "trig"]

@@ -15,6 +15,9 @@ axes combined by broadcasting, so the graph has a fixed handful of ops.
   ``output_half_pixel``. ``sampling_ratio`` 0 (adaptive: ``ceil(region size / output
   size)`` samples, different per region) needs the regions as constants, which fix the
   sample counts at import.
+- AffineGrid (opset 20): the sampling grid of affine maps ``theta`` (run time) over a
+  constant ``size``: the output positions in normalized coordinates (a constant, as
+  ``onnx.reference`` builds it) times ``theta``, one batched ``matmul``.
 - GridSample (opsets 16, 20, 22): any number of spatial axes; ``linear``/``bilinear``,
   ``nearest`` (half to even) and ``cubic``/``bicubic`` (Keys, a = -0.75) with 2, 1 and 4
   taps per axis; ``padding_mode`` zeros, border and reflection; ``align_corners``. As in
@@ -352,3 +355,34 @@ class GridSample(OnnxOpConverter):
         weight = ctx.reshape(weight, (rows, taps))
         y = ctx.reshape(_gather_taps(ctx, x, index, weight, "sum"), (n, *out, x.shape[1]))
         return e("permute_dims", y, axes=(0, len(out) + 1, *range(1, len(out) + 1)))
+
+
+@register("AffineGrid")
+class AffineGrid(OnnxOpConverter):
+    graph_ops = ("matmul", "permute_dims", "reshape")
+
+    @classmethod
+    def _impl_v20(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        theta = args[0]
+        assert theta is not None
+        size = [int(v) for v in np.asarray(ctx.const_value(
+            args[1] if len(args) > 1 else None, "input 'size'")).ravel()]
+        spatial = size[2:]
+        dims = len(spatial)
+        if theta.dtype_name not in _FLOATS or dims not in (2, 3) or \
+                theta.shape != (size[0], dims, dims + 1):
+            raise ctx.error(f"theta {theta.dtype_name}{list(theta.shape)} must be float "
+                            f"[N, {dims}, {dims + 1}] for size {size} (2 or 3 spatial axes)")
+        align = bool(int(attrs.get("align_corners", 0)))
+        ctx.const_shape((int(np.prod(spatial)), dims + 1), "the grid")
+        axes = []
+        for extent in spatial:
+            i = np.arange(extent, dtype=np.float64)
+            axes.append(-1.0 + i * (2.0 / (extent - 1)) if align and extent > 1 else
+                        np.full(extent, -1.0) if align else -1.0 + (2.0 * i + 1.0) / extent)
+        mesh = np.meshgrid(*axes, indexing="ij")
+        # last axis (x, y[, z], 1): the grid's first coordinate is the last spatial axis
+        base = np.stack([*(m.ravel() for m in reversed(mesh)), np.ones(mesh[0].size)], axis=1)
+        grid = ctx.emit("matmul", _floats(ctx, base, theta),
+                        ctx.emit("permute_dims", theta, axes=(0, 2, 1)))
+        return ctx.reshape(grid, (size[0], *spatial, dims))
