@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 onnx = pytest.importorskip("onnx")
@@ -375,6 +375,9 @@ def test_grid_sample_random(data):
     mode = data.draw(st.sampled_from(["linear", "nearest", "cubic"]))
     padding = data.draw(st.sampled_from(["zeros", "border", "reflection"]))
     align = data.draw(st.integers(0, 1))
+    # an axis of extent 1 has no room to reflect in with align_corners: the reference
+    # divides by zero (here the coordinate is that one pixel)
+    assume(not (align and padding == "reflection" and 1 in spatial))
     rng = np.random.default_rng(dims)
     x = _rand(rng, 2, 2, *spatial)
     grid = rng.uniform(-1.7, 1.7, (2, *out, dims)).astype(np.float32)
