@@ -3,7 +3,8 @@
 IsNaN, IsInf, Celu, ThresholdedRelu, Shrink, Mish, Swish, SwiGLU, LpNormalization,
 MeanVarianceNormalization, GroupNormalization, DepthToSpace, SpaceToDepth, Trilu
 (constant k), EyeLike, OneHot (constant depth) and CenterCropPad (constant shape: a
-``strided_slice`` and a ``pad``). Each is a few graph ops built at import, checked by onnx's node tests.
+``strided_slice`` and a ``pad``). Each is a few graph ops built at import, checked by
+onnx's node tests.
 Imports the converter machinery only.
 """
 

@@ -1,7 +1,7 @@
 """Element-indexed ONNX ops, lowered at import to ``take`` and ``scatter_nd`` on a
 flattened tensor: GatherElements, ScatterElements (reductions none/add/mul/max/min),
-GatherND (``batch_dims``), ReverseSequence (a GatherElements along time), TopK (the graph op ``topk_indices``, then its values gathered
-as GatherElements does), and the scans CumSum/CumProd (graph ops of their own).
+GatherND (``batch_dims``), ReverseSequence (a GatherElements along time), TopK (the
+graph op ``topk_indices``, then its values gathered as GatherElements does), and the scans CumSum/CumProd (graph ops of their own).
 
 The lowering is exact: an element's position along ``axis`` comes from the index
 tensor and its other coordinates from the index's own position, so the flat index is

@@ -102,6 +102,45 @@ def _roi_axis(ctx: Context, start: Value, size: Value, bins: int, offsets: np.nd
     return low, high, e("subtract", ctx.scalar(1.0, pos), frac), frac, outside
 
 
+def _sample_counts(ctx: Context, rois: Value | None, ratio: int, scale: float, shift: float,
+                   bins_h: int, bins_w: int) -> tuple[np.ndarray, np.ndarray]:
+    """Samples per bin along y and x of each region: ``sampling_ratio``, or (0) the
+    ceiling of the bin's size, from the constant regions in the reference's float64."""
+    assert rois is not None
+    if ratio:
+        counts = np.full(rois.shape[0], ratio, np.int64)
+        return counts, counts
+    boxes = ctx.const_value(rois, "input 'rois' (sampling_ratio 0 sizes each region's "
+                                  "sampling grid at import)")
+    boxes = narrow.widen(boxes, rois.dtype).astype(np.float64) * scale - shift
+    sizes = boxes[:, 2:] - boxes[:, :2]
+    if shift == 0.0:  # output_half_pixel: malformed regions are 1x1
+        sizes = np.maximum(sizes, 1.0)
+    return (np.ceil(sizes[:, 1] / bins_h).astype(np.int64),
+            np.ceil(sizes[:, 0] / bins_w).astype(np.int64))
+
+
+def _slot_offsets(counts: np.ndarray, slots: int) -> np.ndarray:
+    """[R, 1, slots]: each sample's place in its bin, in bins. A slot past its region's
+    count repeats the last sample (harmless to max; avg gives it weight 0)."""
+    slot = np.minimum(np.arange(slots)[None, :], np.maximum(counts - 1, 0)[:, None])
+    return ((slot + 0.5) / np.maximum(counts, 1)[:, None]).reshape(len(counts), 1, slots)
+
+
+def _slot_factor(grid_h: np.ndarray, grid_w: np.ndarray, g_h: int, g_w: int,
+                 reduce: str) -> np.ndarray:
+    """[R, 1, 1, g_h, g_w]: the weight of each sample slot: 1 / count on the region's own
+    slots for avg; 1 everywhere for max (repeated slots do not change a max); 0 for a
+    region without samples."""
+    valid = (np.arange(g_h)[None, :, None] < grid_h[:, None, None]) & \
+            (np.arange(g_w)[None, None, :] < grid_w[:, None, None])
+    if reduce == "sum":
+        factor = valid / np.maximum(grid_h * grid_w, 1)[:, None, None]
+    else:
+        factor = np.broadcast_to(((grid_h > 0) & (grid_w > 0))[:, None, None], valid.shape)
+    return factor.reshape(len(grid_h), 1, 1, g_h, g_w)
+
+
 @register("RoiAlign")
 class RoiAlign(OnnxOpConverter):
     graph_ops = ("add", "astype", "concat", "divide", "floor", "greater", "less",
@@ -152,43 +191,20 @@ class RoiAlign(OnnxOpConverter):
         if not half_pixel:  # malformed regions are 1x1
             size_w = e("maximum", size_w, ctx.scalar(1.0, x))
             size_h = e("maximum", size_h, ctx.scalar(1.0, x))
-        if ratio:
-            grid_h = grid_w = np.full(n_roi, ratio, np.int64)
-        else:  # the reference's float64 arithmetic on the constant regions
-            boxes = ctx.const_value(args[1], "input 'rois' (sampling_ratio 0 sizes each "
-                                             "region's sampling grid at import)")
-            boxes = narrow.widen(boxes, args[1].dtype).astype(np.float64) * scale - shift
-            sizes = boxes[:, 2:] - boxes[:, :2]
-            if not half_pixel:
-                sizes = np.maximum(sizes, 1.0)
-            grid_w = np.ceil(sizes[:, 0] / bins_w).astype(np.int64)
-            grid_h = np.ceil(sizes[:, 1] / bins_h).astype(np.int64)
+        grid_h, grid_w = _sample_counts(ctx, args[1], ratio, scale, shift, bins_h, bins_w)
         g_h, g_w = max(int(grid_h.max(initial=0)), 1), max(int(grid_w.max(initial=0)), 1)
         ctx.const_shape((n_roi, bins_h, bins_w, g_h, g_w, 4), "RoiAlign's sample table")
-
-        def offsets(grid: np.ndarray, g: int) -> np.ndarray:
-            # a slot past its region's count repeats the last sample (harmless to max; avg
-            # gives it weight 0)
-            slot = np.minimum(np.arange(g)[None, :], np.maximum(grid - 1, 0)[:, None])
-            return ((slot + 0.5) / np.maximum(grid, 1)[:, None]).reshape(n_roi, 1, g)
-
         y_lo, y_hi, y_wl, y_wh, y_out = _roi_axis(ctx, y0, size_h, bins_h,
-                                                  offsets(grid_h, g_h), height)
+                                                  _slot_offsets(grid_h, g_h), height)
         x_lo, x_hi, x_wl, x_wh, x_out = _roi_axis(ctx, x0, size_w, bins_w,
-                                                  offsets(grid_w, g_w), width)
+                                                  _slot_offsets(grid_w, g_w), width)
         as_y = (n_roi, bins_h, 1, g_h, 1)
         as_x = (n_roi, 1, bins_w, 1, g_w)
         y_lo, y_hi, y_wl, y_wh, y_out = (ctx.reshape(v, as_y) for v in
                                          (y_lo, y_hi, y_wl, y_wh, y_out))
         x_lo, x_hi, x_wl, x_wh, x_out = (ctx.reshape(v, as_x) for v in
                                          (x_lo, x_hi, x_wl, x_wh, x_out))
-        valid = (np.arange(g_h)[None, :, None] < grid_h[:, None, None]) & \
-                (np.arange(g_w)[None, None, :] < grid_w[:, None, None])
-        if reduce == "sum":
-            factor = valid / np.maximum(grid_h * grid_w, 1)[:, None, None]
-        else:
-            factor = np.broadcast_to(((grid_h > 0) & (grid_w > 0))[:, None, None], valid.shape)
-        factor = _floats(ctx, factor.reshape(n_roi, 1, 1, g_h, g_w), x)
+        factor = _floats(ctx, _slot_factor(grid_h, grid_w, g_h, g_w, reduce), x)
         inside = e("where", e("logical_or", y_out, x_out), ctx.scalar(0.0, x), factor)
         weights = [e("multiply", e("multiply", wy, wx), inside)
                    for wy, wx in ((y_wl, x_wl), (y_wl, x_wh), (y_wh, x_wl), (y_wh, x_wh))]

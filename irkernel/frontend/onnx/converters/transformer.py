@@ -122,6 +122,61 @@ def _structural_bias(ctx: Context, q: Value, sq: int, skv: int, past: int,
     return ctx.emit("where", out, ctx.scalar(-np.inf, q), ctx.scalar(0, q))
 
 
+def _attention_inputs(ctx: Context, args: Args, attrs: dict[str, Any]
+                      ) -> tuple[Value, Value, Value]:
+    """Q, K and V checked, 3-D ones split into heads: [B, H, S, D] each."""
+    q, k, v = args[0], args[1], args[2]
+    assert q is not None and k is not None and v is not None
+    if q.dtype_name not in ("float32", "float64", *_NARROW):
+        raise ctx.error(f"Attention needs float inputs, got {q.dtype_name}")
+    if not q.rank == k.rank == v.rank or q.rank not in (3, 4):
+        raise ctx.error(f"Q, K and V must all be 3-D or all 4-D, got {list(q.shape)}, "
+                        f"{list(k.shape)} and {list(v.shape)}")
+    past_k, past_v, nonpad = (_arg(args, i) for i in (4, 5, 6))
+    if (past_k is None) != (past_v is None):
+        raise ctx.error("past_key and past_value must be given together")
+    if nonpad is not None and past_k is not None:
+        raise ctx.error("nonpad_kv_seqlen cannot be combined with past_key/past_value")
+    if q.rank == 3:
+        q = _split_heads(ctx, q, attrs.get("q_num_heads"), "Q")
+        k = _split_heads(ctx, k, attrs.get("kv_num_heads"), "K")
+        v = _split_heads(ctx, v, attrs.get("kv_num_heads"), "V")
+    return q, k, v
+
+
+def _cache(ctx: Context, k: Value, v: Value, past_k: Value | None, past_v: Value | None
+           ) -> tuple[Value, Value, int]:
+    """present_key, present_value (the past, then the new keys, unscaled) and the past
+    length."""
+    if past_k is None or past_v is None:
+        return k, v, 0
+    if past_k.rank != 4 or past_v.rank != 4:
+        raise ctx.error(f"past_key {list(past_k.shape)} and past_value "
+                        f"{list(past_v.shape)} must be 4-D")
+    return (ctx.emit("concat", past_k, k, axis=2), ctx.emit("concat", past_v, v, axis=2),
+            past_k.shape[2])
+
+
+def _probabilities(ctx: Context, scores: Value, bias: Value | None,
+                   attrs: dict[str, Any]) -> Value:
+    """Softmax over the keys (in ``softmax_precision`` when given); a row the bias masks
+    entirely attends nothing: zeros (the reference's guard, decided on the bias)."""
+    precision = attrs.get("softmax_precision")
+    if precision is not None:
+        name = ONNX_TO_NUMPY.get(int(precision))
+        if name not in ("float32", "float64", *_NARROW):
+            raise ctx.error(f"softmax_precision {precision} is not a float type")
+        scores = ctx.astype(scores, name)
+    probs = Softmax._compute(ctx, scores, scores.rank - 1)
+    if bias is None:
+        return probs
+    dead = ctx.emit("equal", ctx.emit("max", bias, axis=-1, keepdims=True),
+                    ctx.scalar(-np.inf, bias))
+    if dead.is_const and not dead.const.any():
+        return probs
+    return ctx.emit("where", dead, ctx.scalar(0, probs), probs)
+
+
 def _group(ctx: Context, x: Value, kv_heads: int) -> Value:
     """[B, Hq, S, N] -> [B, Hkv, (Hq / Hkv) * S, N]: a group's query heads as rows (head
     ``h`` reads kv head ``h // r``, as the reference's ``np.repeat`` does)."""
@@ -137,35 +192,12 @@ class Attention(OnnxOpConverter):
 
     @classmethod
     def _impl_v23(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> list[Value]:
-        q, k, v = args[0], args[1], args[2]
-        assert q is not None and k is not None and v is not None
+        q, k, v = _attention_inputs(ctx, args, attrs)
         mask, past_k, past_v, nonpad = (_arg(args, i) for i in (3, 4, 5, 6))
-        if q.dtype_name not in ("float32", "float64", *_NARROW):
-            raise ctx.error(f"Attention needs float inputs, got {q.dtype_name}")
-        if not q.rank == k.rank == v.rank or q.rank not in (3, 4):
-            raise ctx.error(f"Q, K and V must all be 3-D or all 4-D, got {list(q.shape)}, "
-                            f"{list(k.shape)} and {list(v.shape)}")
-        if (past_k is None) != (past_v is None):
-            raise ctx.error("past_key and past_value must be given together")
-        if nonpad is not None and past_k is not None:
-            raise ctx.error("nonpad_kv_seqlen cannot be combined with past_key/past_value")
-        three_d = q.rank == 3
-        if three_d:
-            q = _split_heads(ctx, q, attrs.get("q_num_heads"), "Q")
-            k = _split_heads(ctx, k, attrs.get("kv_num_heads"), "K")
-            v = _split_heads(ctx, v, attrs.get("kv_num_heads"), "V")
         batch, hq, sq, head = q.shape
+        k_present, v_present, past = _cache(ctx, k, v, past_k, past_v)
         scale = attrs.get("scale")
         scale = 1.0 / np.sqrt(head) if scale is None else float(scale)
-        if past_k is not None and past_v is not None:
-            if past_k.rank != 4 or past_v.rank != 4:
-                raise ctx.error(f"past_key {list(past_k.shape)} and past_value "
-                                f"{list(past_v.shape)} must be 4-D")
-            k_present = ctx.emit("concat", past_k, k, axis=2)
-            v_present = ctx.emit("concat", past_v, v, axis=2)
-            past = past_k.shape[2]
-        else:
-            k_present, v_present, past = k, v, 0
         root = ctx.scalar(np.sqrt(scale), q)  # Q and K each scaled by sqrt(scale)
         q = ctx.emit("multiply", q, root)
         hkv, skv = k_present.shape[1], k_present.shape[2]
@@ -184,23 +216,11 @@ class Attention(OnnxOpConverter):
         if bias is not None:
             scores = ctx.emit("add", scores, bias)
         qk[2] = scores
-        precision = attrs.get("softmax_precision")
-        if precision is not None:
-            name = ONNX_TO_NUMPY.get(int(precision))
-            if name not in ("float32", "float64", *_NARROW):
-                raise ctx.error(f"softmax_precision {precision} is not a float type")
-            scores = ctx.astype(scores, name)
-        probs = Softmax._compute(ctx, scores, scores.rank - 1)
-        if bias is not None:  # a row the bias masks entirely attends nothing: zeros
-            dead = ctx.emit("equal", ctx.emit("max", bias, axis=-1, keepdims=True),
-                            ctx.scalar(-np.inf, bias))
-            if not (dead.is_const and not dead.const.any()):
-                probs = ctx.emit("where", dead, ctx.scalar(0, probs), probs)
-        probs = ctx.astype(probs, q.dtype_name)
+        probs = ctx.astype(_probabilities(ctx, scores, bias, attrs), q.dtype_name)
         qk[3] = probs
         y = ctx.emit("matmul", _group(ctx, probs, hkv), v_present)
         y = ctx.reshape(y, (batch, hq, sq, v_present.shape[3]))
-        if three_d:
+        if args[0] is not None and args[0].rank == 3:
             y = ctx.emit("permute_dims", y, axes=(0, 2, 1, 3))
             y = ctx.reshape(y, (batch, sq, hq * v_present.shape[3]))
         mode = int(attrs.get("qk_matmul_output_mode", 0))
