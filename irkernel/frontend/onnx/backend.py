@@ -53,6 +53,9 @@ class IrkernelRep(BackendRep):
         self._all_inputs = [i.name for i in model.graph.input]
         self.input_names = [n for n in self._all_inputs if n not in initializers]
         self._model, self._kwargs, self.mode = model, kwargs, mode
+        self._bind_all = False  # set once a model needs every input bound (NonZero of floats)
+        self._bfloat16 = {i.name for i in model.graph.input
+                          if i.type.tensor_type.elem_type == onnx.TensorProto.BFLOAT16}
         self._specialized: dict[bytes, tuple[IRModule, Any, list[str]]] = {}
         self.dynamic: DynamicModel | None = None
         try:
@@ -85,17 +88,35 @@ class IrkernelRep(BackendRep):
                 for o, node in zip(outs, params.outputs.tolist(), strict=True)]
 
     def _specialize(self, arrays: list[np.ndarray]) -> tuple[IRModule, Any, list[np.ndarray]]:
-        bound = {n: a for n, a in zip(self.input_names, arrays, strict=True)
-                 if a.dtype.kind in "iub" or a.size <= 1 or _shape_like(a)}
-        key = b"|".join(n.encode() + b"=" + a.dtype.str.encode() + repr(a.shape).encode()
-                        + a.tobytes() for n, a in bound.items())
-        hit = self._specialized.get(key)
-        if hit is None:
-            mod = from_onnx(self._model, const_inputs=bound, **self._kwargs)
+        """Import for these values, binding the integer, bool, one-element and short
+        inputs; a model that still needs a constant (NonZero or Unique of float data) is
+        imported with every input bound."""
+        named = list(zip(self.input_names, arrays, strict=True))
+        while True:
+            bound = dict(named) if self._bind_all else {
+                n: a for n, a in named if a.dtype.kind in "iub" or a.size <= 1 or _shape_like(a)}
+            key = b"|".join(n.encode() + b"=" + a.dtype.str.encode() + repr(a.shape).encode()
+                            + a.tobytes() for n, a in bound.items())
+            hit = self._specialized.get(key)
+            if hit is not None:
+                break
+            try:
+                mod = from_onnx(self._model, const_inputs=self._typed(bound), **self._kwargs)
+            except NeedsConstant:
+                if self._bind_all:
+                    raise
+                self._bind_all = True
+                continue
             hit = self._specialized[key] = (mod, self._build(mod), list(bound))
+            break
         mod, run, names = hit
         rest = [a for n, a in zip(self.input_names, arrays, strict=True) if n not in names]
         return mod, run, rest
+
+    def _typed(self, bound: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Bound bfloat16 inputs as bfloat16 again (they travel as uint16 bits)."""
+        return {n: a.view(_BFLOAT16) if n in self._bfloat16 and a.dtype == np.uint16 else a
+                for n, a in bound.items()}
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
         if isinstance(inputs, dict):

@@ -127,6 +127,9 @@ class Context:
         self.where = ""  # "node 3 'conv1' (Conv)": set by the importer for messages
         self.n_outputs = 1  # the current node's output count (Split without 'split' reads it)
         self.other_opsets: dict[str, int] = {}  # {domain: version} of non-default domains
+        # converts a subgraph (If's taken branch) in the current node's scope and returns its
+        # outputs; set by the importer before each node (converters cannot import it)
+        self.inline_graph: Callable[[Any], list[Value]] | None = None
         # uniform constants (ConstantOfShape): zero-stride views until the graph reads them
         self._full: dict[Any, np.ndarray] = {}  # materialized uniform constants (in the module)
         self._uniform: dict[int, tuple[weakref.ref[np.ndarray], np.ndarray]] = {}

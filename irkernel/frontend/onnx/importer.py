@@ -94,12 +94,37 @@ def _opset_of(domain: str, opset: int, others: Mapping[str, int]) -> int:
     return opset if domain in DEFAULT_DOMAINS else others.get(domain, 1)
 
 
+def _subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+    """The graphs held by ``node``'s attributes (If's branches, Loop's body)."""
+    out: list[onnx.GraphProto] = []
+    for attr in node.attribute:
+        if attr.type == onnx.AttributeProto.GRAPH:
+            out.append(attr.g)
+        elif attr.type == onnx.AttributeProto.GRAPHS:
+            out.extend(attr.graphs)
+    return out
+
+
+def _nodes_within(node: onnx.NodeProto) -> list[onnx.NodeProto]:
+    """Every node of ``node``'s subgraphs, at any depth (a sweep over a work list)."""
+    found: list[onnx.NodeProto] = []
+    todo = _subgraphs(node)
+    while todo:
+        graph = todo.pop()
+        found.extend(graph.node)
+        for inner in graph.node:
+            todo.extend(_subgraphs(inner))
+    return found
+
+
 def unsupported_ops(graph: onnx.GraphProto, opset: int,
                     other_opsets: Mapping[str, int] | None = None) -> dict[str, int]:
     """``{op_type: count}`` of the nodes no converter handles at ``opset`` (ops of other
-    domains, named ``domain.op_type``, at their version in ``other_opsets``, default 1)."""
+    domains, named ``domain.op_type``, at their version in ``other_opsets``, default 1),
+    counting the nodes of subgraphs (If's branches) too."""
     others = other_opsets or {}
-    counts = Counter((node.domain, node.op_type) for node in graph.node)
+    nodes = [*graph.node, *(inner for node in graph.node for inner in _nodes_within(node))]
+    counts = Counter((node.domain, node.op_type) for node in nodes)
     return {op_key(domain, op_type): n for (domain, op_type), n in counts.items()
             if lookup(op_key(domain, op_type), _opset_of(domain, opset, others)) is None}
 
@@ -261,7 +286,10 @@ def from_onnx(model: Any, shape_dict: Mapping[str, Sequence[int]] | None = None,
     env = _bind_inputs(ctx, graph, dims.shapes(dims.fixed), dtype_dict, const_inputs)
     # Each tensor is dropped from env after its last reader, so that a constant replaced by
     # a folded one (a transposed weight) is freed during the import, not held to the end.
-    last_use = {name: k for k, node in enumerate(graph.node) for name in node.input}
+    # (a subgraph's nodes read the enclosing scope by name: those names live until the node)
+    last_use = {name: k for k, node in enumerate(graph.node)
+                for name in [*node.input, *(i for inner in _nodes_within(node)
+                                            for i in inner.input)]}
     keep = {o.name for o in graph.output}
     for index, node in enumerate(graph.node):
         _convert_node(ctx, env, index, node)
@@ -314,9 +342,33 @@ def _bind_inputs(ctx: Context, graph: onnx.GraphProto, shapes: dict[str, tuple[i
     return env
 
 
-def _convert_node(ctx: Context, env: dict[str, Value], index: int, node: onnx.NodeProto) -> None:
-    ctx.where = _where(index, node)
+def _inline_graph(ctx: Context, env: dict[str, Value], graph: onnx.GraphProto) -> list[Value]:
+    """Convert ``graph`` (a branch of If) in the scope ``env``: its initializers become
+    constants, its nodes are converted in order, and its outputs are returned. Names it
+    defines shadow the enclosing ones and do not leak out."""
+    where = ctx.where
+    scope = dict(env)
+    label = f"{where}, subgraph {graph.name!r}"
+    for init in graph.initializer:
+        ctx.where = f"{label} initializer {init.name!r}"
+        try:
+            scope[init.name] = ctx.const(numpy_helper.to_array(init))  # checked first
+        except Exception as exc:  # NOTE: an element type NumPy cannot hold, named
+            raise ctx.error(f"{type(exc).__name__}: {exc}") from None
+    for index, node in enumerate(graph.node):
+        _convert_node(ctx, scope, index, node, prefix=f"{label} ")
+    ctx.where = where
+    missing = [out.name for out in graph.output if out.name not in scope]
+    if missing:
+        raise ctx.error(f"subgraph {graph.name!r}: output(s) {missing} are not computed")
+    return [scope[out.name] for out in graph.output]
+
+
+def _convert_node(ctx: Context, env: dict[str, Value], index: int, node: onnx.NodeProto,
+                  prefix: str = "") -> None:
+    ctx.where = prefix + _where(index, node)
     ctx.n_outputs = len(node.output)
+    ctx.inline_graph = lambda graph: _inline_graph(ctx, env, graph)
     convert = lookup(op_key(node.domain, node.op_type),
                      _opset_of(node.domain, ctx.opset, ctx.other_opsets))
     assert convert is not None  # checked up front

@@ -2,18 +2,25 @@
 ``irkernel.frontend.onnx.common.CONVERTERS``)."""
 
 from irkernel.frontend.onnx.converters import (
+    constant_only,
     einsum,
     elementwise,
     extra,
     indexing,
+    loss,
     nn,
     qlinear,
     quant,
     reduce,
     resize,
+    sampling,
     sequence,
     shape,
+    signal,
+    transformer,
     trig,
 )
 
-__all__ = ["einsum", "elementwise", "extra", "indexing", "nn", "qlinear", "quant", "reduce", "resize", "sequence", "shape", "trig"]
+__all__ = ["constant_only", "einsum", "elementwise", "extra", "indexing", "loss", "nn",
+           "qlinear", "quant", "reduce", "resize", "sampling", "sequence", "shape", "signal",
+           "transformer", "trig"]

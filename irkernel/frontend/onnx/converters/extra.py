@@ -1,8 +1,10 @@
 """ONNX ops beyond the issue's list that are short compositions of existing graph ops.
 
-IsNaN, IsInf, Celu, ThresholdedRelu, Shrink, Mish, Swish, LpNormalization,
+IsNaN, IsInf, Celu, ThresholdedRelu, Shrink, Mish, Swish, SwiGLU, LpNormalization,
 MeanVarianceNormalization, GroupNormalization, DepthToSpace, SpaceToDepth, Trilu
-(constant k), EyeLike and OneHot (constant depth). Each is a few graph ops built at import, checked by onnx's node tests.
+(constant k), EyeLike, OneHot (constant depth) and CenterCropPad (constant shape: a
+``strided_slice`` and a ``pad``). Each is a few graph ops built at import, checked by
+onnx's node tests.
 Imports the converter machinery only.
 """
 
@@ -98,6 +100,52 @@ class Shrink(OnnxOpConverter):
         inner = ctx.emit("where", ctx.emit("greater", x, ctx.scalar(lambd, x)), high,
                          ctx.scalar(0, x))
         return ctx.emit("where", ctx.emit("less", x, ctx.scalar(-lambd, x)), low, inner)
+
+
+@register("SwiGLU")
+class SwiGLU(OnnxOpConverter):
+    """``a * sigmoid(alpha * a) * b`` (same shapes, no broadcasting)."""
+    graph_ops = ("multiply", "sigmoid")
+
+    @classmethod
+    def _impl_v28(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        a, b = _x(args), args[1]
+        assert b is not None
+        if a.shape != b.shape or a.dtype != b.dtype:
+            raise ctx.error(f"A {a.dtype_name}{list(a.shape)} and B {b.dtype_name}"
+                            f"{list(b.shape)} must have the same shape and dtype")
+        alpha = float(attrs.get("alpha", 1.0))
+        gate = ctx.emit("sigmoid", a if alpha == 1.0 else
+                        ctx.emit("multiply", a, ctx.scalar(alpha, a)))
+        return ctx.emit("multiply", ctx.emit("multiply", a, gate), b)
+
+
+@register("CenterCropPad")
+class CenterCropPad(OnnxOpConverter):
+    """Each listed axis cropped or zero-padded to its size around the center (the extra
+    element of an odd difference at the end)."""
+    graph_ops = ("pad", "strided_slice")
+
+    @classmethod
+    def _impl_v18(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        x = _x(args)
+        sizes = [int(v) for v in np.asarray(ctx.const_value(args[1], "input 'shape'")).ravel()]
+        axes = norm_axes(ctx, ints_attr(attrs, "axes", range(x.rank)) or [], x.rank)
+        if len(axes) != len(sizes):
+            raise ctx.error(f"shape {sizes} needs one value per axis of {list(axes)}")
+        begin, end = [0] * x.rank, list(x.shape)
+        before, after = [0] * x.rank, [0] * x.rank
+        for axis, size in zip(axes, sizes, strict=True):
+            extra = x.shape[axis] - size
+            if extra > 0:
+                begin[axis], end[axis] = extra // 2, extra // 2 + size
+            elif extra < 0:
+                before[axis], after[axis] = -extra // 2, -extra - (-extra // 2)
+        if begin != [0] * x.rank or end != list(x.shape):
+            x = ctx.emit("strided_slice", x, begin=begin, end=end, strides=[1] * x.rank)
+        if any(before) or any(after):
+            x = ctx.emit("pad", x, ctx.scalar(0, x), pad_width=before + after, mode="constant")
+        return x
 
 
 @register("Mish")
@@ -243,8 +291,8 @@ class OneHot(OnnxOpConverter):
         pos = ctx.const(np.arange(depth, dtype=np.int64).reshape(
             (depth,) + (1,) * (rank - axis - 1)))
         off = ctx.emit("strided_slice", values, begin=[0], end=[1], strides=[1]) \
-            if not values.is_const else ctx.const(values.const.reshape(-1)[0])
-        on = ctx.const(values.const.reshape(-1)[1]) if values.is_const else \
+            if not values.is_const else ctx.const(values.const.reshape(-1)[0], code=values.dtype)
+        on = ctx.const(values.const.reshape(-1)[1], code=values.dtype) if values.is_const else \
             ctx.emit("strided_slice", values, begin=[1], end=[2], strides=[1])
         return ctx.emit("where", ctx.emit("equal", wide, pos), on, off)
 

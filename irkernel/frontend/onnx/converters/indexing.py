@@ -1,7 +1,7 @@
 """Element-indexed ONNX ops, lowered at import to ``take`` and ``scatter_nd`` on a
 flattened tensor: GatherElements, ScatterElements (reductions none/add/mul/max/min),
-GatherND (``batch_dims``), TopK (the graph op ``topk_indices``, then its values gathered
-as GatherElements does), and the scans CumSum/CumProd (graph ops of their own).
+GatherND (``batch_dims``), ReverseSequence (a GatherElements along time), TopK (the
+graph op ``topk_indices``, then its values gathered as GatherElements does), and the scans CumSum/CumProd (graph ops of their own).
 
 The lowering is exact: an element's position along ``axis`` comes from the index
 tensor and its other coordinates from the index's own position, so the flat index is
@@ -78,6 +78,37 @@ class GatherElements(OnnxOpConverter):
             raise ctx.error("GatherElements needs data of rank >= 1")
         axis = norm_axis(ctx, int(attrs.get("axis", 0)), data.rank)
         flat = _flat_elements(ctx, data, args[1], axis)
+        return ctx.emit("take", ctx.reshape(data, (-1,)), flat, axis=0)
+
+
+@register("ReverseSequence")
+class ReverseSequence(OnnxOpConverter):
+    """GatherElements along the time axis at ``len[b] - 1 - t`` for ``t < len[b]`` (else
+    ``t``); the lengths may be a run-time tensor."""
+    graph_ops = ("add", "astype", "broadcast_to", "less", "multiply", "permute_dims",
+                 "reshape", "subtract", "take", "where")
+
+    @classmethod
+    def _impl_v10(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        data = args[0]
+        assert data is not None
+        time = norm_axis(ctx, int(attrs.get("time_axis", 0)), max(data.rank, 2))
+        batch = norm_axis(ctx, int(attrs.get("batch_axis", 1)), max(data.rank, 2))
+        lens = _index(ctx, args[1], "input 'sequence_lens'")
+        if data.rank < 2 or {time, batch} != {0, 1} or lens.shape != (data.shape[batch],):
+            raise ctx.error(f"data {list(data.shape)} needs time_axis and batch_axis 0 and 1, "
+                            f"and sequence_lens {list(lens.shape)} one length per batch")
+        steps = data.shape[time]
+        t = ctx.const(np.arange(steps, dtype=np.int64).reshape(1, steps))
+        n = ctx.reshape(lens, (lens.shape[0], 1))
+        src = ctx.emit("where", ctx.emit("less", t, n),
+                       ctx.emit("subtract", ctx.emit("subtract", n, ctx.const(np.int64(1))), t),
+                       t)  # [batch, time]
+        if time == 0:
+            src = ctx.emit("permute_dims", src, axes=(1, 0))
+        src = ctx.reshape(src, src.shape + (1,) * (data.rank - 2))
+        src = ctx.emit("broadcast_to", src, shape=data.shape)
+        flat = _flat_elements(ctx, data, src, time, in_range=True)
         return ctx.emit("take", ctx.reshape(data, (-1,)), flat, axis=0)
 
 

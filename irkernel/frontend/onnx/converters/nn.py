@@ -4,8 +4,8 @@ Conv, ConvTranspose, MaxPool, AveragePool and LRN map to the graph ops of the
 same name (``auto_pad`` is resolved into explicit pads here, a bias becomes a
 broadcast ``add``; MaxPool's Indices output is a composition, see
 :func:`_max_pool_indices`); BatchNormalization (inference) folds its statistics into
-one scale and one shift at import; Gemm, Softmax, LogSoftmax and
-LayerNormalization are compositions of existing graph ops.
+one scale and one shift at import; Gemm, Softmax, LogSoftmax, Hardmax, LpPool,
+GlobalLpPool and LayerNormalization are compositions of existing graph ops.
 Imports the converter machinery only.
 """
 
@@ -72,6 +72,18 @@ def window_attrs(ctx: Context, x: Value, attrs: dict[str, Any],
         raise ctx.error(f"strides {strides} / dilations {dilations} need {r} values")
     pads = _spatial_pads(ctx, attrs, x.shape[2:], kernel, strides, dilations)
     return strides, pads, dilations
+
+
+def _pool_window(ctx: Context, args: Args, attrs: dict[str, Any]
+                 ) -> tuple[Value, list[int], list[int], list[int], list[int]]:
+    """A pooling node's input, kernel_shape, strides, explicit pads and dilations."""
+    x = args[0]
+    assert x is not None
+    kernel = ints_attr(attrs, "kernel_shape")
+    if kernel is None:
+        raise ctx.error("kernel_shape is required")
+    strides, pads, dilations = window_attrs(ctx, x, attrs, kernel)
+    return x, kernel, strides, pads, dilations
 
 
 def _add_bias(ctx: Context, y: Value, bias: Value | None) -> Value:
@@ -199,12 +211,7 @@ class MaxPool(OnnxOpConverter):
 
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value | list[Value]:
-        x = args[0]
-        assert x is not None
-        kernel = ints_attr(attrs, "kernel_shape")
-        if kernel is None:
-            raise ctx.error("kernel_shape is required")
-        strides, pads, dilations = window_attrs(ctx, x, attrs, kernel)
+        x, kernel, strides, pads, dilations = _pool_window(ctx, args, attrs)
         # 8- and 16-bit ints (quantized models) pool in float32, exactly: the max is an input
         xf = ctx.astype(x, "float32") if x.dtype_name in _SMALL_INTS else x
         y = ctx.emit("max_pool", xf, kernel=kernel, strides=strides, padding=pads,
@@ -222,16 +229,57 @@ class AveragePool(OnnxOpConverter):
 
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
-        x = args[0]
-        assert x is not None
-        kernel = ints_attr(attrs, "kernel_shape")
-        if kernel is None:
-            raise ctx.error("kernel_shape is required")
-        strides, pads, dilations = window_attrs(ctx, x, attrs, kernel)
+        x, kernel, strides, pads, dilations = _pool_window(ctx, args, attrs)
         return ctx.emit("avg_pool", x, kernel=kernel, strides=strides, padding=pads,
                         dilation=dilations,
                         ceil_mode=bool(attrs.get("ceil_mode", 0)),
                         count_include_pad=bool(attrs.get("count_include_pad", 0)))
+
+
+@register("LpPool")
+class LpPool(OnnxOpConverter):
+    """(sum over the window of |x|^p)^(1/p): an ``avg_pool`` counting the zero padding,
+    times the window's size (p = 1 and 2 without ``power``)."""
+    graph_ops = ("abs", "avg_pool", "multiply", "power", "sqrt")
+
+    @classmethod
+    def _impl_v2(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        x, kernel, strides, pads, dilations = _pool_window(ctx, args, attrs)
+        p = float(attrs.get("p", 2))
+        powered = _lp_power(ctx, x, p)
+        s = ctx.emit("avg_pool", powered, kernel=kernel, strides=strides, padding=pads,
+                     dilation=dilations, ceil_mode=bool(attrs.get("ceil_mode", 0)),
+                     count_include_pad=True)
+        s = ctx.emit("multiply", s, ctx.scalar(float(np.prod(kernel)), s))
+        return _lp_root(ctx, s, p)
+
+
+def _lp_power(ctx: Context, x: Value, p: float) -> Value:
+    a = ctx.emit("abs", x)
+    if p == 1:
+        return a
+    return ctx.emit("multiply", a, a) if p == 2 else ctx.emit("power", a, ctx.scalar(p, x))
+
+
+def _lp_root(ctx: Context, s: Value, p: float) -> Value:
+    if p == 1:
+        return s
+    return ctx.emit("sqrt", s) if p == 2 else ctx.emit("power", s, ctx.scalar(1.0 / p, s))
+
+
+@register("GlobalLpPool")
+class GlobalLpPool(OnnxOpConverter):
+    graph_ops = ("abs", "multiply", "power", "sqrt", "sum")
+
+    @classmethod
+    def _impl_v2(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
+        x = args[0]
+        assert x is not None
+        if x.rank < 3:
+            raise ctx.error(f"input of shape {list(x.shape)} has no spatial axes")
+        p = float(attrs.get("p", 2))
+        s = ctx.emit("sum", _lp_power(ctx, x, p), axis=tuple(range(2, x.rank)), keepdims=True)
+        return _lp_root(ctx, s, p)
 
 
 class _GlobalPool(OnnxOpConverter):
@@ -412,6 +460,20 @@ class _Softmax(OnnxOpConverter):
         x = args[0]
         assert x is not None
         return cls._compute(ctx, x, norm_axis(ctx, int(attrs.get("axis", -1)), x.rank))
+
+
+@register("Hardmax")
+class Hardmax(_Softmax):
+    """1 at the first maximum along the axis, 0 elsewhere (opset < 13: over the 2-D
+    coercion at ``axis``, as Softmax)."""
+    graph_ops = ("argmax", "astype", "equal", "reshape")
+
+    @classmethod
+    def _compute(cls, ctx: Context, x: Value, axis: int) -> Value:
+        best = ctx.emit("argmax", x, axis=axis, keepdims=True)
+        pos = ctx.const(np.arange(x.shape[axis], dtype=np.int64).reshape(
+            (x.shape[axis],) + (1,) * (x.rank - axis - 1)))
+        return ctx.astype(ctx.emit("equal", ctx.astype(best, "int64"), pos), x.dtype_name)
 
 
 @register("Softmax")

@@ -25,6 +25,7 @@ from irkernel.frontend.onnx.common import (
     norm_axis,
     register,
 )
+from irkernel.ir import narrow
 from irkernel.ir.ids import DTYPE_NAMES
 
 Args = list["Value | None"]
@@ -448,7 +449,9 @@ class Range(OnnxOpConverter):
 
     @classmethod
     def _impl_v11(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
-        start, limit, delta = (ctx.const_value(_opt(args, k), f"input {name!r}")
+        code = _first(args).dtype  # float16/bfloat16 bounds are computed in float32
+        start, limit, delta = (narrow.widen(ctx.const_value(_opt(args, k), f"input {name!r}"),
+                                            code)
                                for k, name in enumerate(("start", "limit", "delta")))
         if not delta:
             raise ctx.error("delta must not be 0")
@@ -456,7 +459,8 @@ class Range(OnnxOpConverter):
         start, limit, delta = (np.asarray(v).reshape(()) for v in (start, limit, delta))
         n = max(int(np.ceil((limit - start) / delta)), 0)
         ctx.const_shape((n,), "the range's length")
-        return ctx.const((start + np.arange(n, dtype=start.dtype) * delta).astype(start.dtype))
+        values = (start + np.arange(n, dtype=start.dtype) * delta).astype(start.dtype)
+        return ctx.const(narrow.to_storage(values, code), code=code)
 
 
 @register("Constant")
