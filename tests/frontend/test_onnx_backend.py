@@ -55,7 +55,7 @@ EXCLUDED_OPS: dict[str, str] = {
         "Attention", "LinearAttention", "ai.onnx.preview.FlexAttention", "RotaryEmbedding",
         "RMSNormalization",
         "GridSample", "AffineGrid", "TensorScatter",
-        "NonZero", "Unique", "Compress", "Hardmax", "GRU", "RNN", "LpPool",
+        "NonZero", "Unique", "Compress", "Hardmax", "RNN", "LpPool",
         "MaxUnpool", "MaxRoiPool", "RoiAlign",
         "NonMaxSuppression", "DFT", "STFT", "BlackmanWindow", "HammingWindow", "HannWindow",
         "MelWeightMatrix", "Col2Im", "DeformConv", "CenterCropPad", "ReverseSequence",
