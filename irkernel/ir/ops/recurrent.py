@@ -63,13 +63,13 @@ def activation_list(attrs: Mapping[str, Any],
     want = N_ACTIVATIONS[op]
     if len(names) != want or any(n not in ACTIVATIONS for n in names):
         raise TypeInferenceError(
-            f"{op}: activations {attrs['activations']!r} must be {want} comma-separated names "
+            f"activations {attrs['activations']!r} must be {want} comma-separated names "
             f"of {', '.join(ACTIVATIONS)}")
     params = []
     for key, pos in (("activation_alpha", 0), ("activation_beta", 1)):
         given = attrs[key]
         if given and len(given) != want:
-            raise TypeInferenceError(f"{op}: {key} holds {len(given)} values; give none or "
+            raise TypeInferenceError(f"{key} holds {len(given)} values; give none or "
                                      f"one per activation ({want})")
         params.append([float(given[k]) if given else ACTIVATIONS[n][pos]
                        for k, n in enumerate(names)])
@@ -78,24 +78,24 @@ def activation_list(attrs: Mapping[str, Any],
 
 def _check_common(op: str, types: Sequence[TensorType], attrs: Mapping[str, Any]) -> tuple[
         int, int, int, int]:
-    dtypes_in(FLOAT_DTYPES, types, f"{op} operand")
+    dtypes_in(FLOAT_DTYPES, types, "operand")
     dt = same_dtype(types)
     activation_list(attrs, op)
     clip = float(attrs["clip"])
     if not clip > 0:
-        raise TypeInferenceError(f"{op}: clip {clip} must be positive (inf: no clipping)")
+        raise TypeInferenceError(f"clip {clip} must be positive (inf: no clipping)")
     xs = types[0][1]
     gates = GATES[op]
     if len(xs) != 3 or xs[0] < 1 or xs[2] % gates or xs[2] == 0:
-        raise TypeInferenceError(f"{op}: xproj {fmt(xs)} must be [steps >= 1, batch, "
+        raise TypeInferenceError(f"xproj {fmt(xs)} must be [steps >= 1, batch, "
                                  f"{gates} * hidden]")
     steps, batch, hidden = xs[0], xs[1], xs[2] // gates
     return dt, steps, batch, hidden
 
 
-def _expect(op: str, what: str, got: Shape, want: Shape) -> None:
+def _expect(what: str, got: Shape, want: Shape) -> None:
     if tuple(got) != want:
-        raise TypeInferenceError(f"{op}: {what} is {fmt(got)}, expected {fmt(want)}")
+        raise TypeInferenceError(f"{what} is {fmt(got)}, expected {fmt(want)}")
 
 
 def lstm_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
@@ -103,7 +103,7 @@ def lstm_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorTy
     for (name, want), (_, got) in zip((("rt", (hidden, 4 * hidden)), ("h0", (batch, hidden)),
                                        ("c0", (batch, hidden)), ("p", (3, hidden))),
                                       types[1:], strict=True):
-        _expect("lstm_recurrence", name, got, want)
+        _expect(name, got, want)
     return dt, (steps + 1, batch, hidden)
 
 
@@ -111,7 +111,7 @@ def gru_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorTyp
     dt, steps, batch, hidden = _check_common("gru_recurrence", types, attrs)
     for (name, want), (_, got) in zip((("rt", (hidden, 3 * hidden)), ("rbh", (hidden,)),
                                        ("h0", (batch, hidden))), types[1:], strict=True):
-        _expect("gru_recurrence", name, got, want)
+        _expect(name, got, want)
     return dt, (steps, batch, hidden)
 
 
@@ -122,28 +122,27 @@ def apply_activation(name: str, alpha: float, beta: float, x: np.ndarray) -> np.
     """One RNN activation of ``x`` in its dtype (ONNX's definitions)."""
     t = x.dtype.type
     a, b, zero, one = t(alpha), t(beta), t(0), t(1)
-    with np.errstate(all="ignore"):
-        if name == "sigmoid":
-            return _SIGMOID([x], {})
-        if name == "tanh":
-            return _TANH([x], {})
-        if name == "relu":
-            return nan_max(x, np.zeros((), x.dtype))
-        if name == "hard_sigmoid":
-            return nan_min(nan_max(a * x + b, np.asarray(zero)), np.asarray(one))
-        if name == "leaky_relu":
-            return np.where(x >= zero, x, a * x)
-        if name == "affine":
-            return a * x + b
-        if name == "thresholded_relu":
-            return np.where(x > a, x, zero)
-        if name == "scaled_tanh":
-            return a * _TANH([b * x], {})
-        if name == "elu":
-            return np.where(x >= zero, x, a * (np.exp(x) - one))
-        if name == "softsign":
-            return x / (one + np.abs(x))
-        return np.log1p(np.exp(x)).astype(x.dtype)  # softplus
+    if name == "sigmoid":
+        return _SIGMOID([x], {})
+    if name == "tanh":
+        return _TANH([x], {})
+    if name == "relu":
+        return nan_max(x, np.zeros((), x.dtype))
+    if name == "hard_sigmoid":
+        return nan_min(nan_max(a * x + b, np.asarray(zero)), np.asarray(one))
+    if name == "leaky_relu":
+        return np.where(x >= zero, x, a * x)
+    if name == "affine":
+        return a * x + b
+    if name == "thresholded_relu":
+        return np.where(x > a, x, zero)
+    if name == "scaled_tanh":
+        return a * _TANH([b * x], {})
+    if name == "elu":
+        return np.where(x >= zero, x, a * (np.exp(x) - one))
+    if name == "softsign":
+        return x / (one + np.abs(x))
+    return np.log(one + np.exp(x))  # softplus
 
 
 def _gate_functions(attrs: Mapping[str, Any], op: str) -> tuple[
@@ -165,6 +164,16 @@ def _steps(n: int, reverse: bool) -> range:
 
 
 def lstm_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return _lstm(xs, attrs)
+
+
+def gru_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return _gru(xs, attrs)
+
+
+def _lstm(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     xproj, rt, h, c, p = xs
     steps, batch, four_h = xproj.shape
     hidden = four_h // 4
@@ -184,7 +193,7 @@ def lstm_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     return out
 
 
-def gru_ref(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+def _gru(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     xproj, rt, rbh, h = xs
     steps, batch, three_h = xproj.shape
     hidden = three_h // 3

@@ -13,8 +13,7 @@ Supported: forward, reverse and bidirectional, both layouts, initial states, pee
 ONNX spec (Sigmoid, Tanh, Relu, HardSigmoid, LeakyRelu, Affine, ThresholdedRelu,
 ScaledTanh, Elu, Softsign, Softplus) with ``activation_alpha``/``activation_beta``
 consumed in order by the activations that take them, as onnxruntime does. Not
-supported: per-batch ``sequence_lens`` shorter than the sequence. float16/bfloat16 run
-in float32. Imports the converter machinery and the op table's activation names only.
+supported: per-batch ``sequence_lens`` shorter than the sequence. Imports the converter machinery and the op table's activation names only.
 """
 
 from __future__ import annotations
@@ -113,11 +112,6 @@ class _Recurrent(OnnxOpConverter):
         assert x is not None and w is not None and r is not None
         present = [v for v in (x, w, r, b, *states, *extra) if v is not None]
         same_dtype(ctx, present, cls.op_type)
-        narrow = x.dtype_name not in ("float32", "float64")
-        if narrow:  # the recurrence ops compute in float32/float64
-            x, w, r, b, *states = (None if v is None else ctx.astype(v, "float32")
-                                   for v in (x, w, r, b, *states))
-            extra = [None if v is None else ctx.astype(v, "float32") for v in extra]
         layout = int(attrs.get("layout", 0))
         if layout:  # [batch, seq, in] -> [seq, batch, in]; states [batch, dir, h] -> [dir, ...]
             x = ctx.emit("permute_dims", x, axes=(1, 0, 2))
@@ -166,8 +160,6 @@ class _Recurrent(OnnxOpConverter):
         if layout:  # Y [seq, dir, batch, h] -> [batch, seq, dir, h]; states -> [batch, dir, h]
             results = [ctx.emit("permute_dims", results[0], axes=(2, 0, 1, 3))] + [
                 ctx.emit("permute_dims", v, axes=(1, 0, 2)) for v in results[1:]]
-        if narrow:
-            results = [ctx.astype(v, args[0].dtype_name) for v in results]  # type: ignore
         return results
 
     @classmethod
@@ -184,7 +176,7 @@ def _last_step(ctx: Context, seq_out: Value, steps: int, reverse: bool) -> Value
 
 @register("LSTM")
 class LSTM(_Recurrent):
-    graph_ops = ("add", "astype", "concat", "lstm_recurrence", "matmul", "permute_dims",
+    graph_ops = ("add", "concat", "lstm_recurrence", "matmul", "permute_dims",
                  "reshape", "strided_slice")
     op_type, gates = "LSTM", 4
     default_activations = ["Sigmoid", "Tanh", "Tanh"]
@@ -214,7 +206,7 @@ class LSTM(_Recurrent):
 
 @register("GRU")
 class GRU(_Recurrent):
-    graph_ops = ("add", "astype", "concat", "gru_recurrence", "matmul", "permute_dims",
+    graph_ops = ("add", "concat", "gru_recurrence", "matmul", "permute_dims",
                  "reshape", "strided_slice")
     op_type, gates = "GRU", 3
     default_activations = ["Sigmoid", "Tanh"]
