@@ -115,8 +115,9 @@ def _format_node_attr(spec: ops.AttrSpec, value: Any) -> str:
         return "none"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, tuple):
-        return "[" + ", ".join(str(int(v)) for v in value) + "]"
+    if isinstance(value, tuple):  # A_INTS, A_AXES, A_FLOATS
+        return "[" + ", ".join(format_float(v) if isinstance(v, float) else str(int(v))
+                               for v in value) + "]"
     if isinstance(value, str):
         return value if spec.kind == ops.A_DTYPE else json.dumps(value)
     if isinstance(value, float):  # A_FLOAT: repr reads back exactly (nan, inf, -inf bare)

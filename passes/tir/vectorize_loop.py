@@ -10,7 +10,8 @@ upward (TVM's Vectorizer):
   indices become gathers/scatters);
 * a store with a vector index stores a vector (a scalar value is broadcast);
 * a let whose value becomes a vector is inlined into its body (vars are
-  scalars); inner loops whose bounds do not depend on the lane stay loops
+  scalars), unless the body stores to a buffer the value reads (inlined, the
+  value would read the stored elements: the loop stays serial); inner loops whose bounds do not depend on the lane stay loops
   with vectorized bodies; a branch on a scalar condition stays a branch.
 
 When the body can not be vectorized (a vector branch condition, a vector
@@ -43,7 +44,7 @@ from irkernel.tir.expr import (
     Var,
 )
 from irkernel.tir.function import PrimFunc
-from irkernel.tir.functor import Mutator, post_order, substitute
+from irkernel.tir.functor import Mutator, post_order, substitute, used_buffers
 from irkernel.tir.stmt import Allocate, BufferStore, For, IfThenElse, LetStmt, Stmt
 
 
@@ -149,6 +150,10 @@ class _Vectorize(Mutator):
     def visit_LetStmt(self, s: LetStmt) -> Stmt:
         value = self.visit(s.value)
         if value.lanes > 1:
+            stored = {n.buffer.name for n in post_order(s.body) if isinstance(n, BufferStore)}
+            if stored & used_buffers(s.value).keys():
+                raise _CannotVectorize(f"let {s.var.name} reads a buffer its body stores to "
+                                       "(inlined, it would read the stored values)")
             return self.visit(substitute(s.body, {s.var.name: s.value}))
         return s.replace(value=value, body=self.visit(s.body))
 

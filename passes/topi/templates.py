@@ -53,7 +53,7 @@ from irkernel.tir.expr import FloorDiv, FloorMod, IntImm, Max, Min, Not, PrimExp
 from irkernel.tir.function import Attrs, PrimFunc
 from irkernel.target import CPUTarget
 from irkernel.tir.stmt import BufferStore, For, Stmt, seq
-from passes.topi import movement, nn, selection
+from passes.topi import movement, nn, recurrent, selection
 from passes.topi.movement import nan_max, nan_min
 from passes.topi.transpose import blocked_ok, blocked_transpose
 from passes.topi.tuned import TileTable, tuned_tiles
@@ -411,6 +411,7 @@ TEMPLATES: dict[str, Template] = {
     **movement.TEMPLATES,
     **nn.TEMPLATES,
     **selection.TEMPLATES,
+    **recurrent.TEMPLATES,
     "reshape": _reshape,
     "permute_dims": _permute,
     "broadcast_to": _broadcast_to,

@@ -51,7 +51,7 @@ EXCLUDED_OPS: dict[str, str] = {
     **dict.fromkeys(["BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot",
                      "BitCast"], _BITS),
     **dict.fromkeys([
-        "LinearAttention", "ai.onnx.preview.FlexAttention", "TensorScatter", "GRU", "RNN",
+        "LinearAttention", "ai.onnx.preview.FlexAttention", "TensorScatter", "RNN",
         "MaxUnpool", "MaxRoiPool", "NonMaxSuppression", "DFT", "STFT", "MelWeightMatrix",
         "Col2Im", "DeformConv", "Det", "CausalConvWithState",
         "ai.onnx.ml.ArrayFeatureExtractor", "ai.onnx.ml.Binarizer", "ai.onnx.ml.TreeEnsemble",

@@ -82,6 +82,12 @@ BUILD_CASES = {
        for op in ("cumsum", "cumprod")},
     "topk_indices": ([((2, 5, 3), "float32")], {"k": 2, "axis": 1, "largest": False},
                      ("int64", (2, 2, 3))),
+    "lstm_recurrence": ([((3, 2, 8), "float32"), ((2, 8), "float32"), ((2, 2), "float32"),
+                         ((2, 2), "float32"), ((3, 2), "float32")], {"reverse": True},
+                        ("float32", (4, 2, 2))),
+    "gru_recurrence": ([((3, 2, 6), "float64"), ((2, 6), "float64"), ((2,), "float64"),
+                        ((2, 2), "float64")], {"linear_before_reset": True},
+                       ("float64", (3, 2, 2))),
 }
 OP_NAMES = [op.name for op in ops.all_ops() if op.name not in ("param", "const")]
 

@@ -16,6 +16,7 @@ from test_interp_elementwise_ops import COVERED as COVERED_ELEMENTWISE
 from test_interp_export_ops import COVERED as COVERED_EXPORT
 from test_interp_movement import COVERED as COVERED_MOVEMENT
 from test_interp_nn import COVERED as COVERED_NN
+from test_interp_recurrent import COVERED as COVERED_RECURRENT
 from test_interp_selection import COVERED as COVERED_SELECTION
 
 import irkernel as ik
@@ -443,7 +444,7 @@ def test_concat_same_operand_twice():
 COVERED = set(ARITH) | {"divide", "power"} | set(COMPARE) | set(UNARY_EXACT) | set(UNARY_MATH) | {
     "where", "matmul", "sum", "max", "mean", "reshape", "permute_dims", "broadcast_to", "astype",
     "concat"} | COVERED_ELEMENTWISE | COVERED_MOVEMENT | COVERED_NN | COVERED_EXPORT | \
-    COVERED_SELECTION
+    COVERED_SELECTION | COVERED_RECURRENT
 
 
 def test_every_op_in_the_table_has_an_interpreter_test():

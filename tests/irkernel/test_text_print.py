@@ -162,6 +162,22 @@ def _topk(op: str, dtype: str) -> ik.Function:
                                                     sorted=False)])
 
 
+def _recurrence(op: str, dtype: str) -> ik.Function:
+    bb = ik.GraphBuilder("main")
+    gates, hidden = (4, 3) if op == "lstm_recurrence" else (3, 3)
+    xp = bb.param("xp", (5, 2, gates * hidden), dtype)
+    rt = bb.param("rt", (hidden, gates * hidden), dtype)
+    h0 = bb.param("h0", (2, hidden), dtype)
+    extra = ([h0, bb.param("c0", (2, hidden), dtype), bb.param("p", (3, hidden), dtype)]
+             if op == "lstm_recurrence" else [bb.param("rbh", (hidden,), dtype), h0])
+    acts = "hard_sigmoid,elu" + (",tanh" if op == "lstm_recurrence" else "")
+    n = len(acts.split(","))
+    return bb.finish([bb.call(op, xp, rt, *extra),
+                      bb.call(op, xp, rt, *extra, activations=acts, reverse=True,
+                              activation_alpha=[0.25, -0.0, 1e-30][:n],
+                              activation_beta=[0.5, float("inf"), 2][:n], clip=0.1)])
+
+
 def _nn(op: str, dtype: str) -> ik.Function:
     bb = ik.GraphBuilder("main")
     x = bb.param("x", (1, 4, 6, 5), dtype)
@@ -217,6 +233,7 @@ OP_CASES = {
     **{op: (_unary, FLOATS) for op in ops.TRIG_OPS},
     **{op: (_scan, NUMERIC) for op in ("cumsum", "cumprod")},
     "topk_indices": (_topk, NUMERIC),
+    **{op: (_recurrence, FLOATS) for op in ("lstm_recurrence", "gru_recurrence")},
 }
 
 

@@ -95,6 +95,11 @@ def _every_op_function():
     outs += [bb.call(op, f) for op in ops.TRIG_OPS]
     outs += [bb.cumsum(i), bb.cumprod(f, axis=1, reverse=True),
              bb.topk_indices(f, k=2, largest=False)]
+    seq4, seq3 = bb.param("seq4", (4, 2, 12), "float32"), bb.param("seq3", (4, 2, 9), "float32")
+    outs += [bb.lstm_recurrence(seq4, bb.param("rt4", (3, 12), "float32"), f, f,
+                                bb.param("p", (3, 3), "float32"), input_forget=True),
+             bb.gru_recurrence(seq3, bb.param("rt3", (3, 9), "float32"),
+                               bb.param("rbh", (3,), "float32"), f, clip=2.0)]
     return bb.finish(outs)
 
 

@@ -29,7 +29,7 @@ from irkernel.testing import (
 from irkernel.tir import PrimFunc, te
 
 INEXACT = {"exp", "log", "tanh", "sigmoid", "power", "sum", "mean", "matmul", "prod", "conv",
-           "conv_transpose", "lrn", "sin", "cos"}
+           "conv_transpose", "lrn", "sin", "cos", "lstm_recurrence", "gru_recurrence"}
 #: Ops whose float result may be either signed zero in NumPy (np.max/np.min over {0.0, -0.0}).
 EITHER_ZERO = {"max", "min"}
 EXACT_OPS = tuple(op for op in GENERATED_OPS if op not in INEXACT | EITHER_ZERO)
@@ -51,7 +51,8 @@ def legalize(mod: ik.IRModule | ik.Function) -> ik.IRModule:
             if desc is None:              # copy-then-scatter of scatter_nd, the scans and the
                 assert f.attrs["op_name"] in ("matmul", "concat", "scatter_nd",  # scheduled
                                               "conv", "max_pool", "cumsum",  # float32 2-D ones
-                                              "cumprod", "topk_indices"), f.script(name)
+                                              "cumprod", "topk_indices", "lstm_recurrence",
+                                              "gru_recurrence"), f.script(name)
             else:
                 assert te.prim_func_from_desc(desc, f.attrs) == f
     return out
@@ -144,6 +145,16 @@ def _case_shapes(op: ops.OpDef) -> list[tuple[list[tuple[int, ...]], dict]]:
                 for k, lg, so in ((3, True, True), (7, False, True), (4, True, False),
                                   (1, False, False))] + [([(9,)], {"k": 0}),
                                                          ([(2, 0)], {"k": 0, "axis": -1})]
+    if name == "lstm_recurrence":  # batch 5: a block of four rows and one of one
+        return [([(3, 5, 12), (3, 12), (5, 3), (5, 3), (3, 3)], {}),
+                ([(2, 1, 20), (5, 20), (1, 5), (1, 5), (3, 5)],
+                 {"reverse": True, "clip": 1.5, "input_forget": True,
+                  "activations": "hard_sigmoid,elu,softsign", "activation_alpha": (0.3, 0.7, 0)})]
+    if name == "gru_recurrence":
+        return [([(3, 5, 9), (3, 9), (3,), (5, 3)], {}),
+                ([(2, 2, 15), (5, 15), (5,), (2, 5)],
+                 {"reverse": True, "linear_before_reset": True, "clip": 0.5,
+                  "activations": "leaky_relu,scaled_tanh", "activation_beta": (0, 0.5)})]
     if name == "conv":
         return [([(2, 4, 5, 6), (6, 2, 3, 3)], {"strides": (2, 1), "padding": (1, 1, 0, 2),
                                                 "dilation": (1, 2), "groups": 2}),

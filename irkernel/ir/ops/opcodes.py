@@ -23,6 +23,8 @@ BUILTIN_OP_NAMES = (
     # issue 26 (the ops that real exports use)
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
     "cumsum", "cumprod", "topk_indices",
+    # issue 31 (recurrent ops as one kernel over the time loop)
+    "lstm_recurrence", "gru_recurrence",
 )
 
 OP_PARAM, OP_CONST, OP_ADD, OP_SUBTRACT, OP_MULTIPLY, OP_DIVIDE, OP_MAXIMUM, OP_MINIMUM, \
@@ -34,7 +36,8 @@ OP_PARAM, OP_CONST, OP_ADD, OP_SUBTRACT, OP_MULTIPLY, OP_DIVIDE, OP_MAXIMUM, OP_
     OP_STRIDED_SLICE, OP_TAKE, OP_PAD, OP_SCATTER_ND, OP_CONV, OP_CONV_TRANSPOSE, OP_MAX_POOL, \
     OP_AVG_POOL, OP_LRN, \
     OP_SIN, OP_COS, OP_TAN, OP_ASIN, OP_ACOS, OP_ATAN, OP_SINH, OP_COSH, OP_ASINH, OP_ACOSH, \
-    OP_ATANH, OP_CUMSUM, OP_CUMPROD, OP_TOPK_INDICES = range(len(BUILTIN_OP_NAMES))
+    OP_ATANH, OP_CUMSUM, OP_CUMPROD, OP_TOPK_INDICES, \
+    OP_LSTM_RECURRENCE, OP_GRU_RECURRENCE = range(len(BUILTIN_OP_NAMES))
 
 #: The trigonometric and hyperbolic ops: one contiguous opcode range (libm functions).
 TRIG_OPS = BUILTIN_OP_NAMES[OP_SIN:OP_ATANH + 1]

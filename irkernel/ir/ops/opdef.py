@@ -14,6 +14,7 @@ into the canonical, hashable value that attribute tables intern:
             so ``0.0`` and ``-0.0`` are different attributes and a NaN equals a
             NaN (every NaN is stored as the canonical NaN: payloads are not kept)
 ``ints``    a tuple of ints
+``floats``  a tuple of :class:`FloatAttr` (ints accepted), e.g. one parameter per slot
 ``axes``    None or a tuple of ints (an int is a one-axis tuple)
 ``dtype``   a dtype name
 ``str``     a str
@@ -50,7 +51,7 @@ PATTERN_NAMES = {ELEMWISE: "elemwise", BROADCAST: "broadcast", INJECTIVE: "injec
 
 # Attribute kinds: how a keyword value is checked and normalized.
 A_INT, A_BOOL, A_INTS, A_AXES, A_DTYPE, A_STR = "int", "bool", "ints", "axes", "dtype", "str"
-A_FLOAT = "float"
+A_FLOAT, A_FLOATS = "float", "floats"
 _REQUIRED = object()
 
 
@@ -111,7 +112,7 @@ def _is_int(v: object) -> bool:
 
 _EXPECTED = {A_INT: "an int", A_BOOL: "a bool", A_STR: "a str", A_DTYPE: "a dtype name",
              A_INTS: "a sequence of ints", A_AXES: "None, an int or a sequence of ints",
-             A_FLOAT: "a float (or an int)"}
+             A_FLOAT: "a float (or an int)", A_FLOATS: "a sequence of floats (or ints)"}
 
 
 def normalize_attr(spec: AttrSpec, value: object) -> object:
@@ -144,6 +145,13 @@ def normalize_attr(spec: AttrSpec, value: object) -> object:
         items = list(value)
         if all(_is_int(v) for v in items):
             return tuple(int(v) for v in items)
+    if kind == A_FLOATS and isinstance(value, (tuple, list, np.ndarray)):
+        items = list(value)
+        if all(_is_int(v) or isinstance(v, (float, np.floating)) for v in items):
+            try:
+                return tuple(FloatAttr(float(v)) for v in items)
+            except OverflowError:
+                pass
     raise TypeError(f"attribute {spec.name!r} must be {_EXPECTED[kind]}, got {value!r}")
 
 
@@ -189,7 +197,7 @@ class OpDef:
 
 
 __all__ = [
-    "A_AXES", "A_BOOL", "A_DTYPE", "A_FLOAT", "A_INT", "A_INTS", "A_STR", "BROADCAST",
+    "A_AXES", "A_BOOL", "A_DTYPE", "A_FLOAT", "A_FLOATS", "A_INT", "A_INTS", "A_STR", "BROADCAST",
     "ELEMWISE", "INJECTIVE", "OPAQUE", "OUT_EWISE_FUSABLE", "PATTERN_NAMES", "REDUCE",
     "AttrSpec", "FloatAttr", "OpDef", "Shape", "TensorType", "normalize_attr",
 ]

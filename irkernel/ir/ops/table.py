@@ -25,6 +25,7 @@ into ``[0, d - 1]``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -55,6 +56,7 @@ from irkernel.ir.ops.opdef import (
     A_BOOL,
     A_DTYPE,
     A_FLOAT,
+    A_FLOATS,
     A_INT,
     A_INTS,
     A_STR,
@@ -92,6 +94,7 @@ from irkernel.ir.ops.references import (
     topk_indices_ref,
     ufunc,
 )
+from irkernel.ir.ops.recurrent import gru_ref, gru_rule, lstm_ref, lstm_rule
 from irkernel.ir.ops.registry import register_op
 from irkernel.ir.ops.type_rules import (
     arg_reduce_rule,
@@ -131,6 +134,10 @@ _POOL = (AttrSpec("kernel", A_INTS), *_WINDOW, AttrSpec("ceil_mode", A_BOOL, Fal
 _SCAN = (AttrSpec("axis", A_INT, 0), AttrSpec("exclusive", A_BOOL, False),
          AttrSpec("reverse", A_BOOL, False))
 _CALL = (AttrSpec("callee", A_STR), AttrSpec("dtype", A_DTYPE), AttrSpec("shape", A_INTS))
+# one direction of an RNN (ir/ops/recurrent.py): activations f, g(, h) by name, their
+# parameters (empty: defaults), the gate-input bound (inf: none), the step order
+_RNN = (AttrSpec("activation_alpha", A_FLOATS, ()), AttrSpec("activation_beta", A_FLOATS, ()),
+        AttrSpec("clip", A_FLOAT, FloatAttr(math.inf)), AttrSpec("reverse", A_BOOL, False))
 _NUM, _FLOAT, _ALL, _BOOL = NUMERIC_DTYPES, FLOAT_DTYPES, ALL_DTYPES, frozenset({BOOL})
 
 
@@ -261,6 +268,17 @@ BUILTIN_OPS: tuple[OpDef, ...] = (
            AttrSpec("sorted", A_BOOL, True)),
           doc="int64 positions of the k largest/smallest along axis, best first, ties in "
               "index order, NaN above all; sorted=False: index order"),
+    # -- issue 31: recurrences (one kernel over the time loop) --
+    OpDef("lstm_recurrence", ENC_VARIADIC, 5, lstm_rule, lstm_ref, OPAQUE,
+          (AttrSpec("activations", A_STR, "sigmoid,tanh,tanh"), *_RNN,
+           AttrSpec("input_forget", A_BOOL, False)),
+          doc="(xproj[T, B, 4H], rt[H, 4H], h0, c0[B, H], p[3, H]) in extra -> [T + 1, B, H]: "
+              "ONNX LSTM steps (gates i, o, f, c); rows Y then the final cell state"),
+    OpDef("gru_recurrence", ENC_VARIADIC, 4, gru_rule, gru_ref, OPAQUE,
+          (AttrSpec("activations", A_STR, "sigmoid,tanh"), *_RNN,
+           AttrSpec("linear_before_reset", A_BOOL, False)),
+          doc="(xproj[T, B, 3H], rt[H, 3H], rbh[H], h0[B, H]) in extra -> Y[T, B, H]: ONNX GRU "
+              "steps (gates z, r, h)"),
 )
 
 if tuple(op.name for op in BUILTIN_OPS) != BUILTIN_OP_NAMES:

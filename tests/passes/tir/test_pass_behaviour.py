@@ -216,6 +216,32 @@ def test_vectorize_falls_back_to_a_serial_loop() -> None:
         ("v", "serial"), ("w", "serial")]
 
 
+def test_a_let_read_after_a_store_to_its_buffer_keeps_the_loop_serial() -> None:
+    """Regression: a vector let is inlined into its body, so a let of ``c[v]`` used after
+    ``c[v]`` is stored read the new value (the LSTM cell update ``c = f(c); h = g(c_old)``)."""
+
+    @T.prim_func
+    def f(c: T.Buffer((4,), "float32"), h: T.Buffer((4,), "float32")):
+        for v in T.vectorized(4):
+            old = T.let(c[v])
+            c[v] = old * 2.0
+            h[v] = old + 1.0
+
+    out = pt.vectorize_loop(f)
+    assert [(n.loop_var.name, n.kind) for n in _nodes(out, tir.For)] == [("v", "serial")]
+    c, h = np.arange(4, dtype=np.float32), np.zeros(4, np.float32)
+    tir.interpret(out, c, h)
+    np.testing.assert_array_equal(h, np.arange(4, dtype=np.float32) + 1)
+
+    @T.prim_func
+    def g(c: T.Buffer((4,), "float32"), h: T.Buffer((4,), "float32")):
+        for v in T.vectorized(4):  # no store to c after the let: still vectorized
+            old = T.let(c[v])
+            h[v] = old + 1.0
+
+    assert not _nodes(pt.vectorize_loop(g), tir.For)
+
+
 def test_nested_vectorized_loops_vectorize_only_the_inner_one() -> None:
     """Regression (found by hypothesis): vectorizing both loops of a 2x2 nest gave the
     index pair (ramp, ramp), whose lanes pair up: only the diagonal was written."""

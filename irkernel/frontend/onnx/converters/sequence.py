@@ -1,42 +1,70 @@
-"""Sequence models: LSTM, unrolled over its static sequence length.
+"""Recurrent layers: ONNX LSTM and GRU, one recurrence op per direction.
 
-The input projection of every time step is one matmul (``X @ W^T + Wb + Rb``);
-each step then adds ``H @ R^T``, slices the four gates (ONNX order i, o, f, c)
-and updates the cell. The graph grows linearly with the sequence length,
-which is static in the model (a loop construct is a later option). Supported:
-forward, reverse and bidirectional, both layouts, peepholes, ``clip``, the
-default activations and any of Sigmoid/Tanh/Relu/HardSigmoid; not supported:
-``input_forget=1`` and per-batch ``sequence_lens`` shorter than the sequence.
-Imports the converter machinery only.
+Each direction is two steps. The input projection of every time step does not depend on
+the state, so it is one matmul over all steps (``X [T*B, I] @ W^T + biases -> [T, B, G*H]``);
+the time loop is one graph op, ``lstm_recurrence`` or ``gru_recurrence``
+(:mod:`irkernel.ir.ops.recurrent`), which compiles to one kernel. Unrolled into graph ops
+instead, an exported 12-step LSTM ran ~450 kernel launches per call. The recurrent
+weights go in as ``R^T`` (a transpose of a constant, folded at import), so the kernel's
+inner loop reads them at unit stride.
+
+Supported: forward, reverse and bidirectional, both layouts, initial states, peepholes,
+``clip``, ``input_forget``, GRU's ``linear_before_reset``, and every activation of the
+ONNX spec (Sigmoid, Tanh, Relu, HardSigmoid, LeakyRelu, Affine, ThresholdedRelu,
+ScaledTanh, Elu, Softsign, Softplus) with ``activation_alpha``/``activation_beta``
+consumed in order by the activations that take them, as onnxruntime does. Not
+supported: per-batch ``sequence_lens`` shorter than the sequence. Imports the converter machinery and the op table's activation names only.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from irkernel.frontend.onnx.common import Context, OnnxOpConverter, Value, register, same_dtype
 from irkernel.frontend.onnx.converters.shape import strided_slice
+from irkernel.ir.ops.recurrent import ACTIVATIONS
 
 Args = list["Value | None"]
 
+#: ONNX activation names (lower case, as onnxruntime compares them) -> the ops' names.
+_ONNX_ACTIVATIONS = {name.replace("_", ""): name for name in ACTIVATIONS}
+#: Which activations consume an alpha and a beta from the attribute lists.
+_TAKES = {"affine": (True, True), "leaky_relu": (True, False),
+          "thresholded_relu": (True, False), "scaled_tanh": (True, True),
+          "hard_sigmoid": (True, True), "elu": (True, False)}
 
-def _activation(ctx: Context, name: str, x: Value, alpha: float | None,
-                beta: float | None) -> Value:
-    if name == "Sigmoid":
-        return ctx.emit("sigmoid", x)
-    if name == "Tanh":
-        return ctx.emit("tanh", x)
-    if name == "Relu":
-        return ctx.emit("relu", x)
-    if name == "HardSigmoid":
-        a = ctx.scalar(0.2 if alpha is None else alpha, x)
-        b = ctx.scalar(0.5 if beta is None else beta, x)
-        y = ctx.emit("add", ctx.emit("multiply", x, a), b)
-        return ctx.emit("minimum", ctx.emit("maximum", y, ctx.scalar(0, x)), ctx.scalar(1, x))
-    raise ctx.error(f"LSTM activation {name!r} is not supported (Sigmoid, Tanh, Relu, "
-                    "HardSigmoid)")
+
+def _activation_attrs(ctx: Context, attrs: dict[str, Any], op_type: str, n_dir: int,
+                      defaults: list[str]) -> list[dict[str, Any]]:
+    """The recurrence op's activation attributes of each direction."""
+    given = attrs.get("activations")
+    names = list(given) if given else defaults * n_dir
+    if len(names) != len(defaults) * n_dir:
+        raise ctx.error(f"{op_type} activations {names} must hold {len(defaults)} names per "
+                        f"direction ({n_dir})")
+    alphas = list(attrs.get("activation_alpha", []))
+    betas = list(attrs.get("activation_beta", []))
+    slots = []
+    for name in names:
+        op_name = _ONNX_ACTIVATIONS.get(str(name).lower())
+        if op_name is None:
+            raise ctx.error(f"{op_type} activation {name!r} is not supported (ONNX's RNN "
+                            f"activations: {', '.join(sorted(_ONNX_ACTIVATIONS))})")
+        alpha, beta = ACTIVATIONS[op_name]
+        takes_alpha, takes_beta = _TAKES.get(op_name, (False, False))
+        if takes_alpha and alphas:
+            alpha = alphas.pop(0)
+        if takes_beta and betas:
+            beta = betas.pop(0)
+        slots.append((op_name, float(alpha), float(beta)))
+    per = len(defaults)
+    return [{"activations": ",".join(s[0] for s in slots[d * per:(d + 1) * per]),
+             "activation_alpha": tuple(s[1] for s in slots[d * per:(d + 1) * per]),
+             "activation_beta": tuple(s[2] for s in slots[d * per:(d + 1) * per])}
+            for d in range(n_dir)]
 
 
 def _take_rows(ctx: Context, v: Value, axis: int, start: int, stop: int) -> Value:
@@ -45,113 +73,162 @@ def _take_rows(ctx: Context, v: Value, axis: int, start: int, stop: int) -> Valu
     return strided_slice(ctx, v, begin, end, [1] * v.rank)
 
 
-@register("LSTM")
-class LSTM(OnnxOpConverter):
-    graph_ops = ("add", "concat", "matmul", "maximum", "minimum", "multiply", "permute_dims",
-                 "relu", "reshape", "sigmoid", "strided_slice", "tanh")
+def _direction_rows(ctx: Context, v: Value | None, d: int, shape: tuple[int, ...]
+                    ) -> Value | None:
+    """Direction ``d`` of a per-direction input, reshaped to ``shape`` (None stays None)."""
+    return None if v is None else ctx.reshape(_take_rows(ctx, v, 0, d, d + 1), shape)
+
+
+@dataclass
+class _Direction:
+    """One direction's operands and attributes for its recurrence op: the projection
+    ``[T*B, G*H]`` (no bias yet), ``R^T``, its rows of B, initial states and the
+    converter's extra inputs (LSTM's P)."""
+
+    index: int
+    proj: Value
+    rt: Value
+    bias: Value | None
+    states: list[Value]
+    extra: Args
+    op_attrs: dict[str, Any]
+    seq: int
+    batch: int
+    hidden: int
+
+
+class _Recurrent(OnnxOpConverter):
+    """What LSTM and GRU share: checks, layout, directions, projection, outputs."""
+
+    op_type = ""
+    gates = 0
+    default_activations: list[str] = []
 
     @classmethod
-    def _impl_v7(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> list[Value]:
-        args = list(args) + [None] * (8 - len(args))
-        x, w, r, b, seq_lens, h0, c0, p = args[:8]
+    def _run(cls, ctx: Context, args: Args, attrs: dict[str, Any], n_states: int
+             ) -> list[Value]:
+        x, w, r, b, seq_lens = args[:5]
+        states, extra = args[5:5 + n_states], args[5 + n_states:]
         assert x is not None and w is not None and r is not None
-        same_dtype(ctx, [v for v in (x, w, r, b, h0, c0, p) if v is not None], "LSTM")
-        if int(attrs.get("input_forget", 0)):
-            raise ctx.error("input_forget=1 is not supported")
+        present = [v for v in (x, w, r, b, *states, *extra) if v is not None]
+        same_dtype(ctx, present, cls.op_type)
         layout = int(attrs.get("layout", 0))
         if layout:  # [batch, seq, in] -> [seq, batch, in]; states [batch, dir, h] -> [dir, ...]
             x = ctx.emit("permute_dims", x, axes=(1, 0, 2))
-            h0, c0 = (None if v is None else ctx.emit("permute_dims", v, axes=(1, 0, 2))
-                      for v in (h0, c0))
-        seq, batch, _ = x.shape
+            states = [None if v is None else ctx.emit("permute_dims", v, axes=(1, 0, 2))
+                      for v in states]
+        seq, batch, n_in = x.shape
         if seq_lens is not None:
             lens = ctx.const_value(seq_lens, "input 'sequence_lens'")
             if np.any(lens != seq):
                 raise ctx.error(f"sequence_lens {lens.tolist()} shorter than the sequence "
                                 f"({seq}) are not supported")
         direction = attrs.get("direction", "forward")
+        if direction not in ("forward", "reverse", "bidirectional"):
+            raise ctx.error(f"{cls.op_type} direction {direction!r} is not one of forward, "
+                            "reverse, bidirectional")
         n_dir = 2 if direction == "bidirectional" else 1
         hidden = int(attrs.get("hidden_size", r.shape[-1]))
-        if w.shape[0] != n_dir or r.shape != (n_dir, 4 * hidden, hidden):
+        g = cls.gates * hidden
+        if w.shape != (n_dir, g, n_in) or r.shape != (n_dir, g, hidden):
             raise ctx.error(f"W {list(w.shape)} / R {list(r.shape)} do not match direction "
-                            f"{direction!r} and hidden_size {hidden}")
-        acts = list(attrs.get("activations", ["Sigmoid", "Tanh", "Tanh"] * n_dir))
-        alphas = list(attrs.get("activation_alpha", []))
-        betas = list(attrs.get("activation_beta", []))
+                            f"{direction!r}, hidden_size {hidden} and input size {n_in}")
         clip = attrs.get("clip")
-        ys, hs, cs = [], [], []
+        common = {"clip": float("inf") if clip is None else float(clip)}
+        acts = _activation_attrs(ctx, attrs, cls.op_type, n_dir, cls.default_activations)
+        x2 = ctx.reshape(x, (seq * batch, n_in))
+        outs: list[list[Value]] = []
         for d in range(n_dir):
+            wd = _direction_rows(ctx, w, d, (g, n_in))
+            rd = _direction_rows(ctx, r, d, (g, hidden))
+            assert wd is not None and rd is not None
+            proj = ctx.emit("matmul", x2, ctx.emit("permute_dims", wd, axes=(1, 0)))
+            rt = ctx.emit("permute_dims", rd, axes=(1, 0))
+            bd = _direction_rows(ctx, b, d, (2 * g,))
+            st = [_direction_rows(ctx, v, d, (batch, hidden)) for v in states]
+            zeros = ctx.const(np.zeros((batch, hidden), dtype=x.dtype_name))
+            st = [zeros if v is None else v for v in st]
             reverse = direction == "reverse" or d == 1
-            sel = slice(3 * d, 3 * d + 3)
-            y, h, c = cls._direction(
-                ctx, x, [_take_rows(ctx, v, 0, d, d + 1) if v is not None else None
-                         for v in (w, r, b, h0, c0, p)],
-                hidden, batch, reverse, acts[sel], (alphas + [None] * 6)[sel],
-                (betas + [None] * 6)[sel], clip)
-            ys.append(y)
-            hs.append(h)
-            cs.append(c)
-        def cat(vs: list[Value], axis: int) -> Value:
+            op_attrs = {**common, **acts[d], "reverse": reverse}
+            outs.append(cls._direction(ctx, attrs, _Direction(d, proj, rt, bd, st, extra,
+                                                              op_attrs, seq, batch, hidden)))
+
+        def cat(k: int, axis: int) -> Value:
+            vs = [o[k] for o in outs]
             return vs[0] if len(vs) == 1 else ctx.emit("concat", *vs, axis=axis)
-        y_all = cat(ys, 1)  # [seq, n_dir, batch, hidden]
-        if layout:
-            y_all = ctx.emit("permute_dims", y_all, axes=(2, 0, 1, 3))
-            return [y_all, ctx.emit("permute_dims", cat(hs, 0), axes=(1, 0, 2)),
-                    ctx.emit("permute_dims", cat(cs, 0), axes=(1, 0, 2))]
-        return [y_all, cat(hs, 0), cat(cs, 0)]
+        results = [cat(0, 1)] + [cat(k, 0) for k in range(1, len(outs[0]))]
+        if layout:  # Y [seq, dir, batch, h] -> [batch, seq, dir, h]; states -> [batch, dir, h]
+            results = [ctx.emit("permute_dims", results[0], axes=(2, 0, 1, 3))] + [
+                ctx.emit("permute_dims", v, axes=(1, 0, 2)) for v in results[1:]]
+        return results
 
     @classmethod
-    def _direction(cls, ctx: Context, x: Value, params: list[Value | None], hidden: int,
-                   batch: int, reverse: bool, acts: list[str], alphas: list[float | None],
-                   betas: list[float | None], clip: float | None) -> tuple[Value, Value, Value]:
-        w, r, b, h0, c0, p = params
-        assert w is not None and r is not None
-        seq, _, n_in = x.shape
-        wt = ctx.emit("permute_dims", ctx.reshape(w, (4 * hidden, n_in)), axes=(1, 0))
-        rt = ctx.emit("permute_dims", ctx.reshape(r, (4 * hidden, hidden)), axes=(1, 0))
-        proj = ctx.emit("matmul", ctx.reshape(x, (seq * batch, n_in)), wt)
+    def _direction(cls, ctx: Context, attrs: dict[str, Any], dn: _Direction) -> list[Value]:
+        """Y ``[T, 1, B, H]`` and the final states ``[1, B, H]`` of one direction."""
+        raise NotImplementedError
+
+
+def _last_step(ctx: Context, seq_out: Value, steps: int, reverse: bool) -> Value:
+    """``Y_h``: the row of the last step run (``0`` when reversed), as ``[1, B, H]``."""
+    row = 0 if reverse else steps - 1
+    return _take_rows(ctx, seq_out, 0, row, row + 1)
+
+
+@register("LSTM")
+class LSTM(_Recurrent):
+    graph_ops = ("add", "concat", "lstm_recurrence", "matmul", "permute_dims",
+                 "reshape", "strided_slice")
+    op_type, gates = "LSTM", 4
+    default_activations = ["Sigmoid", "Tanh", "Tanh"]
+
+    @classmethod
+    def _impl_v7(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> list[Value]:
+        return cls._run(ctx, list(args) + [None] * (8 - len(args)), attrs, 2)
+
+    @classmethod
+    def _direction(cls, ctx: Context, attrs: dict[str, Any], dn: _Direction) -> list[Value]:
+        seq, batch, hidden, proj, b = dn.seq, dn.batch, dn.hidden, dn.proj, dn.bias
+        g = 4 * hidden
         if b is not None:
-            b2 = ctx.reshape(b, (8 * hidden,))
-            bias = ctx.emit("add", _take_rows(ctx, b2, 0, 0, 4 * hidden),
-                            _take_rows(ctx, b2, 0, 4 * hidden, 8 * hidden))
-            proj = ctx.emit("add", proj, bias)
-        proj = ctx.reshape(proj, (seq, batch, 4 * hidden))
-        zeros = ctx.const(np.zeros((batch, hidden), dtype=x.dtype_name))
-        h = zeros if h0 is None else ctx.reshape(h0, (batch, hidden))
-        c = zeros if c0 is None else ctx.reshape(c0, (batch, hidden))
-        peep = [None, None, None] if p is None else [
-            _take_rows(ctx, ctx.reshape(p, (3 * hidden,)), 0, k * hidden, (k + 1) * hidden)
-            for k in range(3)]  # P holds i, o, f
+            proj = ctx.emit("add", proj, ctx.emit("add", _take_rows(ctx, b, 0, 0, g),
+                                                  _take_rows(ctx, b, 0, g, 2 * g)))
+        (p,) = dn.extra
+        peep = (ctx.const(np.zeros((3, hidden), dtype=proj.dtype_name)) if p is None
+                else _direction_rows(ctx, p, dn.index, (3, hidden)))
+        assert peep is not None
+        out = ctx.emit("lstm_recurrence", ctx.reshape(proj, (seq, batch, g)), dn.rt,
+                       *dn.states, peep, input_forget=bool(int(attrs.get("input_forget", 0))),
+                       **dn.op_attrs)
+        y = ctx.reshape(_take_rows(ctx, out, 0, 0, seq), (seq, 1, batch, hidden))
+        return [y, _last_step(ctx, out, seq, dn.op_attrs["reverse"]),
+                _take_rows(ctx, out, 0, seq, seq + 1)]
 
-        def act(k: int, v: Value) -> Value:
-            return _activation(ctx, acts[k], v, alphas[k], betas[k])
 
-        def clipped(v: Value) -> Value:
-            if clip is None:
-                return v
-            lim = float(clip)
-            return ctx.emit("minimum", ctx.emit("maximum", v, ctx.scalar(-lim, v)),
-                            ctx.scalar(lim, v))
+@register("GRU")
+class GRU(_Recurrent):
+    graph_ops = ("add", "concat", "gru_recurrence", "matmul", "permute_dims",
+                 "reshape", "strided_slice")
+    op_type, gates = "GRU", 3
+    default_activations = ["Sigmoid", "Tanh"]
 
-        outs: list[Value] = []
-        steps = range(seq - 1, -1, -1) if reverse else range(seq)
-        for t in steps:
-            g = ctx.emit("add", ctx.reshape(_take_rows(ctx, proj, 0, t, t + 1),
-                                            (batch, 4 * hidden)), ctx.emit("matmul", h, rt))
-            gi, go, gf, gc = (_take_rows(ctx, g, 1, k * hidden, (k + 1) * hidden)
-                              for k in range(4))
-            if peep[0] is not None:
-                gi = ctx.emit("add", gi, ctx.emit("multiply", peep[0], c))
-                gf = ctx.emit("add", gf, ctx.emit("multiply", peep[2], c))
-            i, f = act(0, clipped(gi)), act(0, clipped(gf))
-            cand = act(1, clipped(gc))
-            c = ctx.emit("add", ctx.emit("multiply", f, c), ctx.emit("multiply", i, cand))
-            if peep[1] is not None:
-                go = ctx.emit("add", go, ctx.emit("multiply", peep[1], c))
-            o = act(0, clipped(go))
-            h = ctx.emit("multiply", o, act(2, c))
-            outs.append(ctx.reshape(h, (1, 1, batch, hidden)))
-        if reverse:
-            outs.reverse()
-        y = outs[0] if len(outs) == 1 else ctx.emit("concat", *outs, axis=0)
-        return y, ctx.reshape(h, (1, batch, hidden)), ctx.reshape(c, (1, batch, hidden))
+    @classmethod
+    def _impl_v7(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> list[Value]:
+        return cls._run(ctx, list(args) + [None] * (6 - len(args)), attrs, 1)
+
+    @classmethod
+    def _direction(cls, ctx: Context, attrs: dict[str, Any], dn: _Direction) -> list[Value]:
+        seq, batch, hidden, proj, b = dn.seq, dn.batch, dn.hidden, dn.proj, dn.bias
+        g = 3 * hidden
+        if b is None:
+            rbh = ctx.const(np.zeros(hidden, dtype=proj.dtype_name))
+        else:  # Wb of every gate and Rb of z and r add to the projection; Rbh goes in apart
+            zeros = ctx.const(np.zeros(hidden, dtype=proj.dtype_name))
+            rb_zr = ctx.emit("concat", _take_rows(ctx, b, 0, g, g + 2 * hidden), zeros, axis=0)
+            proj = ctx.emit("add", proj, ctx.emit("add", _take_rows(ctx, b, 0, 0, g), rb_zr))
+            rbh = _take_rows(ctx, b, 0, g + 2 * hidden, 2 * g)
+        out = ctx.emit("gru_recurrence", ctx.reshape(proj, (seq, batch, g)), dn.rt, rbh,
+                       *dn.states,
+                       linear_before_reset=bool(int(attrs.get("linear_before_reset", 0))),
+                       **dn.op_attrs)
+        return [ctx.reshape(out, (seq, 1, batch, hidden)),
+                _last_step(ctx, out, seq, dn.op_attrs["reverse"])]
