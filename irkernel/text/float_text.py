@@ -1,52 +1,65 @@
-"""Kernels of the printer's float32 literals: NumPy's spelling, written as bytes.
+"""Kernels of the printer's float32 and float64 literals: NumPy's spelling, as bytes.
 
-The printer spells a float32 as NumPy's ``str`` does (Dragon4 in its shortest
+The printer spells a float as NumPy's ``str`` does (Dragon4 in its shortest
 "unique" mode, then the positional or scientific form) and keeps that text only
-when it reads back through the parser's path (float64, then float32) to the same
-bits. NumPy formats about a microsecond per element; these kernels write the same
-bytes straight into a byte table, and mark every element they cannot *prove* for
-the NumPy path, so the text never depends on the kernel being complete.
+when it reads back through the parser's path (float64, then the dtype) to the
+same bits. NumPy formats about a microsecond per element; :func:`float_texts_kernel`
+writes the same bytes, one fixed-width row per element, and marks every element
+it cannot *prove* for the NumPy path, so the text never depends on the kernel
+being complete; :func:`pack_texts_kernel` then packs the rows and NumPy's texts
+of the rest into one byte table.
 
-How one element is proved. Dragon4 picks the shortest digit count ``p`` at which
-``d = floor(x * 10^k)`` or ``d + 1`` (``k = p - 1 - floor(log10 x)``) lies inside
-the rounding interval of ``x`` (half an ulp each side; a quarter below a power of
-two), and of the two the one closer to ``x``. The kernel makes the same decisions
-in float64: ``t = x * 10^k`` and the half-interval ``h = 2^(q-1) * 10^k`` are
-exact where the powers are (``|k| <= 22`` and the product fits 53 bits, checked
-with integers) and otherwise within ``2^-50`` relative. Each decision ("inside",
-"outside", "closer") is taken only when it holds with those errors included;
-anything closer than that (ties, digits exactly on a boundary, where NumPy's
-rules on even mantissas apply) is left to NumPy. A candidate counts as inside
-only with room for the float64 rounding of its decimal on top, so its text
-reads back through float64 to the same float32 (NumPy's text is then the
-printer's text: its double-rounding fix never applies). ``floor(log10 x)`` is
-exact: no float32 lies within 1e-10 relative of a power of ten it does not equal,
-far more than the table's rounding (tests check both).
+float64 digits come from Ryu (:mod:`irkernel.text.ryu`): exact integer arithmetic,
+the same choice as Dragon4, no element left undone; a float64's shortest text
+always reads back (no double rounding).
 
-The forms (NumPy >= 2.3): positional for ``1e-4 <= |x| < 1e6`` (``1.0``,
-``0.00012``, ``999999.0``), else scientific with a two-digit exponent (``1e-05``,
-``1.5e+16``); ``0.0``, ``-0.0``, ``inf``, ``-inf``; NaN as the printer spells it
-(``nan`` for the canonical NaN, else ``nan:0x<8 hex digits>``). Older NumPy and the
-``legacy`` print modes ``1.21``/``2.2`` switch at ``1e16`` instead;
-:func:`positional_limit` finds the switch by asking NumPy and returns None (all
-elements to NumPy) when the kernel does not reproduce NumPy on a probe set.
-float16/bfloat16/float64 stay on the NumPy path: float64's shortest digits need
-up to 17 significant digits, beyond what float64 arithmetic can decide.
-Imports numpy and ``irkernel.ir`` only.
+float32 digits are proved in float64 arithmetic. Dragon4 picks the shortest digit
+count ``p`` at which ``d = floor(x * 10^k)`` or ``d + 1`` (``k = p - 1 -
+floor(log10 x)``) lies inside the rounding interval of ``x`` (half an ulp each
+side; a quarter below a power of two; the boundary itself for an even mantissa),
+and of the two the one closer to ``x`` (a tie: the even digit). The kernel makes
+the same decisions with ``t = x * 10^k`` and the half-interval ``h = 2^(q-1) *
+10^k`` (or, for ``k < 0`` and ``x < 2^52``, unscaled: ``x - d * 10^-k`` against
+``2^(q-1)``, all integers or multiples of 2^q, exact). They are exact where the
+powers are (``0 <= k <= 22`` and ``m * 5^k`` below 2^53, checked with integers)
+and otherwise within ``2^-50`` relative; each decision ("inside", "outside",
+"closer") is taken only when it holds with those errors included, and anything
+closer than that is left to NumPy. A candidate counts as inside only with room
+for the float64 rounding of its decimal on top, so its text reads back through
+float64 to the same float32 and NumPy's text is the printer's text (the printer's
+double-rounding fix never applies); exactly on a boundary it needs an even
+mantissa, which reading back ties to. ``floor(log10 x)`` is exact: no float32
+lies within 1e-10 relative of a power of ten it does not equal, far more than
+the table's rounding (a test checks it). In 2e7 random bit patterns and seven
+whole binades (5.9e7 values) the kernel left 2 elements to NumPy.
+
+The forms: positional for ``1e-4 <= |x| < 1e16`` (float32 since NumPy 2.3:
+``< 1e6``) as ``1.0``, ``0.00012``, ``999999.0``, else scientific with at least
+two exponent digits (``1e-05``, ``1.5e+16``); ``0.0``, ``-0.0``, ``inf``,
+``-inf``; NaN as the printer spells it (``nan`` for the canonical NaN, else
+``nan:0x<bits in hex>``). :func:`positional_form` asks NumPy where the switches
+are under the current print options and checks the kernel against NumPy on a
+probe set (the legacy ``1.13`` mode spells differently: every element then goes
+to NumPy). float16/bfloat16 stay on the NumPy path (few of them, and their
+read-back runs through another dtype). Imports numpy and ``irkernel.ir`` only.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from fractions import Fraction
 
 import numpy as np
 
+from irkernel.ir.ids import FLOAT32, FLOAT64
 from irkernel.ir.jit import helper, inline, kernel
 from irkernel.text.emit import n_digits, readonly
+from irkernel.text.ryu import shortest64
 
-#: Bytes per element of the scratch rows (the longest text: ``-1.2345679e-38``,
-#: 14; positional up to ``1e16``: ``-1234567900000000.0``, 19).
+#: Bytes per element of the scratch rows (the longest texts: float32
+#: ``-1.2345679e-38``, 14, positional up to ``1e16`` ``-1234567900000000.0``, 19;
+#: float64 ``-2.2250738585072014e-308``, 24).
 WIDTH = 24
 #: Powers of ten 10^k, k in [-_P10_OFF, _P10_OFF), each correctly rounded
 #: (exact for 0 <= k <= 22). A float32's digits need k in [-38, 53].
@@ -218,46 +231,56 @@ def _put_decimal(out, i, pos, digits, n, point, positional):
 
 
 @kernel
-def float32_texts_kernel(bits, positional_below, canonical_nan):
-    """The printer's text of every float32 (given as its uint32 ``bits``), one row of
-    ``WIDTH`` bytes each: (rows uint8[n, WIDTH], sizes int8[n]); size 0 marks an
-    element the kernel could not prove (the caller formats it with NumPy).
-    ``positional_below``: NumPy's switch to scientific form (1e6, or 1e16 in the
-    legacy modes); ``canonical_nan``: the bits spelled plain ``nan``."""
+def float_texts_kernel(bits, mant_bits, positional_from, positional_below, canonical_nan):
+    """The printer's text of every float32 or float64 (``mant_bits`` 23 or 52) given as
+    its bits (uint64, float32 bits zero-extended), one row of ``WIDTH`` bytes each:
+    (rows uint8[n, WIDTH], sizes int8[n]); size 0 marks an element the kernel could
+    not prove (the caller formats it with NumPy). Positional form for magnitudes whose
+    bits are in [``positional_from``, ``positional_below``) (uint64: float bits order
+    as their magnitudes); ``canonical_nan`` (uint64): the bits spelled plain ``nan``."""
     n = bits.shape[0]
+    wide = mant_bits == 52
+    sign_shift = np.uint64(63 if wide else 31)
+    field_max = np.uint64(0x7FF if wide else 0xFF)
+    bias = 1023 if wide else 127
+    magnitude_mask = (np.uint64(1) << sign_shift) - np.uint64(1)
+    mant_mask = (np.uint64(1) << np.uint64(mant_bits)) - np.uint64(1)
+    n_hex = 16 if wide else 8
     out = np.zeros((n, WIDTH), np.uint8)
     sizes = np.zeros(n, np.int8)
     inf_word = np.array([105, 110, 102], np.uint8)
-    nan_word = np.array([110, 97, 110], np.uint8)
+    nan_word = np.array([110, 97, 110, 58, 48, 120], np.uint8)  # "nan:0x"
     zero_word = np.array([48, 46, 48], np.uint8)
-    digits = np.zeros(16, np.uint8)
+    digits = np.zeros(24, np.uint8)
     for i in range(n):
-        b = np.int64(bits[i])
+        b = bits[i]
         pos = 0
-        if b >> 31:
+        if b >> sign_shift:
             out[i, 0] = 45  # "-"
             pos = 1
-        field = (b >> 23) & 0xFF
-        mant = b & 0x7FFFFF
-        if field == 0xFF and mant != 0:  # NaN: "nan" or "nan:0x7fc00001"
+        field = np.int64((b >> np.uint64(mant_bits)) & field_max)
+        mant = np.int64(b & mant_mask)
+        if field == field_max and mant != 0:  # NaN: "nan" or "nan:0x7fc00001"
             pos = _put_word(out, i, 0, nan_word)
-            if b != canonical_nan:
-                out[i, 3] = 58
-                out[i, 4] = 48
-                out[i, 5] = 120
-                for j in range(8):
-                    out[i, 6 + j] = _HEX[(b >> (28 - 4 * j)) & 0xF]
-                pos = 14
-        elif field == 0xFF:
+            if b == canonical_nan:
+                pos = 3
+            else:
+                for j in range(n_hex):
+                    out[i, pos + j] = _HEX[(b >> np.uint64(4 * (n_hex - 1 - j))) & np.uint64(15)]
+                pos += n_hex
+        elif field == field_max:
             pos = _put_word(out, i, pos, inf_word)
         elif field == 0 and mant == 0:
             pos = _put_word(out, i, pos, zero_word)
         else:
-            if field == 0:
-                m, q, unequal = mant, -149, False
+            if wide:
+                value, exponent = shortest64(mant, field)
+                k = -exponent
+            elif field == 0:
+                value, k = _shortest(mant, 1 - bias - mant_bits, False)
             else:
-                m, q, unequal = mant | 0x800000, field - 150, mant == 0 and field > 1
-            value, k = _shortest(m, q, unequal)
+                value, k = _shortest(mant | (1 << mant_bits), field - bias - mant_bits,
+                                     mant == 0 and field > 1)
             if value == 0:
                 continue
             n = n_digits(value)
@@ -267,8 +290,9 @@ def float32_texts_kernel(bits, positional_below, canonical_nan):
             point = n - 1 - k
             while digits[n - 1] == 0:  # only after a carry: 9.99 -> 10
                 n -= 1
-            x = m * _P2[q + _P2_OFF]
-            pos = _put_decimal(out, i, pos, digits, n, point, 1e-4 <= x < positional_below)
+            magnitude = b & magnitude_mask
+            pos = _put_decimal(out, i, pos, digits, n, point,
+                               positional_from <= magnitude < positional_below)
         sizes[i] = pos
     return out, sizes
 
@@ -303,39 +327,65 @@ def pack_texts_kernel(rows, sizes, other_bytes, other_ptr):
 
 
 #: Values whose NumPy text pins down the form: both switches (1e-4; 1e6 or 1e16) and
-#: their neighbours, a carry, powers of two and ten, extremes, specials.
-_PROBE = np.array([1.0, -0.0, 0.1, 0.5, 1e-5, 1e-4, 1.0000001e-4, 9.9999e-5, 999999.0,
-                   999999.94, 1e6, 1e7, 1e15, 1e16, 1.5e16, 123456.79, 16777216.0,
-                   3.4028235e38, 1e-45, 1.1754944e-38, np.inf, -np.inf], np.float32)
-_LIMITS: dict[object, float | None] = {}
+#: their neighbours, carries, powers of two and ten, extremes, specials.
+_PROBE = [1.0, -0.0, 0.1, 0.5, 1 / 3, 1e-5, 1e-4, 1.0000001e-4, 9.9999e-5, 999999.0,
+          999999.94, 1e6, 1e7, 1e15, 1e16, 1.5e16, 9999999999999998.0, 123456.79,
+          16777216.0, 1e22, 1e23, 3.4028235e38, 1e-45, 1.1754944e-38, 5e-324,
+          2.2250738585072014e-308, 1.7976931348623157e308, math.inf, -math.inf]
+_KINDS = {FLOAT32: (np.float32, np.uint32, 23), FLOAT64: (np.float64, np.uint64, 52)}
+_FORMS: dict[tuple[object, int], tuple[int, int] | None] = {}
 
 
-def positional_limit() -> float | None:
-    """Where NumPy's ``str`` of a float32 turns scientific under the current print
-    options (1e6; 1e16 for NumPy < 2.3 and the legacy modes), or None when the kernel
+def _bits_of_first_at_least(bound: Fraction, code: int) -> int:
+    """Bits of the smallest positive float of dtype ``code`` that is >= ``bound`` (an
+    exact comparison, as NumPy's against a long double constant)."""
+    dtype, uint, _ = _KINDS[code]
+    x = dtype(float(bound))
+    while Fraction(float(x)) < bound:
+        x = np.nextafter(x, dtype(np.inf))
+    while Fraction(float(np.nextafter(x, dtype(0)))) >= bound:
+        x = np.nextafter(x, dtype(0))
+    return int(np.array(x, dtype).view(uint))
+
+
+def _bits(values: np.ndarray, code: int) -> np.ndarray:
+    dtype, uint, _ = _KINDS[code]
+    return readonly(np.ascontiguousarray(values, dtype).view(uint).astype(np.uint64))
+
+
+def positional_form(code: int) -> tuple[int, int] | None:
+    """The magnitudes (as bits: [from, below)) that NumPy's ``str`` of a float of dtype
+    ``code`` spells positionally under the current print options (1e-4 up to 1e16;
+    1e6 for float32 since NumPy 2.3 outside the legacy modes), or None when the kernel
     does not spell the probe values as NumPy does (legacy ``1.13``): then every
-    element goes to NumPy. Probed once per ``legacy`` setting."""
-    legacy = np.get_printoptions()["legacy"]
-    if legacy not in _LIMITS:
-        limit = 1e6 if str(np.float32(1e6)) == "1e+06" else 1e16
-        rows, sizes = float32_texts_kernel(readonly(_PROBE.view(np.uint32)), limit, 0)
+    element goes to NumPy. Probed once per ``legacy`` setting and dtype."""
+    key = (np.get_printoptions()["legacy"], code)
+    if key not in _FORMS:
+        dtype, _, mant_bits = _KINDS[code]
+        below = 1e6 if code == FLOAT32 and str(np.float32(1e6)) == "1e+06" else 1e16
+        form = (_bits_of_first_at_least(Fraction(1, 10**4), code),
+                _bits_of_first_at_least(Fraction(int(below)), code))
+        with np.errstate(over="ignore", under="ignore"):
+            probe = np.array(_PROBE, np.float64).astype(dtype)
+        rows, sizes = float_texts_kernel(_bits(probe, code), mant_bits, np.uint64(form[0]),
+                                         np.uint64(form[1]), np.uint64(0))
         texts = [bytes(r[:s]).decode() for r, s in zip(rows, sizes.tolist(), strict=True)]
-        _LIMITS[legacy] = limit if texts == _PROBE.astype(str).tolist() else None
-    return _LIMITS[legacy]
+        _FORMS[key] = form if texts == probe.astype(str).tolist() else None
+    return _FORMS[key]
 
 
-def float32_table(values: np.ndarray, canonical_nan: int,
-                  fallback: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
-                  ) -> tuple[np.ndarray, np.ndarray]:
-    """The printer's literal of every float32 in ``values`` as a byte table (bytes
-    uint8, ptr int64[n + 1]): the kernel's text where it proved it, ``fallback``'s
-    (a byte table of the given elements, in order) for the rest. ``canonical_nan``:
-    the bits spelled plain ``nan``."""
-    limit = positional_limit()
-    if limit is None:
+def float_table(values: np.ndarray, code: int, canonical_nan: int,
+                fallback: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The printer's literal of every float32 or float64 (dtype ``code``) in ``values``
+    as a byte table (bytes uint8, ptr int64[n + 1]): the kernel's text where it proved
+    it, ``fallback``'s (a byte table of the given elements, in order) for the rest.
+    ``canonical_nan``: the bits spelled plain ``nan``."""
+    form = positional_form(code)
+    if form is None:
         return fallback(values)
-    bits = readonly(np.ascontiguousarray(values, np.float32).view(np.uint32))
-    rows, sizes = float32_texts_kernel(bits, limit, canonical_nan)
+    rows, sizes = float_texts_kernel(_bits(values, code), _KINDS[code][2], np.uint64(form[0]),
+                                     np.uint64(form[1]), np.uint64(canonical_nan))
     undone = np.flatnonzero(sizes == 0)
     if len(undone):
         other_bytes, other_ptr = fallback(values[undone])
