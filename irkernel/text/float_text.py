@@ -30,8 +30,9 @@ float64 to the same float32 and NumPy's text is the printer's text (the printer'
 double-rounding fix never applies); exactly on a boundary it needs an even
 mantissa, which reading back ties to. ``floor(log10 x)`` is exact: no float32
 lies within 1e-10 relative of a power of ten it does not equal, far more than
-the table's rounding (a test checks it). In 2e7 random bit patterns and seven
-whole binades (5.9e7 values) the kernel left 2 elements to NumPy.
+the table's rounding (a test checks it). Measured: 1 element left to NumPy in 2e7
+random bit patterns, none in 2e7 random normals, 2 in seven whole binades (5.9e7
+values, each equal to NumPy's text).
 
 The forms: positional for ``1e-4 <= |x| < 1e16`` (float32 since NumPy 2.3:
 ``< 1e6``) as ``1.0``, ``0.00012``, ``999999.0``, else scientific with at least
@@ -246,7 +247,7 @@ def float_texts_kernel(bits, mant_bits, positional_from, positional_below, canon
     magnitude_mask = (np.uint64(1) << sign_shift) - np.uint64(1)
     mant_mask = (np.uint64(1) << np.uint64(mant_bits)) - np.uint64(1)
     n_hex = 16 if wide else 8
-    out = np.zeros((n, WIDTH), np.uint8)
+    out = np.empty((n, WIDTH), np.uint8)  # row i is read up to sizes[i] only
     sizes = np.zeros(n, np.int8)
     inf_word = np.array([105, 110, 102], np.uint8)
     nan_word = np.array([110, 97, 110, 58, 48, 120], np.uint8)  # "nan:0x"
