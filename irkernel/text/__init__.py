@@ -2,7 +2,9 @@
 
 ``lexer`` (tokens, literals, types), ``printer`` (``mod.script()``; installs the
 ``Function.script`` / ``IRModule.script`` hooks of the IR layer) with ``emit``
-(its kernels: node lines written as bytes from the columns), and ``parser``
+(its kernels: node lines written as bytes from the columns) and ``float_text``
+(float32/float64 literals written as NumPy spells them; float64 digits by
+``ryu``), and ``parser``
 (``parse(text) -> IRModule``, every error a ParseError with line:column) with
 ``scan`` (its kernels: lines classified and names resolved as bytes) and
 ``fastpath`` (runs of printer-form lines taken as whole columns) and ``literals``

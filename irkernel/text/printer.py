@@ -43,6 +43,7 @@ from irkernel.text.emit import (
     scatter_entries_kernel,
     write_lines_kernel,
 )
+from irkernel.text.float_text import float_table
 
 _BARE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
 _BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -260,8 +261,10 @@ def _element_values(func: Function, code: int, const_ptr: np.ndarray, size: np.n
 def _literal_table(func: Function) -> tuple[np.ndarray, np.ndarray]:
     """The literal of every constant in the pool as a byte table (``emit.byte_table``).
 
-    Elements are formatted per dtype in bulk: ints and bools by a kernel, floats by
-    :func:`format_values`; kernels then place them and add the brackets of lists.
+    Elements are formatted per dtype in bulk: ints and bools by a kernel, float32 and
+    float64 by the kernel of :mod:`irkernel.text.float_text` (NumPy's text, NumPy for
+    what it cannot prove), float16/bfloat16 by :func:`format_values`; kernels then place them and
+    add the brackets of lists.
     """
     pool = func.consts
     size = func.shapes.size[pool.shape_id].astype(np.int64)
@@ -271,7 +274,10 @@ def _literal_table(func: Function) -> tuple[np.ndarray, np.ndarray]:
     parts_bytes, parts_ptr, parts_at, base = [], [], [], 0
     for code in np.unique(pool.dtype).tolist():
         at, values = _element_values(func, code, const_ptr, size)
-        if code in FLOAT_DTYPES:
+        if code in _CANONICAL_NAN_BITS:  # float32, float64
+            data, ptr = float_table(values, code, _CANONICAL_NAN_BITS[code],
+                                    lambda undone, c=code: _ascii_table(_wide_strs(undone, c)))
+        elif code in FLOAT_DTYPES:
             data, ptr = _ascii_table(_float_strs(values, code))
         else:
             data, ptr = int_texts_kernel(readonly(values.astype(np.int64)), code == BOOL)
