@@ -24,10 +24,11 @@ GRAPH_LOWERING = ("FoldConstant,FoldBatchNorm,SimplifyArith,EliminateCommonSubex
 
 #: Each PrimFunc, before LLVM: independent outer loops of graph lowering's kernels
 #: parallel, then parallel loops made launchable (outlining needs them final), flat
-#: indices so vector ramps come out contiguous, vector code before unrolling (unrolled
+#: indices so vector ramps come out contiguous, contiguous loop pairs merged (no short
+#: rows for LLVM to tail-fold into masked stores), vector code before unrolling (unrolled
 #: copies of vector statements), then cleanup.
-LOWER_TIR = ("ParallelizeNests,LowerParallel,FlattenBuffer,Simplify,VectorizeLoop,UnrollLoop,"
-             "Simplify")
+LOWER_TIR = ("ParallelizeNests,LowerParallel,FlattenBuffer,MergeLoops,Simplify,VectorizeLoop,"
+             "UnrollLoop,Simplify")
 
 transform.register_pipeline("GraphLowering", GRAPH_LOWERING,
                             description="runtime.build's lowering of graph functions")

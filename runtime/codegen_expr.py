@@ -85,8 +85,8 @@ _INTRINSIC = {"exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log", "log2":
               "sqrt": "llvm.sqrt", "tanh": "llvm.tanh", "sin": "llvm.sin", "cos": "llvm.cos",
               "fabs": "llvm.fabs", "floor": "llvm.floor", "ceil": "llvm.ceil",
               "round": "llvm.roundeven", "pow": "llvm.pow", "fma": "llvm.fma"}
-#: Intrinsics of two operands (for declaring them).
-_BINARY_INTRINSICS = frozenset({"llvm.minnum", "llvm.maxnum"})
+#: Operands of the intrinsics inline math declares (one where not listed).
+_INTRINSIC_ARITY = {"llvm.minnum": 2, "llvm.maxnum": 2, "llvm.fmuladd": 3}
 #: Math ops that are plain libm calls (no LLVM intrinsic).
 _LIBM = frozenset({"erf", *LIBM_TRIG})
 #: Math ops with libmvec variants (the rest are single instructions on x86).
@@ -199,6 +199,8 @@ class ExprCodegen:
     fast_math: bool
     nontemporal: bool
     mvec: tuple[str, int, int] | None
+    #: Whether the target has FMA instructions (``fma`` is then one exact ``llvm.fma``).
+    fused: bool
 
     # -- helpers -----------------------------------------------------------
     @property
@@ -495,10 +497,15 @@ class ExprCodegen:
         if e.op == "abs":
             fn = self.intrinsic("llvm.abs", args[0].type, [args[0].type, I1], [args[0].type])
             return self.builder.call(fn, [args[0], I1(0)])
+        if e.op == "fma" and not self.fused:
+            # exact fma without FMA instructions is a libm call per element (the SSE4.2
+            # build's convs ran 100x slower than the AVX2 one): a multiply and an add
+            return self.builder.fadd(self.builder.fmul(args[0], args[1], flags=self._fm),
+                                     args[2], flags=self._fm)
         if e.op == "exp" and dt.element(e.dtype) == "float32":
             return exp_f32(self.builder, args[0], self.const,
-                           lambda name, typ: self.intrinsic(name, typ, [typ] * 2 if name in
-                                                            _BINARY_INTRINSICS else [typ], [typ]))
+                           lambda name, typ: self.intrinsic(
+                               name, typ, [typ] * _INTRINSIC_ARITY.get(name, 1), [typ]))
         if e.lanes > 1 and e.op in _MVEC and self.mvec is not None:
             return self.vector_math(e.op, args, dt.element(e.dtype))
         return self.math(e.op, args)

@@ -126,6 +126,7 @@ class Lowerer(ExprCodegen):
         self.symbol = symbol
         self.fast_math = fast_math
         self.mvec = target.mvec
+        self.fused = target.fma
         self.module = module if module is not None else new_module(symbol, target)
         self.n_outlined = 0
         self.in_parallel = False

@@ -65,6 +65,9 @@ class Target:
     #: ``(isa letter, float32 lanes, float64 lanes)`` of usable libmvec variants, or None.
     mvec: tuple[str, int, int] | None
     machine: Any  # llvm.TargetMachine (kept here; never returned to callers outside runtime)
+    #: Whether the CPU has fused multiply-add instructions (x86-64-v3 and up). Without
+    #: them TIR ``fma`` is a multiply and an add (``runtime/codegen_expr.py``).
+    fma: bool = True
 
     @property
     def key(self) -> str:
@@ -120,7 +123,8 @@ def host() -> Target:
         features = llvm.get_host_cpu_features().flatten()
         machine = _create_machine(triple, cpu, features)
         mvec = _load_libmvec(features) if triple.startswith("x86_64") else None
-        return Target(triple, cpu, features, str(machine.target_data), mvec, machine)
+        return Target(triple, cpu, features, str(machine.target_data), mvec, machine,
+                      fma="+fma" in features.split(","))
 
 
 #: The ISA of each libmvec variant, as ``irkernel.target`` names it.
@@ -144,7 +148,7 @@ def target_for(name: str = "host") -> Target:
                      if _ISA_ORDER.index(_MVEC_LEVEL[feature]) <= _ISA_ORDER.index(cpu.isa)),
                     None)
     return Target(base.triple, cpu.llvm_cpu, cpu.llvm_features, str(machine.target_data),
-                  mvec, machine)
+                  mvec, machine, fma=cpu.isa != "sse4.2")
 
 
 def _load_libmvec(features: str) -> tuple[str, int, int] | None:

@@ -277,7 +277,80 @@ def test_lower_parallel_keeps_only_outer_nontrivial_parallel_loops() -> None:
     assert pt.lower_parallel(out) is out
 
 
+# -- MergeLoops ------------------------------------------------------------------
+
+def _extents(func: tir.PrimFunc) -> dict[str, int]:
+    return {n.loop_var.name: n.extent.value for n in _nodes(func, tir.For)}
+
+
+def test_merge_loops_merges_contiguous_pairs_bottom_up() -> None:
+    """A squeeze-excite scale over 14 x 14 maps: the row loops become one loop of 196
+    (a three-deep contiguous nest becomes one loop), and the results do not change."""
+    @T.prim_func
+    def scale(x: T.Buffer((3, 14, 14), "float32"), s: T.Buffer((3,), "float32"),
+              out: T.Buffer((3, 14, 14), "float32"), total: T.Buffer((3,), "float32")):
+        for c in T.parallel(3):
+            for h in T.serial(14):
+                for w in T.serial(14):
+                    out[c, h, w] = x[c, h, w] * s[c]
+        for a in T.serial(3):
+            for b in T.serial(14):
+                for d in T.serial(14):
+                    out[a, b, d] = out[a, b, d] + 1.0
+        for r in T.serial(3):
+            total[r] = 0.0
+            for p in T.serial(14):
+                for q in T.serial(14):
+                    total[r] = total[r] + x[r, p, q]
+
+    flat = pt.flatten_buffer(scale)
+    merged = pt.merge_loops(flat)
+    assert _extents(merged) == {"c": 3, "w": 196, "d": 588, "r": 3, "q": 196}
+    assert _via_pass("MergeLoops", flat).script() == merged.script()
+    merged.verify("scale")
+    rng = np.random.default_rng(0)
+    x, s = rng.standard_normal((3, 14, 14), np.float32), rng.standard_normal(3, np.float32)
+    results = []
+    for func in (scale, merged):
+        out, total = np.zeros((3, 14, 14), np.float32), np.zeros(3, np.float32)
+        tir.interpret(func, x, s, out, total)
+        results.append((out, total))
+    for want, got in zip(results[0], results[1], strict=True):
+        np.testing.assert_array_equal(got, want)  # same order: bit for bit
+
+
+def test_merge_loops_leaves_other_nests_alone() -> None:
+    """Rows of a padded copy (stride 16 over 14 columns), a loop var used as a value or in
+    a condition, a non-affine index, and loops that are not plain serial ones stay."""
+    @T.prim_func
+    def f(a: T.Buffer((14, 16), "float32"), b: T.Buffer((14, 14), "float32"),
+          idx: T.Buffer((196,), "int64")):
+        for i0 in T.serial(14):
+            for j0 in T.serial(14):
+                a[i0, j0 + 1] = b[i0, j0]
+        for i1 in T.serial(14):
+            for j1 in T.serial(14):
+                b[i1, j1] = T.cast("float32", j1)
+        for i2 in T.serial(14):
+            for j2 in T.serial(14):
+                with T.If(i2 < 7):
+                    b[i2, j2] = 0.0
+        for i3 in T.serial(14):
+            for j3 in T.serial(14):
+                b[i3, j3] = a[idx[i3 * 14 + j3], 0]
+        for i4 in T.serial(14):
+            for j4 in T.unroll(14):
+                b[i4, j4] = 1.0
+        for i5 in T.serial(1, 14):
+            for j5 in T.serial(14):
+                b[i5, j5] = 2.0
+
+    flat = pt.flatten_buffer(f)
+    assert pt.merge_loops(flat) is flat
+
+
 def test_passes_are_registered_prim_func_passes() -> None:
-    for name in ("Simplify", "FlattenBuffer", "UnrollLoop", "VectorizeLoop", "LowerParallel"):
+    for name in ("Simplify", "FlattenBuffer", "UnrollLoop", "VectorizeLoop", "LowerParallel",
+                 "MergeLoops"):
         p = transform.get_pass(name)
         assert isinstance(p, transform.PrimFuncPass) and p.info.name == name
