@@ -3,13 +3,12 @@
     PYTHONPATH=. .venv/bin/python bench/bench_winograd.py [--repeat 15] [--rounds 4]
         [--threads 1] [--only 28x28]
 
-Why within-run ratios: the two schedules of each layer (``passes/topi/winograd.py`` and
-``conv.py``) are built from the same one-conv module, once with the config
-``topi.winograd`` on and once off, and timed in alternating blocks of their own
-(``irkernel.testing.timing.compare``), so a busy machine slows both alike and the ratio
-direct / Winograd is what the cost rule in ``winograd_worth`` rests on. Weights are
-parameters, so the Winograd time includes its weight transform (as in a network, where
-the weights are constants the kernel still transforms on every call). Also printed per
+Why within-run ratios: the two kernels of each layer (``passes/topi/winograd.py`` and
+``conv.py``'s implicit GEMM, built directly, whatever the cost rule says) are timed in
+alternating blocks of their own (``irkernel.testing.timing.compare``), so a busy machine
+slows both alike and the ratio direct / Winograd is what the cost rule in
+``winograd_worth`` rests on. The Winograd time includes its weight transform (in a
+network the weights are constants, but the kernel still transforms them on every call). Also printed per
 layer: the max relative error of each schedule against a float64 reference, relative to
 the largest output magnitude (the figures in ``docs/lowering.md``).
 """
@@ -47,17 +46,23 @@ def reference(x: np.ndarray, w: np.ndarray, pad: int = 1) -> np.ndarray:
 
 
 def build(x_shape, w_shape, winograd: bool):
-    """The one-conv module built with Winograd on or off, and the schedule it got."""
-    import irkernel as ik
+    """``f(x, w) -> out`` of the Winograd or the direct kernel (padding 1)."""
     import runtime
-    from irkernel import transform
+    from passes.topi.conv import scheduled_conv
+    from passes.topi.winograd import scheduled_winograd
 
-    bb = ik.GraphBuilder("main")
-    y = bb.conv(bb.param("x", x_shape, "float32"), bb.param("w", w_shape, "float32"),
-                padding=[1, 1, 1, 1])
-    mod = ik.IRModule({"main": bb.finish([y])})
-    with transform.PassContext(config={"topi.winograd": winograd}):
-        return runtime.build(mod)["main"]
+    size = x_shape[2:]
+    prim = (scheduled_winograd(x_shape, w_shape, (1, 1), size) if winograd else
+            scheduled_conv(x_shape, w_shape, 1, (1, 1), (1, 1), (1, 1), (1, 1), size))
+    exe = runtime.build(prim)
+    kernel = exe[next(iter(exe))]
+    out = np.empty((x_shape[0], w_shape[0], *size), np.float32)
+
+    def run(x, w):
+        kernel(x, w, out)
+        return out
+
+    return run
 
 
 def main() -> None:
@@ -82,7 +87,7 @@ def main() -> None:
         want = reference(x, w)
         wino, direct = build(xs, ws, True), build(xs, ws, False)
         scale = np.abs(want).max()
-        errs = [np.abs(f(x, w)[0] - want).max() / scale for f in (direct, wino)]
+        errs = [np.abs(f(x, w) - want).max() / scale for f in (direct, wino)]
         for t in args.threads:
             runtime.set_num_threads(t)
             cmp = compare(lambda: wino(x, w), lambda: direct(x, w),  # noqa: B023

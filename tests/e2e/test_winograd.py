@@ -12,6 +12,8 @@ its one store to ``out``) on shapes the cost rule gives it.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from e2e_helpers import assert_close_to_interpreter, build_and_run
 from hypothesis import given, settings
@@ -24,7 +26,7 @@ from irkernel import transform
 from irkernel.testing import random_inputs
 from irkernel.tir import PrimFunc
 from passes.topi.conv import scheduled_conv
-from passes.topi.winograd import MIN_CHANNELS, MIN_SIDE, WINOGRAD, scheduled_winograd
+from passes.topi.winograd import MIN_CHANNELS, MIN_SIDE, MIN_TILES, WINOGRAD, scheduled_winograd
 
 
 def _reference(x: np.ndarray, w: np.ndarray, pads: tuple[int, int, int, int]) -> np.ndarray:
@@ -87,8 +89,9 @@ def _fused_scripts(mod: ik.IRModule) -> list[PrimFunc]:
 def rule_shapes(draw):
     """Convs the cost rule gives to Winograd: enough channels and output pixels."""
     pads = draw(st.tuples(*[st.integers(0, 2)] * 4))
-    h = draw(st.integers(MIN_SIDE + 2 - pads[0] - pads[2], 20))
-    w = draw(st.integers(MIN_SIDE + 2 - pads[1] - pads[3], 20))
+    side = max(MIN_SIDE, 2 * math.isqrt(MIN_TILES))  # output pixels a side
+    h = draw(st.integers(side + 2 - pads[0] - pads[2], side + 5))
+    w = draw(st.integers(side + 2 - pads[1] - pads[3], side + 5))
     c, k = draw(st.integers(MIN_CHANNELS, 45)), draw(st.integers(MIN_CHANNELS, 45))
     return (draw(st.integers(1, 2)), c, h, w), (k, c, 3, 3), pads
 
@@ -112,10 +115,10 @@ def test_graph_convs_with_epilogues_equal_the_interpreter(shapes, epilogue, seed
 
 
 def test_config_and_cost_rule_choose_the_direct_conv() -> None:
-    big = _module((1, 32, 12, 12), (32, 32, 3, 3), (1, 1, 1, 1), "none")
-    small = _module((1, 16, 12, 12), (32, 16, 3, 3), (1, 1, 1, 1), "none")
+    big = _module((1, 32, 16, 16), (32, 32, 3, 3), (1, 1, 1, 1), "none")
+    small = _module((1, 16, 16, 16), (32, 16, 3, 3), (1, 1, 1, 1), "none")
     strided = ik.GraphBuilder("main")
-    y = strided.conv(strided.param("x", (1, 32, 12, 12), "float32"),
+    y = strided.conv(strided.param("x", (1, 32, 16, 16), "float32"),
                      strided.param("w", (32, 32, 3, 3), "float32"), strides=[2, 2])
     cases = [(big, True, "conv_winograd"), (big, False, "conv_implicit_gemm"),
              (small, True, "conv_implicit_gemm"),
@@ -128,7 +131,7 @@ def test_config_and_cost_rule_choose_the_direct_conv() -> None:
 
 def test_bitwise_equal_at_one_and_two_threads() -> None:
     """Every output element is summed by one task in channel order: no split changes it."""
-    mod = _module((2, 40, 17, 14), (36, 40, 3, 3), (1, 0, 2, 1), "bias_relu")
+    mod = _module((2, 40, 17, 19), (36, 40, 3, 3), (1, 0, 2, 1), "bias_relu")
     inputs = random_inputs(mod, seed=7)
     fn = runtime.build(mod)["main"]
     previous = runtime.get_num_threads()
