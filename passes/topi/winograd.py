@@ -20,18 +20,27 @@ The kernel (one batch-independent step, then per image):
    (``conv_layout.Phases`` with stride 2: tile ``(ty, tx)`` starts at padded position
    ``(2ty, 2tx)``, so its element ``(i, j)`` sits in phase ``(i % 2, j % 2)`` at
    ``(ty + i // 2, tx + j // 2)`` and consecutive tile columns read consecutive memory),
-   then ``V[xi, c, ty * TW + tx] = (B^T d B)[xi]`` vectorized over a row's tiles;
-2. the 16 GEMMs with ``conv.py``'s register tile (``register_tile``, ``conv_tile``'s
-   ``MR x NR`` sized from the target's vector registers), parallel over (xi, tile block,
-   output-channel group) tasks, each element summed by one task over all channels in
-   order: the split never changes an accumulation order, so results are bitwise the same
-   at every thread count;
-3. per output channel (parallel): ``Y = A^T M A`` stored into ``out``. This is the only
-   store to ``out`` and nothing reads ``out``, so FuseTIR folds an elementwise epilogue
-   (bias, relu, a residual add) into it (``_fuse_epilogue.fold_into_stores``); the stores
-   are scalar (the two columns of a tile interleave) and LLVM's loop vectorizer
-   vectorizes the tile loop. An odd output size stores only the real row / column of the
-   last tiles (the padded copy is one zero row / column longer so the tile reads exist).
+   then ``V[xi, c, column of (ty, tx)] = (B^T d B)[xi]`` vectorized over a row's tiles
+   (columns band by band, each band's tiles padded to whole register tiles);
+2. per (band of tile rows, output-channel group) task (parallel): for each register-tile
+   row block of its channels, the 16 GEMMs ``M[xi] = U[xi] @ V[xi]`` over the band's
+   tiles with ``conv.py``'s register tile (``register_tile``; ``conv_tile``'s ``MR x NR``
+   from the target's vector registers) into a task-local ``M`` (at most 64 KiB: no
+   ``M`` ever goes to memory), then ``Y = A^T M A`` of those channels stored into
+   ``out``. Each element is summed by one task over all channels in order: the split
+   never changes an accumulation order, so results are bitwise the same at every thread
+   count. The store to ``out`` is its only store and nothing reads ``out``, so FuseTIR
+   folds an elementwise epilogue (bias, relu, a residual add) into it
+   (``_fuse_epilogue.fold_into_stores``); the stores are scalar (a tile's two columns
+   interleave) and LLVM's loop vectorizer vectorizes the tile loop. An odd output size
+   stores only the real row / column of the last tiles (the padded copy is one zero row
+   / column longer so the tile reads exist). A band is whole tile rows (``bands``), so
+   the output loops run along rows; its tiles are padded to whole register tiles.
+
+The scratch (padded image, ``U``, ``V``) is one allocation: several large ones freed
+together let the allocator return the memory to the system on every call, and the next
+call page-faults it in again (a first version with separate buffers took 1,568 page
+faults a call at 64 channels on 56x56).
 
 ``winograd_ok`` says which convs it covers; ``nn.conv`` takes it when ``winograd_worth``
 (the cost rule) and the PassContext config ``topi.winograd`` say so.
