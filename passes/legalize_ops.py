@@ -36,6 +36,7 @@ from passes.small_epilogues import specialized_epilogues
 from passes.topi.matmul import scheduled_transposed_matmul
 from passes.topi.tuned import TileTable, tuned_tiles
 from passes.topi.vector import current_target
+from passes.topi.winograd import winograd_enabled
 from passes.transposed_operands import materialize_constant_permutes, swapped_sources
 from irkernel import transform
 from irkernel.ir import ops
@@ -103,16 +104,16 @@ def _template(opcode: int, record: tuple[tuple[str, Any], ...], types: tuple[Any
               result: Any) -> tuple[PrimFunc, bytes]:
     """The template's PrimFunc and its structural digest, computed once per signature."""
     return _digested(ops.get_op(opcode).legalize, opcode, record, types, result,
-                     current_target(), tuned_tiles())
+                     current_target(), tuned_tiles(), winograd_enabled())
 
 
 @lru_cache(maxsize=8192)
 def _digested(hook: Any, opcode: int, record: tuple[tuple[str, Any], ...],
               types: tuple[Any, ...], result: Any, target: CPUTarget,
-              tuned: TileTable) -> tuple[PrimFunc, bytes]:
-    # ``hook``, ``target`` and ``tuned`` are only part of the key: installing another
-    # template, or tiling for another CPU or with measured tiles (templates read their
-    # tiles from them), misses the cache
+              tuned: TileTable, winograd: bool) -> tuple[PrimFunc, bytes]:
+    # ``hook``, ``target``, ``tuned`` and ``winograd`` are only part of the key: installing
+    # another template, tiling for another CPU or with measured tiles (templates read their
+    # tiles from them), or switching Winograd convs (``topi.winograd``) misses the cache
     prim = op_templates.legalize_op(opcode, record, types, result)
     return prim, prim.structural_digest()
 

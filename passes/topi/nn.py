@@ -54,6 +54,7 @@ from passes.topi.conv import (
 )
 from passes.topi.conv_transpose import conv_transpose_ok, scheduled_conv_transpose
 from passes.topi.depthwise_small import depthwise_small, small_depthwise_ok
+from passes.topi.winograd import scheduled_winograd, winograd_ok, winograd_worth
 
 
 def _idx(v: int) -> PrimExpr:
@@ -115,9 +116,22 @@ def implicit_gemm_args(types: Sequence[TensorType], attrs: Mapping[str, Any],
     win = sliding_window(sx[2:], sw[2:], attrs)
     g, dtype = attrs["groups"], DTYPE_NAMES[cx]
     if gemv_ok(sx, sw, g, dtype, win.out, (*win.pad_begin, *win.pad_end)) \
-            or depthwise_ok(sx, sw, g, dtype) or not conv_ok(sx, sw, g, dtype):
+            or depthwise_ok(sx, sw, g, dtype) or not conv_ok(sx, sw, g, dtype) \
+            or winograd_args(types, attrs) is not None:
         return None
     return (sx, sw, g, win.strides, win.pad_begin, win.pad_end, win.dilation, win.out, dtype)
+
+
+def winograd_args(types: Sequence[TensorType], attrs: Mapping[str, Any]
+                  ) -> tuple[Any, ...] | None:
+    """The arguments of ``scheduled_winograd`` for a stride-1 3x3 conv that the cost rule
+    and the config ``topi.winograd`` give to Winograd F(2x2,3x3), else None."""
+    (cx, sx), (_, sw) = types
+    win = sliding_window(sx[2:], sw[2:], attrs)
+    if not winograd_ok(sx, sw, attrs["groups"], DTYPE_NAMES[cx], win.strides, win.dilation,
+                       (*win.pad_begin, *win.pad_end)) or not winograd_worth(sx, sw, win.out):
+        return None
+    return (sx, sw, win.pad_begin, win.out)
 
 
 def conv(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorType) -> PrimFunc:
@@ -128,7 +142,10 @@ def conv(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorTy
     dtype = DTYPE_NAMES[cx]
     fast = None
     gemm = implicit_gemm_args(types, attrs, result)
-    if gemm is not None:
+    wino = winograd_args(types, attrs)
+    if wino is not None:
+        fast = scheduled_winograd(*wino)
+    elif gemm is not None:
         fast = scheduled_conv(*gemm)
     elif gemv_ok(sx, sw, g, dtype, win.out, (*win.pad_begin, *win.pad_end)):
         fast = scheduled_gemv(sx, sw)
@@ -279,4 +296,5 @@ def lrn(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorTyp
 TEMPLATES = {"conv": conv, "conv_transpose": conv_transpose, "max_pool": max_pool,
              "avg_pool": avg_pool, "lrn": lrn}
 
-__all__ = ["TEMPLATES", "avg_pool", "conv", "conv_transpose", "implicit_gemm_args", "lrn", "max_pool"]
+__all__ = ["TEMPLATES", "avg_pool", "conv", "conv_transpose", "implicit_gemm_args", "lrn", "max_pool",
+           "winograd_args"]

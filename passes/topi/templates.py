@@ -58,6 +58,7 @@ from passes.topi.movement import nan_max, nan_min
 from passes.topi.transpose import blocked_ok, blocked_transpose
 from passes.topi.tuned import TileTable, tuned_tiles
 from passes.topi.vector import current_target
+from passes.topi.winograd import winograd_enabled
 
 Shape = tuple[int, ...]
 Template = Callable[[Sequence[TensorType], Mapping[str, Any], TensorType], PrimFunc]
@@ -430,15 +431,15 @@ def legalize_op(opcode: int, record: tuple[tuple[str, Any], ...],
     if op.legalize is None:
         raise ValueError(f"op {op.name!r} has no TIR template (OpDef.legalize is None)")
     return _legalize_cached(op.legalize, op.name, record, types, result, current_target(),
-                            tuned_tiles())
+                            tuned_tiles(), winograd_enabled())
 
 
 @lru_cache(maxsize=4096)
 def _legalize_cached(template: Template, name: str, record: tuple[tuple[str, Any], ...],
                      types: tuple[TensorType, ...], result: TensorType,
-                     target: CPUTarget, tuned: TileTable) -> PrimFunc:
-    # ``target`` and ``tuned`` are only part of the key: the templates read their tiles
-    # from them
+                     target: CPUTarget, tuned: TileTable, winograd: bool) -> PrimFunc:
+    # ``target``, ``tuned`` and ``winograd`` are only part of the key: the templates read
+    # their tiles from them, and ``nn.conv`` its choice of Winograd (``topi.winograd``)
     func = template(list(types), dict(record), result)
     if not isinstance(func, PrimFunc):
         raise TypeError(f"op {name!r}: legalize returned {type(func).__name__}, "
