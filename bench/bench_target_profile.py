@@ -38,7 +38,7 @@ def profile_targets(name: str, targets: list[str], size: int, rounds: int,
     """``({target: {kernel: seconds}}, {kernel: schedule})`` of model ``name``."""
     from bench_onnx import resized
     from bench_onnx_import import _load
-    from test_onnx_models import _inputs
+    from onnx_helpers import model_inputs as _inputs
 
     import runtime
     from irkernel import transform

@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("onnx")
 
 from model_weights import load  # noqa: E402
-from test_onnx_models import _inputs  # noqa: E402
+from onnx_helpers import model_inputs as _inputs  # noqa: E402
 
 import irkernel as ik  # noqa: E402
 import runtime  # noqa: E402
