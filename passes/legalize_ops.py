@@ -37,7 +37,11 @@ from passes.topi.matmul import scheduled_transposed_matmul
 from passes.topi.tuned import TileTable, tuned_tiles
 from passes.topi.vector import current_target
 from passes.topi.winograd import winograd_enabled
-from passes.transposed_operands import materialize_constant_permutes, swapped_sources
+from passes.transposed_operands import (
+    materialize_constant_permutes,
+    materialize_constant_widenings,
+    swapped_sources,
+)
 from irkernel import transform
 from irkernel.ir import ops
 from irkernel.ir.errors import TypeInferenceError
@@ -205,6 +209,32 @@ def _transposed(types: tuple[Any, ...], swapped: tuple[bool, bool], target: CPUT
     return prim, prim.structural_digest()
 
 
+#: Most distinct signatures of one function that LegalizeOps specializes when it may use
+#: shape-generic kernels (``generic_max_elements`` > 0): past it, the elementwise,
+#: broadcast, injective and reduction signatures covering the fewest elements take the
+#: generic kernels whatever their size. A generated graph with a new shape per lane
+#: (50,000 distinct shapes at 1e6 nodes) otherwise compiled a kernel per shape, about
+#: 28 ms each; a conv or matmul is never demoted, nor an epilogue fused into one.
+MAX_SPECIALIZED_SIGNATURES = 256
+_ANY_SIZE = 1 << 62
+
+
+def _over_budget(func: Function, reps: np.ndarray, counts: np.ndarray,
+                 generic: np.ndarray) -> np.ndarray:
+    """bool per signature group (``reps``: a node of each, ``counts``: its rows): the
+    groups moved to generic kernels to keep ``MAX_SPECIALIZED_SIGNATURES``."""
+    demoted = np.zeros(len(reps), bool)
+    excess = int(np.count_nonzero(~generic)) - MAX_SPECIALIZED_SIGNATURES
+    if excess <= 0:
+        return demoted
+    pattern = ops.op_arrays().pattern[func.kind[reps]]
+    candidates = np.flatnonzero(~generic & (pattern <= ops.REDUCE))
+    weight = func.shapes.size[func.shape_id[reps]].astype(np.int64) * counts
+    order = candidates[np.argsort(weight[candidates], kind="stable")]
+    demoted[order[:excess]] = True
+    return demoted
+
+
 def _node_types(func: Function, node: int) -> tuple[ops.OpDef, tuple[Any, ...], Any]:
     """(op, operand types, result type) of ``node``; a type is ``(dtype code, shape)``."""
     shapes = func.shapes
@@ -268,6 +298,7 @@ def legalize_function(func: Function, fname: str, namer: _Namer,
     """
     func = widen_narrow_floats(func)  # float16/bfloat16 ops compute in float32 between casts
     func = materialize_constant_permutes(func)  # no transpose of a weight on every call
+    func = materialize_constant_widenings(func)  # nor a widening of a float16 weight
     is_op = ~np.isin(func.kind, np.array(_LEAVES, np.int16))
     rows = np.nonzero(is_op)[0]
     if not len(rows):
@@ -279,31 +310,33 @@ def legalize_function(func: Function, fname: str, namer: _Namer,
     if swapped.any():  # reading through a transpose is part of the signature
         signatures = np.concatenate([signatures, swapped], axis=1)
     first, inverse = _group_rows(signatures)
-    specialized = np.zeros(len(first), bool)
+    mode = np.zeros(len(first), np.int64)  # per group: 0 size rule, 1 specialize, 2 generic
     if generic_max_elements:
-        generic_rows = np.array([_generic_ok(op.name, types, result, generic_max_elements)
-                                 for op, types, result in map(  # one step per signature
-                                     lambda n: _node_types(func, n), rows[first].tolist())],
-                                bool)[inverse]
-        epilogues = specialized_epilogues(func, rows, generic_rows)
-        if epilogues.any():  # specialized or not is part of the signature
-            signatures = np.concatenate([signatures, epilogues[:, None].astype(np.int64)],
-                                        axis=1)
+        group_generic = np.array([_generic_ok(op.name, types, result, generic_max_elements)
+                                  for op, types, result in map(  # one step per signature
+                                      lambda n: _node_types(func, n), rows[first].tolist())],
+                                 bool)
+        demoted = _over_budget(func, rows[first], np.bincount(inverse), group_generic)
+        generic_rows = (group_generic | demoted)[inverse]
+        row_mode = np.where(specialized_epilogues(func, rows, generic_rows), 1,
+                            np.where(demoted[inverse], 2, 0))
+        if row_mode.any():  # the choice is part of the signature
+            signatures = np.concatenate([signatures, row_mode[:, None]], axis=1)
             first, inverse = _group_rows(signatures)
-            specialized = epilogues[first]
+            mode = row_mode[first]
+    limits = np.array([generic_max_elements, 0, _ANY_SIZE], np.int64)[mode]
     records, group_meta, group_folded = [], [], []
     verified = is_verified(func)
     metas: dict[bytes, int] = {}
     meta_arrays: list[np.ndarray] = []
-    for row, node, special in zip(first.tolist(), rows[first].tolist(), specialized.tolist(),
-                                  strict=True):
+    for row, node, limit in zip(first.tolist(), rows[first].tolist(), limits.tolist(),
+                                strict=True):
         # one step per distinct signature. The templates trust attributes and types: check
         # the signature's rule once, unless the whole function is known to verify
         if not verified:
             check_node_type(func, node, fname, "LegalizeOps")
         record, meta_index, folded = _lower_signature(
-            func, fname, node, namer, 0 if special else generic_max_elements, metas,
-            meta_arrays,
+            func, fname, node, namer, limit, metas, meta_arrays,
             (bool(swapped[row, 0]), bool(swapped[row, 1])))
         records.append(record)
         group_meta.append(meta_index)

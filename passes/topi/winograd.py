@@ -78,10 +78,11 @@ AT = ((1, 1, 1, 0), (0, 1, -1, -1))
 #: every call (``16 K C`` values, scalar work), so it needs enough tiles to pay for it:
 #: on a busy Zen 4, one thread, resnet18's 56x56 (784 tiles) and 28x28 (196) layers ran
 #: 1.15-1.4x faster than the direct conv, its 14x14 layer (49 tiles, 256 channels)
-#: 0.87-1.10x (undecided: left to the direct conv), 7x7 (16 tiles) 0.58x.
+#: 0.87-1.10x; on the quiet machine 1.47x, 1.39x and 1.29x (14x14 taken), 7x7 (16 tiles)
+#: 0.64x (bench/README.md).
 MIN_CHANNELS = 32
 MIN_SIDE = 8
-MIN_TILES = 64
+MIN_TILES = 36
 
 
 def winograd_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int, dtype: str,

@@ -66,3 +66,25 @@ def test_float16_squeezenet_matches_onnxruntime() -> None:
     (ref,) = ik.interpret(mod, x)
     np.testing.assert_allclose(got.astype(np.float32), ref.astype(np.float32), rtol=2e-3,
                                atol=2e-3 * scale)
+
+
+def test_float16_weights_are_widened_at_build_time() -> None:
+    """A float16 weight is widened to float32 once, at build time (LegalizeOps), not by a
+    cast kernel on every call; the result is the interpreter's."""
+    rng = np.random.default_rng(3)
+    bb = ik.GraphBuilder("main")
+    x = bb.param("x", (1, 16, 12, 12), "float16")
+    w = bb.const(rng.standard_normal((32, 16, 3, 3)).astype(np.float16))  # 4608 elements
+    m = bb.const(rng.standard_normal((32 * 144, 20)).astype(np.float16))
+    y = bb.relu(bb.conv(x, w, padding=[1, 1, 1, 1]))
+    z = bb.matmul(bb.reshape(y, shape=[1, 32 * 144]), m)
+    mod = ik.IRModule({"main": bb.finish(z)})
+    xv = rng.standard_normal((1, 16, 12, 12)).astype(np.float16)
+    ex = runtime.build(mod, cache=False)
+    ops_run = [row.ops for row in ex.profile(xv, repeat=1).rows]
+    assert ("astype",) not in ops_run, ops_run  # no kernel that only widens a weight
+    # a few float16 ulps apart: the conv's float16 results can round the other way, and
+    # the matmul sums their 4608 products in another order
+    got, want = ex["main"](xv)[0], ik.interpret(mod, xv)[0]
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=5e-3,
+                               atol=5e-3 * float(np.abs(want).max()))
