@@ -214,8 +214,11 @@ def _transposed(types: tuple[Any, ...], swapped: tuple[bool, bool], target: CPUT
 #: broadcast, injective and reduction signatures covering the fewest elements take the
 #: generic kernels whatever their size. A generated graph with a new shape per lane
 #: (50,000 distinct shapes at 1e6 nodes) otherwise compiled a kernel per shape, about
-#: 28 ms each; a conv or matmul is never demoted, nor an epilogue fused into one.
+#: 28 ms each; a conv or matmul is never demoted, nor an epilogue fused into one, nor an
+#: op of more than ``MAX_DEMOTED_ELEMENTS`` elements (there fusion pays: a DenseNet at
+#: 224x224 has 264 specialized signatures, its large maps keep theirs).
 MAX_SPECIALIZED_SIGNATURES = 256
+MAX_DEMOTED_ELEMENTS = 1 << 16
 _ANY_SIZE = 1 << 62
 
 
@@ -228,8 +231,10 @@ def _over_budget(func: Function, reps: np.ndarray, counts: np.ndarray,
     if excess <= 0:
         return demoted
     pattern = ops.op_arrays().pattern[func.kind[reps]]
-    candidates = np.flatnonzero(~generic & (pattern <= ops.REDUCE))
-    weight = func.shapes.size[func.shape_id[reps]].astype(np.int64) * counts
+    size = func.shapes.size[func.shape_id[reps]].astype(np.int64)
+    candidates = np.flatnonzero(~generic & (pattern <= ops.REDUCE)
+                                & (size <= MAX_DEMOTED_ELEMENTS))
+    weight = size * counts
     order = candidates[np.argsort(weight[candidates], kind="stable")]
     demoted[order[:excess]] = True
     return demoted
