@@ -23,7 +23,7 @@ from irkernel.tir import script as T
 from irkernel.tir.buffer import Buffer
 from irkernel.tir.expr import PrimExpr
 from irkernel.tir.function import PrimFunc
-from passes.topi.vector import vector_pieces
+from passes.topi.vector import vector_columns, vector_pieces
 
 #: Most rows this schedule takes: each B vector loaded is used by every row.
 MAX_ROWS = 4
@@ -100,14 +100,7 @@ def streamed_rows(m: int, n: int, k: int, dtype: str, odt: str,
                         value = T.fma(a_at(x0, r, k0 + dk), x1[k0 + dk, c0 + j], value)
                     acc[r, j] = value
 
-            full = width // step_cols
-            if full:
-                for jc in T.serial(full):
-                    for ji in T.vectorized(step_cols):
-                        update(jc * step_cols + ji)
-            for j0, size in vector_pieces(width - full * step_cols, lanes):
-                for ji in T.vectorized(size):
-                    update(full * step_cols + j0 + ji)
+            vector_columns(width, lanes, update, step_cols)
 
         steps, rest = divmod(k, K_STEP)
         if steps:

@@ -36,7 +36,7 @@ from irkernel.tir.construct import call, const, select
 from irkernel.tir.expr import PrimExpr, Var
 from irkernel.tir.function import PrimFunc
 from passes.topi.movement import nan_max, nan_min
-from passes.topi.vector import current_target, vector_pieces
+from passes.topi.vector import current_target, vector_columns
 
 #: Batch rows per block: every row of ``rt`` loaded is used by each row of the block.
 MAX_ROWS = 4
@@ -90,25 +90,10 @@ def _gate_functions(attrs: Mapping[str, Any], op: str) -> tuple[list[Activation]
     return [bind(_activation(*spec)) for spec in activation_list(attrs, op)], clip
 
 
-def _columns(width: int, lanes: int, body: Callable[[PrimExpr], None],
-             step: int | None = None) -> None:
-    """``body(j)`` for ``j`` in ``[0, width)``: vectorized chunks of ``step`` (default one
-    vector) in a serial loop, then the tail in vector pieces."""
-    step = step or lanes
-    full = width // step
-    if full:
-        for jc in T.serial(full):
-            for ji in T.vectorized(step):
-                body(jc * step + ji)
-    for j0, size in vector_pieces(width - full * step, lanes):
-        for ji in T.vectorized(size):
-            body(full * step + j0 + ji)
-
-
 def _each(m: int, width: int, lanes: int, body: Callable[[Any, PrimExpr], None]) -> None:
     """``body(r, j)`` for each of the block's ``m`` rows (unrolled) and ``j < width``."""
     for r in T.unroll(m):
-        _columns(width, lanes, lambda j, r=r: body(r, j))
+        vector_columns(width, lanes, lambda j, r=r: body(r, j))
 
 
 def _accumulate(g: Any, src: Any, rt: Any, m: int, hidden: int, col0: int, width: int,
@@ -122,7 +107,7 @@ def _accumulate(g: Any, src: Any, rt: Any, m: int, hidden: int, col0: int, width
                 for dk in range(count):
                     value = T.fma(src[r, k0 + dk], rt[k0 + dk, col0 + j], value)
                 g[r, col0 + j] = value
-        _columns(width, lanes, update, 4 * lanes)
+        vector_columns(width, lanes, update, 4 * lanes)
 
     steps, rest = divmod(hidden, K_STEP)
     if steps:

@@ -7,13 +7,17 @@ on every fma and ran at a fifth of OpenBLAS's speed. Every template reads its ti
 one :class:`irkernel.target.CPUTarget`: config ``target`` names it (``"host"``,
 ``"x86-64-v3"``, ``"avx2"``, ...; the code generator compiles for the same one), and
 ``topi.vector_bits`` still overrides only the width the tiles are sized for, so tests
-check every tile family on any machine. Imports irkernel.transform and irkernel.target.
+check every tile family on any machine. Imports irkernel.transform, irkernel.target and irkernel.tir.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from irkernel import transform
 from irkernel.target import ALIASES, LEVELS, CPUTarget, cpu_target
+from irkernel.tir import script as T
+from irkernel.tir.expr import PrimExpr
 
 #: Config: the CPU target templates tile for and the code generator compiles for.
 TARGET = "target"
@@ -63,10 +67,25 @@ def vector_pieces(width: int, lanes: int) -> list[tuple[int, int]]:
     return pieces
 
 
+def vector_columns(width: int, lanes: int, body: Callable[[PrimExpr], None],
+                   step: int | None = None) -> None:
+    """Emit ``body(j)`` for ``j`` in ``[0, width)``: vectorized chunks of ``step`` (default
+    one vector of ``lanes``) in a serial loop, then the tail in :func:`vector_pieces`."""
+    step = step or lanes
+    full = width // step
+    if full:
+        for jc in T.serial(full):
+            for ji in T.vectorized(step):
+                body(jc * step + ji)
+    for j0, size in vector_pieces(width - full * step, lanes):
+        for ji in T.vectorized(size):
+            body(full * step + j0 + ji)
+
+
 def registers(bits: int) -> int:
     """Vector registers of an ISA of this width (x86-64: 32 with AVX-512, else 16)."""
     return 32 if bits >= 512 else 16
 
 
 __all__ = ["TARGET", "VECTOR_BITS", "current_target", "registers", "vector_bits",
-           "vector_pieces"]
+           "vector_columns", "vector_pieces"]
