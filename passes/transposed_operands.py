@@ -99,20 +99,15 @@ def _materialize(func: Function, opcode: int,
     selects) rewritten into constants of ``value_of(operand value, node)``; one-element
     ones are left to FoldConstant, which folds those at any size."""
     nodes = np.nonzero(func.kind == opcode)[0]
-    nodes = nodes[func.kind[func.a0[nodes]] == ops.OP_CONST]
+    nodes = nodes[(func.kind[func.a0[nodes]] == ops.OP_CONST)
+                  & (func.shapes.size[func.shape_id[nodes]] > 1)]
     if keep is not None and len(nodes):
         nodes = nodes[keep(nodes)]
     if not len(nodes):
         return func
     values = [value_of(func.consts.value(int(func.a0[func.a0[node]]), func.shapes), node)
-              for node in nodes.tolist()]  # one step per constant rewritten
-    tensors = np.array([v.size > 1 for v in values], bool)
-    nodes = nodes[tensors]
-    if not len(nodes):
-        return func
-    consts, const_ids = func.consts.with_tensors(
-        [v for v, t in zip(values, tensors, strict=True) if t],
-        func.shape_id[nodes].tolist())
+              for node in nodes.tolist()]  # one step per tensor constant rewritten
+    consts, const_ids = func.consts.with_tensors(values, func.shape_id[nodes].tolist())
     kind, a0, attr_id = func.kind.copy(), func.a0.copy(), func.attr_id.copy()
     kind[nodes] = ops.OP_CONST
     a0[nodes] = const_ids

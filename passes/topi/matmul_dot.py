@@ -68,7 +68,9 @@ def dot_rows(m: int, n: int, k: int, dtype: str, odt: str,
         """Output columns ``j0 .. j0 + width`` (``width`` a multiple of ``count`` or not:
         the last step takes the rest)."""
         def step(jq, count):
-            acc = T.alloc_buffer((m, count, lanes), dtype, name="dacc")
+            # named by its width: FuseTIR tells scratch buffers apart by name (two widths
+            # under one name sized both alike and wrote past the narrower)
+            acc = T.alloc_buffer((m, count, lanes), dtype, name=f"dacc{count}")
             for r in T.unroll(m):
                 for q in T.unroll(count):
                     for ji in T.vectorized(lanes):

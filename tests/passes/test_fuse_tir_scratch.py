@@ -48,3 +48,21 @@ def test_two_scratch_buffers_of_one_name_are_refused() -> None:
 
     with pytest.raises(ValueError, match="two different buffers named 's'"):
         callee_info(kernel)
+
+
+def test_dot_product_matmul_with_a_narrower_last_step() -> None:
+    """The dot-product schedule (a transposed B, one row) once named the scratch of its
+    last, narrower column step like the others (hypothesis found 1x33 @ (127x33)^T)."""
+    rng = np.random.default_rng(7)
+    bb = ik.GraphBuilder("main")
+    x = bb.param("x", (1, 33), "float32")
+    w = bb.param("w", (127, 33), "float32")
+    b = bb.const(rng.standard_normal((127,)).astype(np.float32))
+    mod = ik.IRModule({"main": bb.finish(bb.add(bb.matmul(x, bb.permute_dims(w, axes=[1, 0])),
+                                                b))})
+    args = [rng.standard_normal((1, 33)).astype(np.float32),
+            rng.standard_normal((127, 33)).astype(np.float32)]
+    with transform.PassContext(config={"runtime.generic_max_elements": 0}):
+        ex = runtime.build(mod, cache=False)
+    np.testing.assert_allclose(ex["main"](*args)[0], ik.interpret(mod, *args)[0], rtol=1e-5,
+                               atol=1e-4)
