@@ -14,6 +14,7 @@ import numpy as np
 
 from irkernel import transform
 from irkernel.ir import ops
+from irkernel.ir.distinct import sorted_distinct
 from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
 from irkernel.ir.jit import kernel
@@ -64,7 +65,7 @@ def callees(func: object) -> set[str]:
         return set(getattr(func, "callees", lambda: ())())
     is_call = (func.kind == ops.OP_CALL_FUNC) | (func.kind == ops.OP_CALL_TIR)
     found = set()
-    for a in np.unique(func.attr_id[is_call]).tolist():  # one per call attribute set
+    for a in sorted_distinct(func.attr_id[is_call]).tolist():  # one per call attribute set
         callee = func.attr_table.as_dict(a).get("callee")
         if not isinstance(callee, str):
             node = int(np.flatnonzero(is_call & (func.attr_id == a))[0])

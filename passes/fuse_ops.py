@@ -47,6 +47,7 @@ import numpy as np
 
 from irkernel import transform
 from irkernel.ir import ops
+from irkernel.ir.distinct import sorted_distinct
 from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
 from irkernel.ir.ids import DTYPE_NAMES, NONE
@@ -193,7 +194,7 @@ def operands_and_uses(func: Function) -> tuple[np.ndarray, np.ndarray, np.ndarra
     ptr, ids = operand_csr(func)
     operand = ids.astype(np.int64)
     consumer = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
-    distinct = np.unique(consumer * max(n, 1) + operand) % max(n, 1)
+    distinct = sorted_distinct(consumer * max(n, 1) + operand) % max(n, 1)
     reads = np.concatenate([distinct, func.outputs.astype(np.int64)])
     uses = np.bincount(reads, minlength=n).astype(np.int32)
     return _frozen(ptr), _frozen(operand), _frozen(uses)
@@ -206,7 +207,7 @@ def _callee_info(func: Function, mod: IRModule) -> tuple[np.ndarray, list[str]]:
     pattern = np.full(len(records), _OPAQUE, np.int8)
     names = [""] * len(records)
     is_call = func.kind == ops.OP_CALL_TIR
-    for aid in np.unique(func.attr_id[is_call]).tolist():
+    for aid in sorted_distinct(func.attr_id[is_call]).tolist():
         callee = dict(records[aid]).get("callee")
         target = mod.functions.get(callee) if isinstance(callee, str) else None
         if not getattr(type(target), "_irkernel_prim_func", False):
@@ -327,7 +328,7 @@ def _layout(func: Function, root: np.ndarray, size: np.ndarray) -> _Layout | Non
     # Members grouped by root, ascending node id inside a group (stable sort).
     members = np.nonzero(in_group)[0].astype(np.int64)
     members = members[np.argsort(root[members], kind="stable")]
-    roots = np.unique(root[members]).astype(np.int64)
+    roots = sorted_distinct(root[members]).astype(np.int64)
     n_groups = len(roots)
     group_of = np.full(n, -1, np.int64)
     group_of[roots] = np.arange(n_groups)

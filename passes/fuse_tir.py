@@ -43,6 +43,7 @@ import numpy as np
 
 from irkernel import transform
 from irkernel.ir import ops
+from irkernel.ir.distinct import sorted_distinct
 from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
 from irkernel.ir.ids import DTYPE_NAMES
@@ -440,7 +441,7 @@ def _redirect_calls(func: Function, fname: str, target: dict[str, str]) -> Funct
     records = func.attr_table.records
     new_records: list[tuple[tuple[str, Any], ...]] = []
     touched: list[int] = []
-    for aid in np.unique(func.attr_id[is_call]).tolist():  # distinct records, not nodes
+    for aid in sorted_distinct(func.attr_id[is_call]).tolist():  # distinct records, not nodes
         attrs = dict(records[aid])
         if attrs.get("callee") in target:
             attrs["callee"] = target[attrs["callee"]]

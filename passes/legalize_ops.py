@@ -31,6 +31,7 @@ import numpy as np
 
 import passes.topi.templates as op_templates
 from passes.topi import generic
+from passes import legalize_bulk
 from passes.narrow_floats import widen_narrow_floats
 from passes.small_epilogues import specialized_epilogues
 from passes.topi.matmul import scheduled_transposed_matmul
@@ -292,6 +293,67 @@ def _call_record(callee: str, code: int, shape: tuple[int, ...]) -> tuple[tuple[
         {"callee": callee, "dtype": DTYPE_NAMES[code], "shape": shape})
 
 
+def _lower_groups(func: Function, fname: str, namer: _Namer, rows: np.ndarray,
+                  first: np.ndarray, group_sigs: np.ndarray, swapped: np.ndarray,
+                  limits: np.ndarray, metas: dict[bytes, int], meta_arrays: list[np.ndarray]
+                  ) -> tuple[list[Any], list[int], list[bool]]:
+    """Per signature group: its call record, meta index and whether it reads transposes.
+
+    One Python step per distinct signature, except flat elementwise groups on generic
+    kernels, which take one step per kernel key (``legalize_bulk``)."""
+    n_groups = len(first)
+    records: list[Any] = [None] * n_groups
+    group_meta = [-1] * n_groups
+    group_folded = [False] * n_groups
+    verified = is_verified(func)
+    reps = rows[first]
+    bulk = np.flatnonzero(legalize_bulk.flat_map_groups(func, reps, limits))
+    key_first, key_of = _group_rows(legalize_bulk.kernel_keys(group_sigs[bulk])) \
+        if len(bulk) else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    step = np.ones(n_groups, bool)
+    step[bulk] = False
+    step[bulk[key_first]] = True  # each kernel key's lead takes the per-signature path
+
+    def lower(g: int) -> None:
+        node = int(reps[g])
+        # the templates trust attributes and types: check the signature's rule once,
+        # unless the whole function is known to verify
+        if not verified:
+            check_node_type(func, node, fname, "LegalizeOps")
+        records[g], group_meta[g], group_folded[g] = _lower_signature(
+            func, fname, node, namer, int(limits[g]), metas, meta_arrays,
+            (bool(swapped[first[g], 0]), bool(swapped[first[g], 1])))
+
+    for g in np.flatnonzero(step).tolist():
+        lower(g)
+    if not len(bulk):
+        return records, group_meta, group_folded
+    shapes = func.shapes
+    sizes = shapes.size[func.shape_id[reps[bulk]]].tolist()
+    operands = 1 + (ops.op_arrays().encoding[func.kind[reps[bulk]]] == ENC_BINARY)
+    lead_ok = []
+    for k, b in enumerate(bulk[key_first].tolist()):
+        meta = meta_arrays[group_meta[b]] if group_meta[b] >= 0 else None
+        j = int(key_first[k])
+        lead_ok.append(legalize_bulk.lead_agrees(records[b], meta, int(operands[j]), sizes[j],
+                                                 shapes[int(func.shape_id[reps[b]])]))
+    leads = bulk[key_first][key_of].tolist()
+    for j, (g, lead) in enumerate(zip(bulk.tolist(), leads, strict=True)):
+        if g == lead:
+            continue
+        if not lead_ok[int(key_of[j])]:
+            lower(g)
+            continue
+        records[g] = legalize_bulk.with_shape(records[lead], shapes[int(func.shape_id[reps[g]])])
+        meta = legalize_bulk.flat_meta(int(operands[j]), sizes[j])
+        index = metas.get(meta.tobytes(), -1)
+        if index < 0:
+            index = metas[meta.tobytes()] = len(meta_arrays)
+            meta_arrays.append(meta)
+        group_meta[g] = index
+    return records, group_meta, group_folded
+
+
 def legalize_function(func: Function, fname: str, namer: _Namer,
                       generic_max_elements: int = 0) -> tuple[Function, int]:
     """``func`` with every op node rewritten to call_tir; (new function, nodes legalized).
@@ -317,10 +379,14 @@ def legalize_function(func: Function, fname: str, namer: _Namer,
     first, inverse = _group_rows(signatures)
     mode = np.zeros(len(first), np.int64)  # per group: 0 size rule, 1 specialize, 2 generic
     if generic_max_elements:
-        group_generic = np.array([_generic_ok(op.name, types, result, generic_max_elements)
-                                  for op, types, result in map(  # one step per signature
-                                      lambda n: _node_types(func, n), rows[first].tolist())],
-                                 bool)
+        reps = rows[first]
+        flat = legalize_bulk.flat_map_groups(func, reps, np.full(len(first), _ANY_SIZE))
+        group_generic = flat & (func.shapes.size[func.shape_id[reps]] <= generic_max_elements)
+        others = np.flatnonzero(~flat)
+        group_generic[others] = [  # one step per signature that is not a flat map
+            _generic_ok(op.name, types, result, generic_max_elements)
+            for op, types, result in map(lambda n: _node_types(func, n),
+                                         reps[others].tolist())]
         demoted = _over_budget(func, rows[first], np.bincount(inverse), group_generic)
         generic_rows = (group_generic | demoted)[inverse]
         row_mode = np.where(specialized_epilogues(func, rows, generic_rows), 1,
@@ -330,22 +396,10 @@ def legalize_function(func: Function, fname: str, namer: _Namer,
             first, inverse = _group_rows(signatures)
             mode = row_mode[first]
     limits = np.array([generic_max_elements, 0, _ANY_SIZE], np.int64)[mode]
-    records, group_meta, group_folded = [], [], []
-    verified = is_verified(func)
     metas: dict[bytes, int] = {}
     meta_arrays: list[np.ndarray] = []
-    for row, node, limit in zip(first.tolist(), rows[first].tolist(), limits.tolist(),
-                                strict=True):
-        # one step per distinct signature. The templates trust attributes and types: check
-        # the signature's rule once, unless the whole function is known to verify
-        if not verified:
-            check_node_type(func, node, fname, "LegalizeOps")
-        record, meta_index, folded = _lower_signature(
-            func, fname, node, namer, limit, metas, meta_arrays,
-            (bool(swapped[row, 0]), bool(swapped[row, 1])))
-        records.append(record)
-        group_meta.append(meta_index)
-        group_folded.append(folded)
+    records, group_meta, group_folded = _lower_groups(
+        func, fname, namer, rows, first, signatures[first], swapped, limits, metas, meta_arrays)
     attr_table, new_ids = func.attr_table.extended(records)
     n_meta = len(meta_arrays)
     shift = np.int32(n_meta)

@@ -30,6 +30,7 @@ import numpy as np
 
 from irkernel import transform
 from irkernel.ir import ops
+from irkernel.ir.distinct import sorted_distinct
 from irkernel.ir.function import Function
 from irkernel.ir.module import IRModule
 from passes import fuse_ops
@@ -87,7 +88,7 @@ def _op_names(func: Function, mod: IRModule) -> list[str]:
     records = func.attr_table.records
     calls = np.nonzero(func.kind == ops.OP_CALL_TIR)[0]
     label = {}
-    for aid in np.unique(func.attr_id[calls]).tolist():
+    for aid in sorted_distinct(func.attr_id[calls]).tolist():
         callee = dict(records[aid]).get("callee")
         target = mod.functions.get(callee) if isinstance(callee, str) else None
         label[aid] = str(getattr(target, "attrs", {}).get("op_name", callee))
@@ -103,7 +104,7 @@ def _opaque_detail(func: Function, mod: IRModule) -> list[str]:
     records = func.attr_table.records
     calls = np.nonzero(func.kind == ops.OP_CALL_TIR)[0]
     detail = {}
-    for aid in np.unique(func.attr_id[calls]).tolist():
+    for aid in sorted_distinct(func.attr_id[calls]).tolist():
         target = mod.functions.get(dict(records[aid]).get("callee"))
         attrs = getattr(target, "attrs", {})
         if "generic_name" in attrs:

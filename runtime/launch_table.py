@@ -32,6 +32,7 @@ import numpy as np
 
 from irkernel.ir import ops
 from irkernel.ir.call_tir import bind_call_tir
+from irkernel.ir.distinct import sorted_distinct
 from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
 from irkernel.ir.ids import DTYPE_NAMES, FLOAT32, NARROW_FLOAT_DTYPES, NUMPY_DTYPES, dtype_code
@@ -308,13 +309,13 @@ def build_table(name: str, func: Function, kernels: dict[str, CompiledKernel],
     # -- one launch per call_tir node ----------------------------------------
     records = func.attr_table.records
     callee_of: dict[int, str] = {}
-    for aid in np.unique(func.attr_id[is_tir | is_func]).tolist():
+    for aid in sorted_distinct(func.attr_id[is_tir | is_func]).tolist():
         callee = dict(records[aid]).get("callee")
         if not isinstance(callee, str):
             raise IRError(f"{name}: a call node has no callee attribute (attr record {aid})")
         callee_of[aid] = callee
     calls = np.nonzero(is_tir)[0]
-    names = sorted({callee_of[a] for a in np.unique(func.attr_id[calls]).tolist()})
+    names = sorted({callee_of[a] for a in sorted_distinct(func.attr_id[calls]).tolist()})
     for callee in names:
         if callee not in kernels:
             node = int(calls[[callee_of[int(a)] == callee for a in func.attr_id[calls]]][0])

@@ -53,6 +53,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from irkernel.ir import ops
+from irkernel.ir.distinct import sorted_distinct
 from irkernel.ir.function import Function
 from irkernel.ir.module import IRModule
 from irkernel.ir.verify import verify
@@ -229,7 +230,7 @@ def _called(mod: IRModule) -> set[str]:
         if not isinstance(func, Function):
             continue
         calls = (func.kind == ops.OP_CALL_FUNC) | (func.kind == ops.OP_CALL_TIR)
-        for aid in np.unique(func.attr_id[calls]).tolist():
+        for aid in sorted_distinct(func.attr_id[calls]).tolist():
             callee = func.attr_table.as_dict(aid).get("callee")
             if isinstance(callee, str) and callee in mod.functions and callee not in seen:
                 seen.add(callee)
