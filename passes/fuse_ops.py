@@ -207,21 +207,32 @@ def _callee_info(func: Function, mod: IRModule) -> tuple[np.ndarray, list[str]]:
     pattern = np.full(len(records), _OPAQUE, np.int8)
     names = [""] * len(records)
     is_call = func.kind == ops.OP_CALL_TIR
+    by_callee: dict[str, tuple[int, str] | None] = {}  # records outnumber callees
     for aid in sorted_distinct(func.attr_id[is_call]).tolist():
         callee = dict(records[aid]).get("callee")
-        target = mod.functions.get(callee) if isinstance(callee, str) else None
-        if not getattr(type(target), "_irkernel_prim_func", False):
+        if not isinstance(callee, str):
             continue
-        value = target.attrs.get("op_pattern", _OPAQUE)
-        if not isinstance(value, int) or value not in ops.PATTERN_NAMES:
-            raise IRError(f"FuseOps: PrimFunc {callee!r}: op_pattern {value!r} is not one of "
-                          f"{sorted(ops.PATTERN_NAMES)} (rule: op_pattern attribute)")
-        # Only kernels of static-shaped buffers can be composed by FuseTIR.
-        if value != _OPAQUE and all(isinstance(p, Buffer) and not p.strides and all(
-                isinstance(d, IntImm) for d in p.shape) for p in target.params):
-            pattern[aid] = value
-        names[aid] = _sanitize(str(target.attrs.get("op_name", callee)))
+        if callee not in by_callee:
+            by_callee[callee] = _callee_pattern(callee, mod.functions.get(callee))
+        found = by_callee[callee]
+        if found is not None:
+            pattern[aid], names[aid] = found
     return pattern, names
+
+
+def _callee_pattern(callee: str, target: Any) -> tuple[int, str] | None:
+    """(fusion pattern, op name) of a call_tir callee; None when it is no PrimFunc."""
+    if not getattr(type(target), "_irkernel_prim_func", False):
+        return None
+    value = target.attrs.get("op_pattern", _OPAQUE)
+    if not isinstance(value, int) or value not in ops.PATTERN_NAMES:
+        raise IRError(f"FuseOps: PrimFunc {callee!r}: op_pattern {value!r} is not one of "
+                      f"{sorted(ops.PATTERN_NAMES)} (rule: op_pattern attribute)")
+    # Only kernels of static-shaped buffers can be composed by FuseTIR.
+    static = all(isinstance(p, Buffer) and not p.strides and all(
+        isinstance(d, IntImm) for d in p.shape) for p in target.params)
+    fusable = value if value != _OPAQUE and static else _OPAQUE
+    return fusable, _sanitize(str(target.attrs.get("op_name", callee)))
 
 
 def node_patterns(func: Function, mod: IRModule) -> tuple[np.ndarray, list[str]]:
