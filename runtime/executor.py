@@ -118,8 +118,10 @@ class GraphExecutor:
         validate_function(func, "GraphExecutor", name)  # ids below index Python lists
         self.name, self.func = name, func
         self._graphs = graphs
-        self.plan: MemoryPlan = plan_memory(func)
-        self._table = build_table(name, func, kernels, self.plan)
+        plan = plan_memory(func)
+        self._table = build_table(name, func, kernels, plan)
+        # the plan's columns (24 bytes per node) are in the table's slots now: keep its size
+        self.planned_bytes = plan.planned_bytes
         # keeps the machine code of the kernels this function launches alive (see owner);
         # only those: a copy of the module's whole dict per function is O(functions x K)
         self._kernels = {k: kernels[k] for k in self._table.kernel_names}
@@ -136,6 +138,12 @@ class GraphExecutor:
             (NUMPY_DTYPES[int(func.dtype[p])], func.shapes[int(func.shape_id[p])])
             for p in func.params.tolist()]
         self._fast = self._fast_plan()
+
+    @property
+    def plan(self) -> MemoryPlan:
+        """The memory plan of the intermediates, made again: the executor keeps only its
+        size (``plan_memory`` is deterministic, so this is the plan the table uses)."""
+        return plan_memory(self.func)
 
     def _fast_plan(self) -> _FastPlan | None:
         """The short path's plan (see :class:`_FastPlan`), or None when it does not apply."""
@@ -368,7 +376,7 @@ class GraphExecutor:
 
     def _bind(self) -> _Binding:
         table = self._table
-        size = self.plan.planned_bytes
+        size = self.planned_bytes
         arena = _aligned_empty((size,), np.dtype(np.uint8), ALIGN) if size else None
         slots = table.slots.copy()
         if arena is not None:
@@ -411,7 +419,7 @@ class GraphExecutor:
 
     def __repr__(self) -> str:
         return (f"<GraphExecutor {self.name}: {self._n_params} inputs, "
-                f"{self.num_kernels} kernels, arena {self.plan.planned_bytes:,} B>")
+                f"{self.num_kernels} kernels, arena {self.planned_bytes:,} B>")
 
 
 def _result_positions(table: LaunchTable) -> dict[int, np.ndarray]:

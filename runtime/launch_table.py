@@ -209,7 +209,7 @@ class LaunchTable:
     fns: np.ndarray  # int64[steps]: packed entry addresses
     starts: np.ndarray  # int64[steps + 1]: first slot of each launch
     slots: np.ndarray  # int64[total]: static values; arena offsets; 0 where dynamic
-    arena_pos: np.ndarray  # int64: slots holding arena offsets
+    arena_pos: np.ndarray  # int32 (int64 past 2**31 slots): slots holding arena offsets
     dyn_pos: np.ndarray  # int64: slots holding dynamic values ...
     dyn_index: np.ndarray  # int64: ... and which (index into the dynamic values)
     dyn_align: np.ndarray  # int64[n_dynamic]: alignment every use of a value needs
@@ -217,8 +217,8 @@ class LaunchTable:
     fresh: list[FreshOutput]
     n_dynamic: int
     keep: list[Any]  # arrays whose addresses are in ``slots`` (constants)
-    nodes: np.ndarray  # int64[steps]: the call_tir node of each launch (profiles, errors)
-    kernel_ids: np.ndarray  # int64[steps]: each launch's kernel, an index into kernel_names
+    nodes: np.ndarray  # int32[steps]: the call_tir node of each launch (profiles, errors)
+    kernel_ids: np.ndarray  # int32[steps]: each launch's kernel, an index into kernel_names
     kernel_names: tuple[str, ...]  # the distinct callees, sorted
 
 
@@ -387,7 +387,10 @@ def build_table(name: str, func: Function, kernels: dict[str, CompiledKernel],
     has_node = slot_node >= 0
     node_src = np.where(has_node, src[np.maximum(slot_node, 0)], _NONE)
     node_val = value[np.maximum(slot_node, 0)]
+    # int32 when it can be (the table is executor state held per node; 2**31 slots
+    # would be 16 GiB of them)
     arena_pos = np.nonzero(node_src == _ARENA)[0]
+    arena_pos = arena_pos.astype(np.int32 if len(slots) < 2**31 else np.int64)
     if len(arena_pos) and int(slot_align[arena_pos].max()) > ALIGN:
         k = int(arena_pos[np.argmax(slot_align[arena_pos])])
         raise IRError(f"{name}: node {int(slot_node[k])}: a kernel needs "
@@ -409,8 +412,8 @@ def build_table(name: str, func: Function, kernels: dict[str, CompiledKernel],
     return LaunchTable(fns=np.ascontiguousarray(fns), starts=starts, slots=slots,
                        arena_pos=arena_pos, dyn_pos=dyn_pos, dyn_index=dyn_index,
                        dyn_align=dyn_align, segments=segments, fresh=fresh,
-                       n_dynamic=n_dynamic, keep=keep, nodes=calls.astype(np.int64),
-                       kernel_ids=kid.astype(np.int64), kernel_names=tuple(names))
+                       n_dynamic=n_dynamic, keep=keep, nodes=calls.astype(np.int32),
+                       kernel_ids=kid.astype(np.int32), kernel_names=tuple(names))
 
 
 def _segments(func: Function, calls: np.ndarray, func_nodes: np.ndarray,
