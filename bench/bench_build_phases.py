@@ -13,7 +13,9 @@ with every phase's total (``PassTimingInstrument``; nested passes are listed und
 own names too, so phases do not add up), ``plan_memory`` timed alone on the lowered
 graphs, and per module the arena (``planned_bytes``, summed over graph functions) against
 the live peak (the largest sum of live intermediates at one node) exact and with each
-value in its 64-byte class (the arena's own lower bound; the gap to it is fragmentation).
+value in its 64-byte class (the arena's own lower bound; the gap to it is fragmentation),
+the executors' own state per graph node (``GraphExecutor.state_nbytes``: the launch
+table and one binding's slots; target <= 64 B) and the process's peak RSS.
 
 The report prints one table per family: seconds per phase and size, then the growth per
 decade between consecutive sizes as ``k``, the exponent of ``t ~ n**k`` (1.0 linear,
@@ -108,6 +110,8 @@ def work(family: str, size: int, seed: int) -> dict[str, Any]:
             arena[key] += int(value)
     res["arena"] = arena
     res["launches"] = sum(int(ex[name].num_kernels) for name in graphs)
+    state = [ex[name].state_nbytes for name in graphs]  # launch table, one binding
+    res["executor_bytes_per_node"] = sum(t + b for t, b in state) / max(res["nodes"], 1)
     res["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     res["load_after"] = os.getloadavg()[0]
     return res
@@ -167,7 +171,8 @@ def _value(row: dict[str, Any], col: str) -> float | None:
 def family_table(family: str, rows: list[dict[str, Any]]) -> str:
     rows = sorted(rows, key=lambda r: r["size"])
     cols = _columns(rows)
-    head = "| size | nodes | " + " | ".join(cols) + " | arena / live peak (aligned) | notes |"
+    head = ("| size | nodes | " + " | ".join(cols) + " | arena / live peak (aligned) | "
+            "executor B/node | peak RSS GB | notes |")
     lines = [f"### {family}", "", head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         a = r.get("arena", {})
@@ -175,11 +180,12 @@ def family_table(family: str, rows: list[dict[str, Any]]) -> str:
                  f"{a['intermediates']:,} values in {a['buffers']:,}" if a else "—")
         cells = [_f(_value(r, c)) for c in cols]
         lines.append(f"| {_size(r['size'])} | {r.get('nodes', '—')} | " + " | ".join(cells)
-                     + f" | {arena} | {r.get('error', '')[:120]} |")
+                     + f" | {arena} | {_f(r.get('executor_bytes_per_node'))} | "
+                     f"{_f(r.get('peak_rss_gb'))} | {r.get('error', '')[:120]} |")
     for r1, r2 in zip(rows, rows[1:], strict=False):
         cells = [_growth(_value(r1, c), _value(r2, c), r1["size"], r2["size"]) for c in cols]
         lines.append(f"| k {_size(r1['size'])}→{_size(r2['size'])} | | " + " | ".join(cells)
-                     + " | | |")
+                     + " | | | | |")
     return "\n".join(lines) + "\n"
 
 

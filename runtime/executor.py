@@ -145,6 +145,16 @@ class GraphExecutor:
         size (``plan_memory`` is deterministic, so this is the plan the table uses)."""
         return plan_memory(self.func)
 
+    @property
+    def state_nbytes(self) -> tuple[int, int]:
+        """(launch table, one binding's slots) in bytes: the executor's own state, beside
+        the lowered function, the constants and the arenas it shares or allocates. A run
+        holds one binding; concurrent runs hold one each."""
+        t = self._table
+        table = sum(a.nbytes for a in (t.fns, t.starts, t.slots, t.arena_pos, t.dyn_pos,
+                                       t.dyn_index, t.dyn_align, t.nodes, t.kernel_ids))
+        return table, t.slots.nbytes
+
     def _fast_plan(self) -> _FastPlan | None:
         """The short path's plan (see :class:`_FastPlan`), or None when it does not apply."""
         table = self._table
