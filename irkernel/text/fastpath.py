@@ -33,14 +33,16 @@ from irkernel.text.scan import (
     OP,
     RETURN,
     TYPE,
+    keyword_table,
+    line_bounds_kernel,
+    scan_body_kernel,
+)
+from irkernel.text.names import (
     canonical_names_kernel,
     distinct_keys_kernel,
     intern_spans_kernel,
-    keyword_table,
-    line_bounds_kernel,
     lookup_name_kernel,
     resolve_names_kernel,
-    scan_body_kernel,
 )
 
 _WORDS = keyword_table()
