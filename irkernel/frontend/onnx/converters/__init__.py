@@ -10,6 +10,7 @@ from irkernel.frontend.onnx.converters import (
     loss,
     nn,
     qlinear,
+    qlinear_float,
     quant,
     reduce,
     resize,
@@ -22,5 +23,5 @@ from irkernel.frontend.onnx.converters import (
 )
 
 __all__ = ["constant_only", "einsum", "elementwise", "extra", "indexing", "loss", "nn",
-           "qlinear", "quant", "reduce", "resize", "sampling", "sequence", "shape", "signal",
+           "qlinear", "qlinear_float", "quant", "reduce", "resize", "sampling", "sequence", "shape", "signal",
            "transformer", "trig"]
