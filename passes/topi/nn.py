@@ -8,8 +8,8 @@ a bias add and a relu moves into the same nest). FuseTIR could also inline an in
 producer (a pad) into their loads, but FuseOps, following TVM's rules, does not group one
 with an ``out_ewise_fusable`` op. They are the correct, fusable baselines; convs and
 conv_transposes above a few thousand multiply-adds (any groups, 1-3 spatial axes, float32
-or float64) and float32 max pools use the schedules of ``passes/topi/conv.py`` and
-``conv_transpose.py`` instead, chosen here per signature (the canonical convs ran 15-80x
+or float64) and float32 max pools use the schedules of ``passes/topi/conv.py``,
+``conv_transpose.py`` and ``pool.py`` instead, chosen here per signature (the canonical convs ran 15-80x
 slower than onnxruntime).
 
 Padding is a select: a tap outside the input reads a clamped (in-bounds) index and is
@@ -18,8 +18,8 @@ clamps are left out on axes where every tap is provably inside. conv_transpose g
 output ``y`` receives ``x[q] * w[k]`` where ``y + pad_begin - k * dilation = q * stride``
 with ``0 <= q < size``. avg_pool divides by onnxruntime's divisor, computed from the
 output index (``nn_rules.pool_divisors`` is the same count in Python).
-Imports ``irkernel.ir``, ``irkernel.tir``, ``passes.topi.conv`` and
-``passes.topi.conv_transpose``.
+Imports ``irkernel.ir``, ``irkernel.tir`` and the scheduled templates of ``passes.topi``
+(``conv``, ``conv_transpose``, ``depthwise_small``, ``pool``, ``winograd``).
 """
 
 from __future__ import annotations
@@ -45,15 +45,13 @@ from passes.topi.conv import (
     conv_ok,
     depthwise_ok,
     gemv_ok,
-    max_pool_ok,
-    plane_window,
-    row_chunk,
     scheduled_conv,
     scheduled_depthwise2d,
     scheduled_gemv,
 )
 from passes.topi.conv_transpose import conv_transpose_ok, scheduled_conv_transpose
 from passes.topi.depthwise_small import depthwise_small, small_depthwise_ok
+from passes.topi.pool import max_pool_rows, pool_ok
 from passes.topi.winograd import scheduled_winograd, winograd_ok, winograd_worth
 
 
@@ -217,9 +215,10 @@ def max_pool(types: Sequence[TensorType], attrs: Mapping[str, Any],
     (x,) = _inputs(types)
     win = pool_window(x.shape, attrs)
     (cx, sx), = types
-    if max_pool_ok(sx, win.kernel, DTYPE_NAMES[cx]):
-        fast = plane_window("max", sx, win.kernel, win.strides, win.pad_begin, win.pad_end,
-                            win.dilation, win.out, row_chunk())
+    if pool_ok(sx, win.kernel, win.strides, win.pad_begin, win.dilation, win.out,
+               DTYPE_NAMES[cx]):
+        fast = max_pool_rows(sx, win.kernel, win.strides, win.pad_begin, win.dilation,
+                             win.out)
         return fast.with_attr("op_name", "max_pool").with_attr("op_pattern",
                                                                OUT_EWISE_FUSABLE)
     axes = te.reduce_axes(win.kernel)
