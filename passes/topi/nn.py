@@ -19,7 +19,7 @@ output ``y`` receives ``x[q] * w[k]`` where ``y + pad_begin - k * dilation = q *
 with ``0 <= q < size``. avg_pool divides by onnxruntime's divisor, computed from the
 output index (``nn_rules.pool_divisors`` is the same count in Python).
 Imports ``irkernel.ir``, ``irkernel.tir`` and the scheduled templates of ``passes.topi``
-(``conv``, ``conv_transpose``, ``depthwise_small``, ``pool``, ``winograd``).
+(``conv``, ``conv_stem``, ``conv_transpose``, ``depthwise_small``, ``pool``, ``winograd``).
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from passes.topi.conv import (
     scheduled_depthwise2d,
     scheduled_gemv,
 )
+from passes.topi.conv_stem import scheduled_stem, stem_ok
 from passes.topi.conv_transpose import conv_transpose_ok, scheduled_conv_transpose
 from passes.topi.depthwise_small import depthwise_small, small_depthwise_ok
 from passes.topi.pool import max_pool_rows, pool_ok
@@ -115,7 +116,7 @@ def implicit_gemm_args(types: Sequence[TensorType], attrs: Mapping[str, Any],
     g, dtype = attrs["groups"], DTYPE_NAMES[cx]
     if gemv_ok(sx, sw, g, dtype, win.out, (*win.pad_begin, *win.pad_end)) \
             or depthwise_ok(sx, sw, g, dtype) or not conv_ok(sx, sw, g, dtype) \
-            or winograd_args(types, attrs) is not None:
+            or winograd_args(types, attrs) is not None or stem_args(types, attrs) is not None:
         return None
     return (sx, sw, g, win.strides, win.pad_begin, win.pad_end, win.dilation, win.out, dtype)
 
@@ -132,6 +133,18 @@ def winograd_args(types: Sequence[TensorType], attrs: Mapping[str, Any]
     return (sx, sw, win.pad_begin, win.out)
 
 
+def stem_args(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """The arguments of ``scheduled_stem`` for a conv over an image of a few channels
+    (``conv_stem.stem_ok``), else None."""
+    (cx, sx), (_, sw) = types
+    win = sliding_window(sx[2:], sw[2:], attrs)
+    dtype = DTYPE_NAMES[cx]
+    if not conv_ok(sx, sw, attrs["groups"], dtype) \
+            or not stem_ok(sx, sw, attrs["groups"], dtype, win.out):
+        return None
+    return (sx, sw, win.strides, win.pad_begin, win.pad_end, win.dilation, win.out, dtype)
+
+
 def conv(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorType) -> PrimFunc:
     x, w = _inputs(types)
     win = sliding_window(x.shape[2:], w.shape[2:], attrs)
@@ -141,8 +154,11 @@ def conv(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorTy
     fast = None
     gemm = implicit_gemm_args(types, attrs, result)
     wino = winograd_args(types, attrs)
+    stem = stem_args(types, attrs)
     if wino is not None:
         fast = scheduled_winograd(*wino)
+    elif stem is not None:
+        fast = scheduled_stem(*stem)
     elif gemm is not None:
         fast = scheduled_conv(*gemm)
     elif gemv_ok(sx, sw, g, dtype, win.out, (*win.pad_begin, *win.pad_end)):
@@ -296,4 +312,4 @@ TEMPLATES = {"conv": conv, "conv_transpose": conv_transpose, "max_pool": max_poo
              "avg_pool": avg_pool, "lrn": lrn}
 
 __all__ = ["TEMPLATES", "avg_pool", "conv", "conv_transpose", "implicit_gemm_args", "lrn", "max_pool",
-           "winograd_args"]
+           "stem_args", "winograd_args"]
