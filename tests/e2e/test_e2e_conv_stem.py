@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import irkernel as ik
 import runtime
 from irkernel import transform
+from irkernel.target import host_target
 from irkernel.testing import random_inputs
 from passes.topi.conv import conv_ok, scheduled_conv
 from passes.topi.conv_stem import row_tiles, scheduled_stem, stem_ok
@@ -90,3 +91,18 @@ def test_only_few_channel_images_are_stems() -> None:
     assert not stem_ok((1, 3, 24, 24), (16, 3, 3, 3), 1, "float32", (12, 12), 512)
     assert not stem_ok((1, 3, 64, 64), (16, 3, 3, 3), 1, "float32", (32, 32), 512)
     assert stem_ok((1, 3, 64, 64), (16, 3, 3, 3), 1, "float32", (32, 32), 256)
+
+
+@pytest.mark.skipif(host_target().isa == "sse4.2", reason="the host cannot run AVX2 code")
+def test_an_avx2_build_equals_the_interpreter() -> None:
+    """A stem with SiLU compiled for x86-64-v3 (8-lane tiles, exp without vscalefps)."""
+    bb = ik.GraphBuilder("main")
+    x, w = bb.param("x", (1, 3, 31, 80), "float32"), bb.param("w", (13, 3, 3, 3), "float32")
+    y = bb.conv(x, w, strides=[2, 2], padding=[1, 1, 1, 1])
+    mod = ik.IRModule({"main": bb.finish([bb.multiply(y, bb.sigmoid(y))])})
+    inputs = random_inputs(mod, seed=5, special_values=False)
+    with transform.PassContext(config={"target": "x86-64-v3",
+                                       "runtime.generic_max_elements": 0}):
+        ex = runtime.build(mod)
+    assert_close_to_interpreter(mod, inputs, ex["main"](*inputs), "avx2 stem")
+    assert "conv_stem" in ex.get_source("tir")

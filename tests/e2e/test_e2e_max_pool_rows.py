@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import irkernel as ik
 import runtime
 from irkernel import transform
+from irkernel.target import host_target
 from irkernel.testing import random_inputs
 from passes.topi.pool import GATHER_OUTPUTS, pool_ok
 
@@ -82,3 +83,20 @@ def test_windows_of_padding_only_keep_the_canonical_template() -> None:
     assert not pool_ok((1, 1, 5, 5), (2, 2), (1, 1), (2, 0), (1, 1), (6, 4), "float32")
     assert pool_ok((1, 1, 5, 5), (2, 2), (1, 1), (1, 0), (1, 1), (5, 4), "float32")
     assert not pool_ok((1, 1, 5, 5), (2, 2), (1, 1), (1, 0), (1, 1), (5, 4), "float64")
+
+
+@pytest.mark.skipif(host_target().isa == "sse4.2", reason="the host cannot run AVX2 code")
+def test_an_avx2_build_equals_the_interpreter() -> None:
+    """The same pools compiled for x86-64-v3 (AVX2: 8-lane vectors, no vscalefps, LLVM's
+    own shuffles for the serial rows), on any host that runs it."""
+    bb = ik.GraphBuilder("main")
+    x = bb.param("x", (1, 5, 40, 90), "float32")
+    ys = [bb.max_pool(x, kernel=[3, 3], strides=[2, 2], padding=[1, 0, 0, 1], ceil_mode=True),
+          bb.max_pool(x, kernel=[2, 3], strides=[1, 3], padding=[0, 1, 1, 1], dilation=[2, 1])]
+    mod = ik.IRModule({"main": bb.finish(ys)})
+    inputs = random_inputs(mod, seed=3, special_values=True)
+    with transform.PassContext(config={"target": "x86-64-v3",
+                                       "runtime.generic_max_elements": 0}):
+        ex = runtime.build(mod)
+    assert_close_to_interpreter(mod, inputs, ex["main"](*inputs), "avx2 max_pool")
+    assert "max_pool_rows" in ex.get_source("tir")
