@@ -7,25 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from e2e_helpers import assert_close_to_interpreter
+from e2e_helpers import assert_close_to_interpreter, assert_scheduled_and_exact
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import irkernel as ik
 import runtime
-from irkernel import transform
 from irkernel.target import host_target
-from irkernel.testing import random_inputs
 from passes.topi.pool import GATHER_OUTPUTS, pool_ok
-
-
-def _run(mod: ik.IRModule, bits: int, seed: int) -> str:
-    inputs = random_inputs(mod, seed=seed, special_values=True)
-    with transform.PassContext(config={"topi.vector_bits": bits,
-                                       "runtime.generic_max_elements": 0}):
-        ex = runtime.build(mod)
-    assert_close_to_interpreter(mod, inputs, ex["main"](*inputs), "max_pool")
-    return ex.get_source("tir")
 
 
 @st.composite
@@ -52,7 +41,7 @@ def test_max_pool_rows_equal_the_interpreter(case, bits, seed, relu) -> None:
     x = bb.param("x", shape, "float32")
     y = bb.max_pool(x, **attrs)
     mod = ik.IRModule({"main": bb.finish([bb.relu(y) if relu else y])})
-    assert "max_pool_rows" in _run(mod, bits, seed)
+    assert_scheduled_and_exact(mod, {"topi.vector_bits": bits}, "max_pool_rows", seed)
 
 
 @pytest.mark.parametrize("shape", [(1, 64, 111, 111), (1, 128, 55, 55), (1, 256, 27, 27)])
@@ -62,7 +51,8 @@ def test_squeezenet_pools(shape) -> None:
     bb = ik.GraphBuilder("main")
     x = bb.param("x", shape, "float32")
     y = bb.max_pool(x, kernel=[3, 3], strides=[2, 2], padding=[0] * 4, ceil_mode=True)
-    assert "max_pool_rows" in _run(ik.IRModule({"main": bb.finish([y])}), 512, 1)
+    assert_scheduled_and_exact(ik.IRModule({"main": bb.finish([y])}), {"topi.vector_bits": 512},
+                               "max_pool_rows", 1)
 
 
 def test_nan_and_signed_infinities_propagate() -> None:
@@ -93,10 +83,5 @@ def test_an_avx2_build_equals_the_interpreter() -> None:
     x = bb.param("x", (1, 5, 40, 90), "float32")
     ys = [bb.max_pool(x, kernel=[3, 3], strides=[2, 2], padding=[1, 0, 0, 1], ceil_mode=True),
           bb.max_pool(x, kernel=[2, 3], strides=[1, 3], padding=[0, 1, 1, 1], dilation=[2, 1])]
-    mod = ik.IRModule({"main": bb.finish(ys)})
-    inputs = random_inputs(mod, seed=3, special_values=True)
-    with transform.PassContext(config={"target": "x86-64-v3",
-                                       "runtime.generic_max_elements": 0}):
-        ex = runtime.build(mod)
-    assert_close_to_interpreter(mod, inputs, ex["main"](*inputs), "avx2 max_pool")
-    assert "max_pool_rows" in ex.get_source("tir")
+    assert_scheduled_and_exact(ik.IRModule({"main": bb.finish(ys)}), {"target": "x86-64-v3"},
+                               "max_pool_rows", 3)
