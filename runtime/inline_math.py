@@ -23,7 +23,7 @@ through. float64 keeps libm's ``exp``.
 
 With AVX-512 (``vscalefps``: ``y * 2^n`` with IEEE overflow and gradual underflow in one
 instruction, at every vector width with AVX512VL), ``2^n`` is ``llvm.ldexp`` instead of the
-two exponent-field scalings: nine instructions fewer per vector, the largest part of the
+two exponent-field scalings: seven instructions fewer per vector, the largest part of the
 SiLU epilogue of efficientnet's convs after the polynomial. Elsewhere ``llvm.ldexp``
 would be a libm call per lane, so the scalings stay.
 """
