@@ -17,7 +17,7 @@ which are libm/libmvec's, and fast math when enabled):
   ``fptrunc``/``fpext`` on ``half``, bfloat16 with integer ops, NaNs quieted);
 * bools are ``i1`` in registers and one byte in memory;
 * float32 ``exp`` is inline IR (``runtime/inline_math.py``: a loop holding it still
-  vectorizes);
+  vectorizes; with AVX-512 its ``2^n`` is one ``vscalefps``);
 * other math calls are LLVM intrinsics (``llvm.exp.f64`` ...), except ``fmod`` (the
   ``frem`` instruction), ``erf`` and tan/asin/.../atanh (libm's ``erf``/``erff``,
   ``tan``/``tanf`` ..., called once per lane: LLVM has no intrinsic for them); a *vector* call of a
@@ -201,6 +201,9 @@ class ExprCodegen:
     mvec: tuple[str, int, int] | None
     #: Whether the target has FMA instructions (``fma`` is then one exact ``llvm.fma``).
     fused: bool
+    #: Whether the target has AVX-512 F and VL: float32 ``exp`` scales by ``2^n`` with one
+    #: ``vscalefps`` (``llvm.ldexp``) at every vector width (``runtime/inline_math.py``).
+    scalef: bool = False
 
     # -- helpers -----------------------------------------------------------
     @property
@@ -505,10 +508,16 @@ class ExprCodegen:
         if e.op == "exp" and dt.element(e.dtype) == "float32":
             return exp_f32(self.builder, args[0], self.const,
                            lambda name, typ: self.intrinsic(
-                               name, typ, [typ] * _INTRINSIC_ARITY.get(name, 1), [typ]))
+                               name, typ, [typ] * _INTRINSIC_ARITY.get(name, 1), [typ]),
+                           self._ldexp if self.scalef else None)
         if e.lanes > 1 and e.op in _MVEC and self.mvec is not None:
             return self.vector_math(e.op, args, dt.element(e.dtype))
         return self.math(e.op, args)
+
+    def _ldexp(self, typ: ir.Type) -> ir.Function:
+        """``llvm.ldexp`` of float32 ``typ`` (scalar or vector) and its lanes' i32 type."""
+        ityp = ir.VectorType(I32, typ.count) if isinstance(typ, ir.VectorType) else I32
+        return self.intrinsic("llvm.ldexp", typ, [typ, ityp], [typ, ityp])
 
     def math(self, op: str, args: list[ir.Value]) -> ir.Value:
         typ = args[0].type

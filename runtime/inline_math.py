@@ -20,6 +20,12 @@ on the whole range (checked against NumPy in the tests); ``x`` is clamped to
 ``[-104, 89]`` first, which gives ``inf`` above 88.73, ``0`` below -103.97, and the
 special values of IEEE ``exp`` (``exp(-inf) = 0``, ``exp(inf) = inf``); NaN passes
 through. float64 keeps libm's ``exp``.
+
+With AVX-512 (``vscalefps``: ``y * 2^n`` with IEEE overflow and gradual underflow in one
+instruction, at every vector width with AVX512VL), ``2^n`` is ``llvm.ldexp`` instead of the
+two exponent-field scalings: seven instructions fewer per vector, the largest part of the
+SiLU epilogue of efficientnet's convs after the polynomial. Elsewhere ``llvm.ldexp``
+would be a libm call per lane, so the scalings stay.
 """
 
 from __future__ import annotations
@@ -39,11 +45,14 @@ _LOW, _HIGH = -104.0, 89.0
 
 
 def exp_f32(bld: ir.IRBuilder, x: ir.Value, const: Callable[[ir.Type, object], ir.Value],
-            intrinsic: Callable[[str, ir.Type], ir.Function]) -> ir.Value:
+            intrinsic: Callable[[str, ir.Type], ir.Function],
+            scalef: Callable[[ir.Type], ir.Function] | None = None) -> ir.Value:
     """``exp(x)`` of a float32 scalar or vector ``x`` (see the module docstring).
 
     ``const(type, value)`` makes a (splat) constant; ``intrinsic(name, type)`` declares
-    a one-overload LLVM intrinsic such as ``llvm.maxnum`` for ``type``.
+    a one-overload LLVM intrinsic such as ``llvm.maxnum`` for ``type``; ``scalef(type)``,
+    when given, declares ``llvm.ldexp`` of ``type`` and the integer vector of its lanes
+    (only where that is one instruction: AVX-512's ``vscalefps``).
     """
     typ = x.type
     ityp = ir.VectorType(_I32, typ.count) if isinstance(typ, ir.VectorType) else _I32
@@ -66,6 +75,9 @@ def exp_f32(bld: ir.IRBuilder, x: ir.Value, const: Callable[[ir.Type, object], i
     p = muladd(muladd(a, r2, b), r2, c)
     y = bld.fadd(muladd(p, r2, r), f(1.0))
     k = bld.fptosi(n, ityp)
+    if scalef is not None:  # y * 2^k in one step, subnormal and overflowing results included
+        y = bld.call(scalef(typ), [y, k])
+        return bld.select(bld.fcmp_unordered("uno", x, x), x, y)
     half = bld.ashr(k, const(ityp, 1))
     rest = bld.sub(k, half)
     for part in (half, rest):  # 2^k as 2^half * 2^rest: each a normal float's exponent

@@ -127,6 +127,7 @@ class Lowerer(ExprCodegen):
         self.fast_math = fast_math
         self.mvec = target.mvec
         self.fused = target.fma
+        self.scalef = target.has_feature("avx512f") and target.has_feature("avx512vl")
         self.module = module if module is not None else new_module(symbol, target)
         self.n_outlined = 0
         self.in_parallel = False

@@ -8,8 +8,8 @@ a bias add and a relu moves into the same nest). FuseTIR could also inline an in
 producer (a pad) into their loads, but FuseOps, following TVM's rules, does not group one
 with an ``out_ewise_fusable`` op. They are the correct, fusable baselines; convs and
 conv_transposes above a few thousand multiply-adds (any groups, 1-3 spatial axes, float32
-or float64) and float32 max pools use the schedules of ``passes/topi/conv.py`` and
-``conv_transpose.py`` instead, chosen here per signature (the canonical convs ran 15-80x
+or float64) and float32 max pools use the schedules of ``passes/topi/conv.py``,
+``conv_transpose.py`` and ``pool.py`` instead, chosen here per signature (the canonical convs ran 15-80x
 slower than onnxruntime).
 
 Padding is a select: a tap outside the input reads a clamped (in-bounds) index and is
@@ -18,8 +18,8 @@ clamps are left out on axes where every tap is provably inside. conv_transpose g
 output ``y`` receives ``x[q] * w[k]`` where ``y + pad_begin - k * dilation = q * stride``
 with ``0 <= q < size``. avg_pool divides by onnxruntime's divisor, computed from the
 output index (``nn_rules.pool_divisors`` is the same count in Python).
-Imports ``irkernel.ir``, ``irkernel.tir``, ``passes.topi.conv`` and
-``passes.topi.conv_transpose``.
+Imports ``irkernel.ir``, ``irkernel.tir`` and the scheduled templates of ``passes.topi``
+(``conv``, ``conv_stem``, ``conv_transpose``, ``depthwise_small``, ``pool``, ``winograd``).
 """
 
 from __future__ import annotations
@@ -45,15 +45,14 @@ from passes.topi.conv import (
     conv_ok,
     depthwise_ok,
     gemv_ok,
-    max_pool_ok,
-    plane_window,
-    row_chunk,
     scheduled_conv,
     scheduled_depthwise2d,
     scheduled_gemv,
 )
+from passes.topi.conv_stem import scheduled_stem, stem_ok
 from passes.topi.conv_transpose import conv_transpose_ok, scheduled_conv_transpose
 from passes.topi.depthwise_small import depthwise_small, small_depthwise_ok
+from passes.topi.pool import max_pool_rows, pool_ok
 from passes.topi.winograd import scheduled_winograd, winograd_ok, winograd_worth
 
 
@@ -117,7 +116,7 @@ def implicit_gemm_args(types: Sequence[TensorType], attrs: Mapping[str, Any],
     g, dtype = attrs["groups"], DTYPE_NAMES[cx]
     if gemv_ok(sx, sw, g, dtype, win.out, (*win.pad_begin, *win.pad_end)) \
             or depthwise_ok(sx, sw, g, dtype) or not conv_ok(sx, sw, g, dtype) \
-            or winograd_args(types, attrs) is not None:
+            or winograd_args(types, attrs) is not None or stem_args(types, attrs) is not None:
         return None
     return (sx, sw, g, win.strides, win.pad_begin, win.pad_end, win.dilation, win.out, dtype)
 
@@ -134,6 +133,18 @@ def winograd_args(types: Sequence[TensorType], attrs: Mapping[str, Any]
     return (sx, sw, win.pad_begin, win.out)
 
 
+def stem_args(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """The arguments of ``scheduled_stem`` for a conv over an image of a few channels
+    (``conv_stem.stem_ok``), else None."""
+    (cx, sx), (_, sw) = types
+    win = sliding_window(sx[2:], sw[2:], attrs)
+    dtype = DTYPE_NAMES[cx]
+    if not conv_ok(sx, sw, attrs["groups"], dtype) \
+            or not stem_ok(sx, sw, attrs["groups"], dtype, win.out):
+        return None
+    return (sx, sw, win.strides, win.pad_begin, win.pad_end, win.dilation, win.out, dtype)
+
+
 def conv(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorType) -> PrimFunc:
     x, w = _inputs(types)
     win = sliding_window(x.shape[2:], w.shape[2:], attrs)
@@ -143,8 +154,11 @@ def conv(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorTy
     fast = None
     gemm = implicit_gemm_args(types, attrs, result)
     wino = winograd_args(types, attrs)
+    stem = stem_args(types, attrs)
     if wino is not None:
         fast = scheduled_winograd(*wino)
+    elif stem is not None:
+        fast = scheduled_stem(*stem)
     elif gemm is not None:
         fast = scheduled_conv(*gemm)
     elif gemv_ok(sx, sw, g, dtype, win.out, (*win.pad_begin, *win.pad_end)):
@@ -217,9 +231,10 @@ def max_pool(types: Sequence[TensorType], attrs: Mapping[str, Any],
     (x,) = _inputs(types)
     win = pool_window(x.shape, attrs)
     (cx, sx), = types
-    if max_pool_ok(sx, win.kernel, DTYPE_NAMES[cx]):
-        fast = plane_window("max", sx, win.kernel, win.strides, win.pad_begin, win.pad_end,
-                            win.dilation, win.out, row_chunk())
+    if pool_ok(sx, win.kernel, win.strides, win.pad_begin, win.dilation, win.out,
+               DTYPE_NAMES[cx]):
+        fast = max_pool_rows(sx, win.kernel, win.strides, win.pad_begin, win.dilation,
+                             win.out)
         return fast.with_attr("op_name", "max_pool").with_attr("op_pattern",
                                                                OUT_EWISE_FUSABLE)
     axes = te.reduce_axes(win.kernel)
@@ -297,4 +312,4 @@ TEMPLATES = {"conv": conv, "conv_transpose": conv_transpose, "max_pool": max_poo
              "avg_pool": avg_pool, "lrn": lrn}
 
 __all__ = ["TEMPLATES", "avg_pool", "conv", "conv_transpose", "implicit_gemm_args", "lrn", "max_pool",
-           "winograd_args"]
+           "stem_args", "winograd_args"]

@@ -143,3 +143,18 @@ def build_and_run(mod: ik.IRModule | ik.Function, inputs: Sequence[np.ndarray],
     for k, (b, a) in enumerate(zip(before, inputs, strict=True)):
         assert np.array_equal(_bits(b), _bits(a)), f"input {k} was modified by the executable"
     return got
+
+
+def assert_scheduled_and_exact(mod: ik.IRModule, config: dict, schedule: str,
+                               seed: int = 0, special: bool = True) -> None:
+    """Build ``mod`` under PassContext ``config`` (the shape-generic small kernels off),
+    check it against the interpreter on random inputs, and that a kernel has the
+    ``schedule`` attr (its TIR names it)."""
+    from irkernel import transform
+    from irkernel.testing import random_inputs
+
+    inputs = random_inputs(mod, seed=seed, special_values=special)
+    with transform.PassContext(config={"runtime.generic_max_elements": 0, **config}):
+        ex = runtime.build(mod)
+    assert_close_to_interpreter(mod, inputs, ex["main"](*inputs), schedule)
+    assert schedule in ex.get_source("tir"), f"no {schedule} kernel"

@@ -1,0 +1,87 @@
+"""Max pools run as row passes (``passes/topi/pool.py``): bit-identical to the interpreter
+for random shapes, kernels, strides 1-3, dilations, asymmetric padding and ceil_mode, with
+NaN, +-inf and -0.0 in the input, output rows on both sides of ``GATHER_OUTPUTS``, at two
+register widths, with a fused epilogue."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from e2e_helpers import assert_close_to_interpreter, assert_scheduled_and_exact
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import irkernel as ik
+import runtime
+from irkernel.target import host_target
+from passes.topi.pool import GATHER_OUTPUTS, pool_ok
+
+
+@st.composite
+def pool_cases(draw):
+    kernel = [draw(st.integers(1, 4)) for _ in range(2)]
+    dil = [draw(st.integers(1, 2)) for _ in range(2)]
+    pads = [draw(st.integers(0, k - 1)) for k in kernel] + \
+        [draw(st.integers(0, k - 1)) for k in kernel]
+    wide = draw(st.booleans())
+    sizes = [draw(st.integers(max(1, dil[0] * (kernel[0] - 1) + 1 - pads[0] - pads[2]), 9)),
+             draw(st.integers(2 * GATHER_OUTPUTS - 6, 3 * GATHER_OUTPUTS + 10) if wide else
+                  st.integers(max(1, dil[1] * (kernel[1] - 1) + 1 - pads[1] - pads[3]), 20))]
+    attrs = {"kernel": kernel, "strides": [draw(st.integers(1, 3)) for _ in range(2)],
+             "padding": pads, "dilation": dil, "ceil_mode": draw(st.booleans())}
+    return (draw(st.integers(1, 2)), draw(st.integers(1, 3)), *sizes), attrs
+
+
+@settings(max_examples=30, deadline=None)
+@given(case=pool_cases(), bits=st.sampled_from([256, 512]), seed=st.integers(0, 99),
+       relu=st.booleans())
+def test_max_pool_rows_equal_the_interpreter(case, bits, seed, relu) -> None:
+    shape, attrs = case
+    bb = ik.GraphBuilder("main")
+    x = bb.param("x", shape, "float32")
+    y = bb.max_pool(x, **attrs)
+    mod = ik.IRModule({"main": bb.finish([bb.relu(y) if relu else y])})
+    assert_scheduled_and_exact(mod, {"topi.vector_bits": bits}, "max_pool_rows", seed)
+
+
+@pytest.mark.parametrize("shape", [(1, 64, 111, 111), (1, 128, 55, 55), (1, 256, 27, 27)])
+def test_squeezenet_pools(shape) -> None:
+    """squeezenet1_1's 3x3 stride-2 ceil_mode pools: the 55-wide output rows are a serial
+    loop (LLVM vectorizes it), the 27- and 13-wide ones gathers."""
+    bb = ik.GraphBuilder("main")
+    x = bb.param("x", shape, "float32")
+    y = bb.max_pool(x, kernel=[3, 3], strides=[2, 2], padding=[0] * 4, ceil_mode=True)
+    assert_scheduled_and_exact(ik.IRModule({"main": bb.finish([y])}), {"topi.vector_bits": 512},
+                               "max_pool_rows", 1)
+
+
+def test_nan_and_signed_infinities_propagate() -> None:
+    bb = ik.GraphBuilder("main")
+    x = bb.param("x", (1, 1, 4, 70), "float32")
+    mod = ik.IRModule({"main": bb.finish([bb.max_pool(x, kernel=[2, 3], strides=[2, 2],
+                                                      padding=[1, 1, 1, 1])])})
+    a = np.full((1, 1, 4, 70), -np.inf, np.float32)
+    a[0, 0, 1, 5] = np.nan
+    a[0, 0, 2, 40] = np.inf
+    got = runtime.build(mod)["main"](a)[0]
+    assert_close_to_interpreter(mod, [a], [got], "special values")
+    assert np.isnan(got).sum() == 2 and np.isposinf(got).sum() == 1
+
+
+def test_windows_of_padding_only_keep_the_canonical_template() -> None:
+    # kernel 2, dilation 1, top padding 2: output row 0 reads rows -2 and -1 only
+    assert not pool_ok((1, 1, 5, 5), (2, 2), (1, 1), (2, 0), (1, 1), (6, 4), "float32")
+    assert pool_ok((1, 1, 5, 5), (2, 2), (1, 1), (1, 0), (1, 1), (5, 4), "float32")
+    assert not pool_ok((1, 1, 5, 5), (2, 2), (1, 1), (1, 0), (1, 1), (5, 4), "float64")
+
+
+@pytest.mark.skipif(host_target().isa == "sse4.2", reason="the host cannot run AVX2 code")
+def test_an_avx2_build_equals_the_interpreter() -> None:
+    """The same pools compiled for x86-64-v3 (AVX2: 8-lane vectors, no vscalefps, LLVM's
+    own shuffles for the serial rows), on any host that runs it."""
+    bb = ik.GraphBuilder("main")
+    x = bb.param("x", (1, 5, 40, 90), "float32")
+    ys = [bb.max_pool(x, kernel=[3, 3], strides=[2, 2], padding=[1, 0, 0, 1], ceil_mode=True),
+          bb.max_pool(x, kernel=[2, 3], strides=[1, 3], padding=[0, 1, 1, 1], dilation=[2, 1])]
+    assert_scheduled_and_exact(ik.IRModule({"main": bb.finish(ys)}), {"target": "x86-64-v3"},
+                               "max_pool_rows", 3)
