@@ -64,7 +64,7 @@ from functools import lru_cache
 from irkernel.tir import script as T
 from irkernel.tir.function import PrimFunc
 from passes.tir.parallelize import PARALLEL_MIN_WORK
-from passes.topi.conv_dot import DOT_MAX_PIXELS, dot_ok, scheduled_conv_dot
+from passes.topi.conv_dot import dot_ok, scheduled_conv_dot
 from passes.topi.conv_layout import Phases
 from passes.topi.tuned import conv_key, tuned_tiles
 from passes.topi.vector import registers, vector_bits, vector_pieces
@@ -432,7 +432,6 @@ def plane_window(  # noqa: C901 (trace-time specialization)
 
 
 __all__ = [
-    "DOT_MAX_PIXELS",
     "MAX_TAPS",
     "MAX_UNROLL",
     "MIN_TASKS",
