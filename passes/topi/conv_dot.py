@@ -20,7 +20,8 @@ than the conv) and the reduction is vectorized ``L`` lanes at a time. Per image:
 2. Tasks over (group, block of ``R`` output channels of the group) run in parallel: a
    task holds ``R x PT`` vector accumulators (``PT`` pixels at a time, ``conv_dot_tile``),
    runs the ``k`` loop with exact fma (a shorter vector piece for a ``K % L`` tail: odd
-   group widths stay correct and in bounds), sums each accumulator's lanes by halving
+   group widths stay correct and in bounds; with fewer than 4 pixels, partial sums over
+   alternate vectors keep 4 fma chains in flight), sums each accumulator's lanes by halving
    (log2 L adds), and stores each output once. That store is the only store to ``out``,
    so FuseTIR folds the epilogue (bias, relu, residual add) into it.
 
@@ -174,26 +175,39 @@ def _conv_dot(  # noqa: C901 (trace-time specialization)
                 row0 = grp * og + task % rblocks * rmost
 
                 def tile(rows, p0, pts, tag):
-                    acc = T.alloc_buffer((rows, pts, lanes), dtype, name=f"lanes{tag}")
+                    # fewer than 4 pixels: 4 // pts partial sums per output over alternate
+                    # k vectors, so at least 4 fma chains overlap (one chain of a one-pixel
+                    # conv waits out each fma's latency)
+                    ways = max(1, 4 // pts) if full_k >= 2 else 1
+                    acc = T.alloc_buffer((rows, ways * pts, lanes), dtype, name=f"lanes{tag}")
                     for r in T.unroll(rows, name=f"r{tag}"):
-                        for p in T.unroll(pts, name=f"p{tag}"):
+                        for p in T.unroll(ways * pts, name=f"p{tag}"):
                             for ji in T.vectorized(lanes, name=f"j{tag}"):
                                 acc[r, p, ji] = 0.0
 
-                    def fma(k0, width):
+                    def fma(k0, width, way=0):
                         for r in T.unroll(rows, name=f"r{tag}"):
                             for p in T.unroll(pts, name=f"p{tag}"):
                                 for ji in T.vectorized(width, name=f"j{tag}"):
-                                    acc[r, p, ji] = T.fma(
+                                    acc[r, way * pts + p, ji] = T.fma(
                                         weight(x1, row0 + r, k0 + ji),  # noqa: B023
                                         col_at(p0 + p, grp * k_ + k0 + ji),  # noqa: B023
-                                        acc[r, p, ji])
+                                        acc[r, way * pts + p, ji])
 
-                    if full_k:
-                        for kc in T.serial(full_k, name=f"k{tag}"):
-                            fma(kc * lanes, lanes)
+                    rounds, extra = divmod(full_k, ways)
+                    if rounds:
+                        for kc in T.serial(rounds, name=f"k{tag}"):
+                            for way in range(ways):
+                                fma((kc * ways + way) * lanes, lanes, way)
+                    for way in range(extra):
+                        fma((rounds * ways + way) * lanes, lanes, way)
                     for k0, width in vector_pieces(k_tail, lanes):
                         fma(full_k * lanes + k0, width)
+                    for way in range(1, ways):
+                        for r in T.unroll(rows, name=f"r{tag}"):
+                            for p in T.unroll(pts, name=f"p{tag}"):
+                                for ji in T.vectorized(lanes, name=f"j{tag}"):
+                                    acc[r, p, ji] = acc[r, p, ji] + acc[r, way * pts + p, ji]
                     half = lanes // 2
                     while half:  # the lanes of each accumulator summed by halving
                         for r in T.unroll(rows, name=f"r{tag}"):
