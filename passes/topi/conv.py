@@ -293,8 +293,9 @@ def _conv(  # noqa: C901 (trace-time specialization)
 
                 row_blocks(og, mr, split, t % split, block)
             if not direct:
-                # parallel whenever the GEMM is: a serial copy-out (25K elements for a
-                # strided grouped conv's 128 channels of 14x14) holds back two threads
+                # parallel whenever the GEMM is: serial, the copy-out (25K elements for a
+                # strided grouped conv's 128 channels of 14x14) is a serial tail of a
+                # two-thread run
                 for o in parallel_if_worth(o_ * math.prod(w_shape[1:]) * width)(o_):
                     for idx in T.grid(*out_size):
                         idx = idx if rank > 1 else (idx,)
