@@ -106,19 +106,28 @@ def flat_index(buf: Buffer, indices: tuple[PrimExpr, ...]) -> PrimExpr:
     is the second axis's extent, contributes ``x * stride`` of the second axis: exact
     (``(x // e) * e + x % e == x`` with floor division, for every ``x``), and it keeps a
     flat pixel index contiguous (a vector store stays a vector store after vectorizing).
+    Pairs chain from the right: ``(k // 9, (k % 9) // 3, (k % 9) % 3)`` over axes of
+    extents ``(C, 3, 3)`` is ``k`` (a flat position in a conv weight's ``(c, kh, kw)``).
     """
-    total: PrimExpr = IntImm(0, dt.INDEX)
     strides = element_strides(buf)
-    k = 0
-    while k < len(indices):
-        if k + 1 < len(indices) and not buf.strides:
-            merged = _split_pair(indices[k], indices[k + 1], buf.shape[k + 1])
-            if merged is not None:
-                total = _add(total, _mul(_index(merged), _index(strides[k + 1])))
-                k += 2
-                continue
-        total = _add(total, _mul(_index(indices[k]), _index(strides[k])))
-        k += 1
+    terms: list[PrimExpr] = []
+    k = len(indices) - 1
+    while k >= 0:
+        x, first = indices[k], k  # the run of axes [first, k] merged into x
+        span = buf.shape[k]
+        while first > 0 and not buf.strides and isinstance(span, IntImm):
+            merged = _split_pair(indices[first - 1], x, span)
+            if merged is None:
+                break
+            x, first = merged, first - 1
+            extent = buf.shape[first]
+            span = IntImm(span.value * extent.value, span.dtype) \
+                if isinstance(extent, IntImm) else None
+        terms.append(_mul(_index(x), _index(strides[k])))
+        k = first - 1
+    total: PrimExpr = IntImm(0, dt.INDEX)
+    for term in reversed(terms):
+        total = _add(total, term)
     lanes = max((i.lanes for i in indices), default=1)
     if total.lanes != lanes:
         total = Broadcast(total, lanes)

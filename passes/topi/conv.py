@@ -48,10 +48,12 @@ Per batch image the conv kernel
 The extra traffic of steps 1 and 3 is O(input + output), small against the
 ``O * C/g * taps`` multiply-adds per pixel. Depthwise convs (groups = C = O, one filter
 per channel, float32 2-D) and max pools have their own memory-bound schedule
-(``plane_window``), one-pixel 1x1 convs are dot products (``scheduled_gemv``); only tiny
+(``plane_window``), small maps are dot products over channels (``scheduled_gemv``:
+``conv_dot.py``); only tiny
 convs (below ``MIN_WORK``) use the canonical template (``nn`` decides with ``gemv_ok`` /
 ``depthwise_ok`` / ``conv_ok`` / ``max_pool_ok``). Imports irkernel.tir,
-``passes.topi.vector``, ``passes.topi.conv_layout`` and FuseTIR's parallel work threshold.
+``passes.topi.vector``, ``passes.topi.conv_layout``, ``passes.topi.conv_dot`` and FuseTIR's
+parallel work threshold.
 """
 
 # no `from __future__ import annotations`: T.prim_func evaluates the closures in annotations
@@ -62,6 +64,7 @@ from functools import lru_cache
 from irkernel.tir import script as T
 from irkernel.tir.function import PrimFunc
 from passes.tir.parallelize import PARALLEL_MIN_WORK
+from passes.topi.conv_dot import dot_ok, scheduled_conv_dot
 from passes.topi.conv_layout import Phases
 from passes.topi.tuned import conv_key, tuned_tiles
 from passes.topi.vector import registers, vector_bits, vector_pieces
@@ -290,7 +293,10 @@ def _conv(  # noqa: C901 (trace-time specialization)
 
                 row_blocks(og, mr, split, t % split, block)
             if not direct:
-                for o in parallel_if_worth(o_ * math.prod(out_size))(o_):
+                # parallel whenever the GEMM is: serial, the copy-out (25K elements for a
+                # strided grouped conv's 128 channels of 14x14) is a serial tail of a
+                # two-thread run
+                for o in parallel_if_worth(o_ * math.prod(w_shape[1:]) * width)(o_):
                     for idx in T.grid(*out_size):
                         idx = idx if rank > 1 else (idx,)
                         out[(n, o, *idx)] = wide[o * width + ph.grid(idx)]
@@ -298,80 +304,25 @@ def _conv(  # noqa: C901 (trace-time specialization)
     return conv.with_attr("schedule", "conv_implicit_gemm").with_attr("tile", f"{mr}x{nr}")
 
 
-#: Most pixels a 1x1 conv may have to run as dot products (the pixel-tiled schedule fills
-#: ``P`` of its 16 lanes: at 2x2 it ran at 6 GFLOP/s).
-GEMV_MAX_PIXELS = 8
-
-
 def gemv_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int, dtype: str,
-            out_hw: tuple[int, ...], pads: tuple[int, ...]) -> bool:
-    """Whether a conv is a few matrix-vector products: float32, groups 1, a 1x1 kernel
-    without padding mapping each of at most ``GEMV_MAX_PIXELS`` input pixels to the same
-    output pixel (squeeze-excite convs on a pooled image; pointwise convs at the end of a
-    network on a 2x2 image). The pixel-tiled schedule would waste most of its lanes."""
-    return (dtype == "float32" and groups == 1 and len(x_shape) == 4 and len(w_shape) == 4
-            and w_shape[2:] == (1, 1) and tuple(out_hw) == tuple(x_shape[2:])
-            and math.prod(out_hw) <= GEMV_MAX_PIXELS and not any(pads))
+            out_size: tuple[int, ...], strides: tuple[int, ...] = (),
+            pad_begin: tuple[int, ...] = (), pad_end: tuple[int, ...] = ()) -> bool:
+    """Whether a conv runs as dot products over (channel, tap) (``conv_dot.dot_ok``): a
+    small map whose pixels would fill at most half of the implicit GEMM's lanes, any
+    groups of at least two channels, kernel, stride, padding and dilation."""
+    return dot_ok(x_shape, w_shape, groups, dtype, out_size, strides, pad_begin, pad_end)
 
 
-def scheduled_gemv(x_shape: tuple[int, int, int, int],
-                   w_shape: tuple[int, int, int, int], bits: int = 0) -> PrimFunc:
-    """The dot-product schedule of a few-pixel 1x1 conv for the target's vector width."""
-    return _gemv(tuple(x_shape), tuple(w_shape), row_chunk(bits))
-
-
-@lru_cache(maxsize=256)
-def _gemv(x_shape: tuple[int, int, int, int],  # noqa: C901 (trace-time)
-          w_shape: tuple[int, int, int, int], GEMV_LANES: int) -> PrimFunc:  # noqa: N803
-    """``out[n, o, p] = sum_c W[o, c] * x[n, c, p]`` for the ``P`` pixels of a 1x1 conv
-    (see ``gemv_ok``): per output channel, ``P`` dot products along the weights'
-    contiguous row, ``GEMV_LANES`` channels at a time with exact fma into ``P`` vector
-    accumulators (each weight vector loaded once for all pixels), then the lanes and the
-    channel tail summed in scalar; one store per output (FuseTIR's epilogue goes there).
-    With more than one pixel the image is first copied transposed (``xt[p, c]``, a few
-    KiB) so the pixel's channels are contiguous too. Parallel over output channels when
-    the work is large enough."""
-    n_, c_, h_, w_ = x_shape
-    o_ = w_shape[0]
-    p_ = h_ * w_
-    full, tail = divmod(c_, GEMV_LANES)
-    dtype = "float32"
-
-    @T.prim_func(private=True)
-    def gemv(  # noqa: C901 (trace-time specialization)
-            x0: T.Buffer((n_, c_, h_, w_), dtype), x1: T.Buffer((o_, c_, 1, 1), dtype),
-            out: T.Buffer((n_, o_, h_, w_), dtype)):
-        for n in T.serial(n_):
-            if p_ > 1:
-                xt = T.alloc_buffer((p_ * c_,), dtype)
-                for c in T.serial(c_):
-                    for p in T.unroll(p_):
-                        xt[p * c_ + c] = x0[n, c, p // w_, p % w_]
-
-            def pixel(p, c):
-                return x0[n, c, 0, 0] if p_ == 1 else xt[p * c_ + c]  # noqa: B023
-
-            for o in parallel_if_worth(o_ * c_ * p_)(o_):
-                lanes = T.alloc_buffer((p_, GEMV_LANES), dtype)
-                total = T.alloc_buffer((p_,), dtype)
-                for p in T.unroll(p_):
-                    for ji in T.vectorized(GEMV_LANES):
-                        lanes[p, ji] = 0.0
-                for cc in T.serial(full):
-                    for p in T.unroll(p_):
-                        for ji in T.vectorized(GEMV_LANES):
-                            lanes[p, ji] = T.fma(x1[o, cc * GEMV_LANES + ji, 0, 0],
-                                                 pixel(p, cc * GEMV_LANES + ji), lanes[p, ji])
-                for p in T.unroll(p_):
-                    total[p] = 0.0
-                    for ji in T.serial(GEMV_LANES):
-                        total[p] = total[p] + lanes[p, ji]
-                    for ci in T.serial(tail):
-                        total[p] = T.fma(x1[o, full * GEMV_LANES + ci, 0, 0],
-                                         pixel(p, full * GEMV_LANES + ci), total[p])
-                    out[n, o, p // w_, p % w_] = total[p]
-
-    return gemv.with_attr("schedule", "conv_gemv")
+def scheduled_gemv(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int = 1,
+                   strides: tuple[int, ...] = (), pad_begin: tuple[int, ...] = (),
+                   dilation: tuple[int, ...] = (), out_size: tuple[int, ...] = (),
+                   bits: int = 0) -> PrimFunc:
+    """The dot-product schedule of a small-map conv (``conv_dot``); the defaults describe a
+    1x1 conv of stride 1 without padding."""
+    rank = len(x_shape) - 2
+    return scheduled_conv_dot(x_shape, w_shape, groups, strides or (1,) * rank,
+                              pad_begin or (0,) * rank, dilation or (1,) * rank,
+                              out_size or tuple(x_shape[2:]), bits)
 
 
 def depthwise_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,
@@ -482,7 +433,6 @@ def plane_window(  # noqa: C901 (trace-time specialization)
 
 
 __all__ = [
-    "GEMV_MAX_PIXELS",
     "MAX_TAPS",
     "MAX_UNROLL",
     "MIN_TASKS",

@@ -114,7 +114,7 @@ def implicit_gemm_args(types: Sequence[TensorType], attrs: Mapping[str, Any],
     (cx, sx), (_, sw) = types
     win = sliding_window(sx[2:], sw[2:], attrs)
     g, dtype = attrs["groups"], DTYPE_NAMES[cx]
-    if gemv_ok(sx, sw, g, dtype, win.out, (*win.pad_begin, *win.pad_end)) \
+    if gemv_ok(sx, sw, g, dtype, win.out, win.strides, win.pad_begin, win.pad_end) \
             or depthwise_ok(sx, sw, g, dtype) or not conv_ok(sx, sw, g, dtype) \
             or winograd_args(types, attrs) is not None or stem_args(types, attrs) is not None:
         return None
@@ -161,8 +161,8 @@ def conv(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorTy
         fast = scheduled_stem(*stem)
     elif gemm is not None:
         fast = scheduled_conv(*gemm)
-    elif gemv_ok(sx, sw, g, dtype, win.out, (*win.pad_begin, *win.pad_end)):
-        fast = scheduled_gemv(sx, sw)
+    elif gemv_ok(sx, sw, g, dtype, win.out, win.strides, win.pad_begin, win.pad_end):
+        fast = scheduled_gemv(sx, sw, g, win.strides, win.pad_begin, win.dilation, win.out)
     elif depthwise_ok(sx, sw, g, dtype) and small_depthwise_ok(sx, win.out):
         fast = depthwise_small(sx, sw, win.strides, win.pad_begin, win.dilation, win.out)
     elif depthwise_ok(sx, sw, g, dtype):

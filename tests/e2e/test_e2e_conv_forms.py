@@ -117,7 +117,7 @@ FORMS = {
     "dilated 3x3 d2": ((1, 8, 14, 14), (8, 8, 3, 3), {"dilation": [2, 2], "padding": [2, 2, 2, 2]}),
     "asymmetric pad": ((1, 8, 13, 12), (8, 8, 3, 3), {"padding": [0, 1, 2, 3]}),
     "odd channels 3->17": ((1, 3, 16, 16), (17, 3, 3, 3), {"padding": [1, 1, 1, 1]}),
-    "17 channels, split tasks": ((1, 3, 4, 4), (17, 3, 3, 3), {"padding": [1, 1, 1, 1]}),
+    "17 channels, split tasks": ((1, 3, 5, 5), (17, 3, 3, 3), {"padding": [1, 1, 1, 1]}),
     "100 channels": ((1, 5, 9, 9), (100, 5, 3, 3), {"padding": [1, 1, 1, 1]}),
 }
 

@@ -74,8 +74,9 @@ def _module(xs, ws, attrs, epilogue: str) -> ik.IRModule:
 def test_scheduled_conv_equals_interpreter(case, epilogue, seed) -> None:
     xs, ws, attrs = case
     mod = _module(xs, ws, attrs, epilogue)
+    pads = attrs["padding"]
     gemv = gemv_ok(xs, ws, attrs["groups"], "float32", _out_shape(xs, ws, attrs)[2:],
-                   tuple(attrs["padding"]))
+                   tuple(attrs["strides"]), tuple(pads[:2]), tuple(pads[2:]))
     scheduled = conv_ok(xs, ws, attrs["groups"], "float32") or depthwise_ok(
         xs, ws, attrs["groups"], "float32")
     scripts = _fused_scripts(mod)

@@ -112,6 +112,26 @@ def test_flatten_buffer_merges_a_split_index_pair() -> None:
     assert any(isinstance(n, tir.FloorDiv) for n in _nodes_of(second.indices[0]))
 
 
+def test_flatten_buffer_merges_a_chain_of_split_pairs() -> None:
+    """``(x // 12, (x % 12) // 4, (x % 12) % 4)`` over extents ``(.., 3, 4)`` is ``x``: a
+    conv weight's ``(c, kh, kw)`` from a flat position in its row (``conv_dot``); a broken
+    link (a divisor that is not the extent) keeps the division."""
+    a = tir.Buffer("a", (2, 5, 3, 4), "float32")
+    x = i * 7 + j
+    one = tir.FloatImm(1.0, "float32")
+
+    def chain(inner: int) -> tir.BufferStore:
+        rest = tir.FloorMod(x, tir.IntImm(12))
+        return tir.BufferStore(a, one, (k, tir.FloorDiv(x, tir.IntImm(12)),
+                                        tir.FloorDiv(rest, tir.IntImm(inner)),
+                                        tir.FloorMod(rest, tir.IntImm(inner))))
+
+    func = tir.PrimFunc((a, i, j, k), tir.seq(chain(4), chain(2)))
+    first, second = pt.flatten_buffer(func).body.stmts
+    assert first.indices == (k * 60 + x,)
+    assert any(isinstance(n, tir.FloorDiv) for n in _nodes_of(second.indices[0]))
+
+
 def _nodes_of(expr: tir.PrimExpr) -> list[object]:
     from irkernel.tir.functor import post_order
     return list(post_order(expr))
