@@ -93,7 +93,7 @@ class KernelRow:
         The graph ops it covers (several for a fused kernel).
     schedule : str
         The template that made it: ``matmul``, ``conv_implicit_gemm``, ``conv_dot``,
-        ``depthwise``, ``pool_window``, ``conv_transpose_gemm``, ``generic``,
+        ``depthwise``, ``max_pool_rows``, ``conv_transpose_gemm``, ``generic``,
         ``canonical`` (the te form) or ``user``.
     """
 
