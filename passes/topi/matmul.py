@@ -51,7 +51,11 @@ from irkernel.tir.function import PrimFunc
 from irkernel.target import CPUTarget
 from passes.topi.matmul_dot import dot_ok, dot_rows
 from passes.topi.matmul_rows import a_element, rows_ok, streamed_rows, unravel
+from passes.topi.packing import PACKABLE
 from passes.topi.vector import current_target, vector_pieces
+
+#: Packer name of B of the 2-d, untransposed forms (``passes/topi/matmul_packed.py``).
+MATMUL_B = "matmul_b"
 
 #: Below this many multiply-adds the canonical (fusable) reduction is used instead.
 MIN_WORK = 16 * 16 * 16
@@ -107,6 +111,44 @@ def _tile(m: int, n: int, k: int, dtype: str, target: CPUTarget) -> tuple[int, i
         mr = m
         v = min(vectors, budget // m, 24)
     return mr, v * lanes
+
+
+#: Most accumulator vectors per row of a tile reading pre-packed panels with few rows:
+#: eight independent chains hide the fma latency (4 cycles, two a cycle), and narrower
+#: panels leave enough of them for two threads (1 x 1000 columns: 8 panels, not 3).
+PACKED_MAX_VECTORS = 8
+#: Most rows a tile reading pre-packed panels takes whole (one pass over B).
+PACKED_MAX_ROWS = 8
+
+
+def packed_tile(m: int, n: int, k: int, dtype: str, target: CPUTarget
+                ) -> tuple[int, int, int] | None:
+    """(MR, NR, lanes) of the tile that reads B pre-packed at build time
+    (``passes/topi/matmul_packed.py``), or None when N is below 4.
+
+    Up to ``PACKED_MAX_ROWS`` rows take one tile of all the rows (each B vector loaded
+    once, used by every row: 8 x 3, 4 x 6, 2 x 8 or 1 x 8 vectors with AVX-512), so the
+    matmul is one sequential pass over the packed panels, bound by the fmas when B is in
+    cache and by its bandwidth when not; more rows take :func:`_tile`'s tile."""
+    tile = _tile(m, n, k, dtype, target)
+    if tile is None:
+        return None
+    mr, nr = tile
+    lanes = target.lanes(dtype)
+    while n < lanes and lanes > 4:
+        lanes //= 2
+    if m <= PACKED_MAX_ROWS:
+        mr = m
+        v = min(n // lanes, max(1, accumulators(target) // m), PACKED_MAX_VECTORS)
+        nr = v * lanes
+    return mr, nr, min(lanes, nr)
+
+
+def packed_length(n: int, k: int, nr: int, lanes: int) -> int:
+    """Elements of B packed for a tile ``nr`` wide: ``N // nr`` panels of ``K x nr``, then
+    the ``N % nr`` tail columns zero-padded to whole vectors, ``K x tpad``."""
+    full, tail = divmod(n, nr)
+    return (full * nr + -(-tail // lanes) * lanes) * k
 
 
 def _identity(acc: PrimExpr, i: PrimExpr, j: PrimExpr) -> PrimExpr:
@@ -173,6 +215,20 @@ def scheduled_transposed_matmul(a_shape: tuple[int, ...], b_shape: tuple[int, ..
     return _cached_batched(tuple(a_shape), tuple(b_shape), dtype, _target(bits), a_t, b_t)
 
 
+@lru_cache(maxsize=256)
+def _cached_packed(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str,
+                   target: CPUTarget, a_t: bool) -> PrimFunc | None:
+    return _build(a_shape, b_shape, dtype, dtype, target, _identity, a_t, packed=True)
+
+
+def packed_matmul(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str,
+                  a_t: bool = False, bits: int = 0) -> PrimFunc | None:
+    """The scheduled ``A @ B`` with B 2-d read pre-packed: parameters ``(x0, x1, out)`` with
+    ``x1`` 1-d, B in :func:`passes.topi.matmul_packed.pack_b`'s order (``b_shape`` is B's
+    shape, ``(K, N)``); ``a_t`` as for :func:`scheduled_transposed_matmul`."""
+    return _cached_packed(tuple(a_shape), tuple(b_shape), dtype, _target(bits), a_t)
+
+
 #: Bytes of each B row a task packs at least (panels are grouped up to this): every row
 #: of a packed panel is a separate page of B when N is large, so a 64-byte panel row
 #: costs a TLB walk per 64 bytes; four panels per pass read 256.
@@ -197,9 +253,13 @@ def _group(full: int, k: int, nr: int, itemsize: int, max_bytes: int) -> int:
 
 def _build(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str, odt: str,
            target: CPUTarget, finish: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr],
-           a_t: bool = False, b_t: bool = False) -> PrimFunc | None:
+           a_t: bool = False, b_t: bool = False, packed: bool = False) -> PrimFunc | None:
     """The problem as (batches, rows, K, N) with index maps into the real buffers
-    (``a_t``/``b_t``: the buffer holds the operand with its last two axes swapped)."""
+    (``a_t``/``b_t``: the buffer holds the operand with its last two axes swapped).
+
+    A 2-d, untransposed B makes the result ``packable``: given B as a constant,
+    ``PackConstantWeights`` packs it at build time and calls the ``packed`` form, which
+    reads ``x1`` as the 1-d packed panels of :func:`packed_tile` and never packs."""
     if dtype not in ("float32", "float64") or len(a_shape) < 2 or len(b_shape) < 2:
         return None
     *a_batch, m, k = a_shape
@@ -219,6 +279,30 @@ def _build(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str, odt: 
     if batches * rows * n * k < MIN_WORK or k == 0:
         return None
     out_shape = (*(b_batch or a_batch), m, n)
+    if packed:
+        if b_t or b_batch:
+            raise ValueError("a packed B is 2-d and not transposed")
+        ptile = packed_tile(rows, n, k, dtype, target)
+        if ptile is None:
+            return None
+        mr, nr, lanes = ptile
+        x1_shape = (packed_length(n, k, nr, lanes),)
+        return _schedule(1, rows, n, k, (mr, nr), dtype, odt, finish, a_shape, x1_shape,
+                         out_shape, (), row_dims, target, a_t, packed=True)
+    prim = _unpacked(batches, rows, n, k, dtype, odt, finish, a_shape, b_shape, out_shape,
+                     tuple(b_batch), row_dims, target, a_t, b_t)
+    if prim is None or b_t or b_batch or packed_tile(rows, n, k, dtype, target) is None:
+        return prim
+    return prim.with_attr(PACKABLE, (MATMUL_B, 1, tuple(a_shape), tuple(b_shape), dtype, a_t))
+
+
+def _unpacked(batches: int, rows: int, n: int, k: int, dtype: str, odt: str,
+              finish: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr],
+              a_shape: tuple[int, ...], b_shape: tuple[int, ...], out_shape: tuple[int, ...],
+              b_batch: tuple[int, ...], row_dims: tuple[int, ...], target: CPUTarget,
+              a_t: bool, b_t: bool) -> PrimFunc | None:
+    """The schedule reading B as the graph holds it: dot products or streamed rows for a
+    few rows, else packed panels."""
     if b_t and not b_batch and dot_ok(batches, rows):  # x1 2-d: (N, K)
         return dot_rows(rows, n, k, dtype, odt, finish, a_shape, b_shape, out_shape,
                         row_dims, a_t, target, PARALLEL_MIN_MACS)
@@ -229,7 +313,7 @@ def _build(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str, odt: 
     if tile is None:
         return None
     return _schedule(batches, rows, n, k, tile, dtype, odt, finish, a_shape, b_shape,
-                     out_shape, tuple(b_batch), row_dims, target, a_t, b_t)
+                     out_shape, b_batch, row_dims, target, a_t, b_t)
 
 
 def _row_chunks(col_tasks: int, blocks: int) -> int:
@@ -245,7 +329,8 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
               dtype: str, odt: str, finish: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr],
               a_shape: tuple[int, ...], b_shape: tuple[int, ...], out_shape: tuple[int, ...],
               batch_dims: tuple[int, ...], row_dims: tuple[int, ...],
-              target: CPUTarget, a_t: bool = False, b_t: bool = False) -> PrimFunc:
+              target: CPUTarget, a_t: bool = False, b_t: bool = False,
+              packed: bool = False) -> PrimFunc:
     """One task per (batch, row chunk, column panel group); its row blocks stream past
     the packed panel.
 
@@ -259,18 +344,19 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
     Every output element is accumulated by one task in K order, so results do not
     depend on the thread count. A transposed B (``b_t``) is always packed: its panel's
     elements sit ``K`` apart along N, so only the packing loop, which reads B's rows
-    along K in blocks, may touch it; the tile's loop is the same.
+    along K in blocks, may touch it; the tile's loop is the same. ``packed``: ``x1`` is
+    B packed at build time (:func:`packed_length`), read panel by panel in place.
     """
     mr, nr = tile
     itemsize = 4 if dtype == "float32" else 8
     lanes = min(target.lanes(dtype), nr)  # a narrow N tiles with half-width vectors
     blocks, rtail = divmod(m, mr)
-    pack = blocks + (rtail > 0) > 1 or b_t
+    pack = (blocks + (rtail > 0) > 1 or b_t) and not packed
     full, tail = divmod(n, nr)
     group = _group(full, k, nr, itemsize, target.l2 // 2) if pack else 1
     main = full // group  # main column tasks per (batch, chunk)
     col_tasks = main + (tail > 0)
-    chunks = _row_chunks(batches * col_tasks, blocks) if pack else 1
+    chunks = _row_chunks(batches * col_tasks, blocks) if pack or packed else 1
     per_chunk = -(-blocks // chunks)  # row blocks per chunk (the last may have fewer)
     tasks = batches * chunks * col_tasks
     parallel = batches * m * n * k >= PARALLEL_MIN_MACS and tasks > 1
@@ -369,6 +455,10 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
             def put(p, kk, j, value):
                 panel[p, kk, j] = value
             pack_panel(x1, b, put, jg * nr, [nr] * group)
+        if packed:  # panel ``ct`` of the build-time packing: K x NR, row after row
+            row_blocks(x0, out, b, chunk, ct * nr, nr, nr,
+                       lambda kk, ji: x1[(ct * k + kk) * nr + ji], "acc")
+            return
         for g in T.serial(group) if group > 1 else (0,):
             # scratch names are unique per shape: FuseTIR renames a callee's allocations
             row_blocks(x0, out, b, chunk, (jg + g) * nr, nr, nr,
@@ -378,6 +468,10 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
 
     def tail_panel(x0, x1, out, b, chunk):
         col0 = full * nr
+        if packed:  # after the main panels: K x tpad, zero-padded at build time
+            row_blocks(x0, out, b, chunk, col0, tpad, tail,
+                       lambda kk, ji: x1[full * k * nr + kk * tpad + ji], "tacc")
+            return
         if pack:
             tpanel = T.alloc_buffer((k, tpad), dtype)
 
@@ -415,9 +509,10 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
                     main_panels(x0, x1, out, b, chunk, ct)
                 with T.Else():
                     tail_panel(x0, x1, out, b, chunk)
-    return matmul.with_attr("schedule", "matmul")
+    return matmul.with_attr("schedule", "matmul_packed" if packed else "matmul")
 
 
-__all__ = ["MIN_WORK", "PARALLEL_MIN_MACS", "WIDE_PANEL_L2_FRACTION", "accumulators",
-           "matmul_with_epilogue",
-           "scheduled_batch_matmul", "scheduled_matmul", "scheduled_transposed_matmul"]
+__all__ = ["MATMUL_B", "MIN_WORK", "PACKED_MAX_ROWS", "PACKED_MAX_VECTORS", "PARALLEL_MIN_MACS",
+           "WIDE_PANEL_L2_FRACTION", "accumulators", "matmul_with_epilogue", "packed_length",
+           "packed_matmul", "packed_tile", "scheduled_batch_matmul", "scheduled_matmul",
+           "scheduled_transposed_matmul"]
