@@ -51,6 +51,14 @@ from irkernel.tir.function import PrimFunc
 from irkernel.target import CPUTarget
 from passes.topi.matmul_dot import dot_ok, dot_rows
 from passes.topi.matmul_rows import a_element, rows_ok, streamed_rows, unravel
+from passes.topi.matmul_tiles import (
+    MIN_TASKS,
+    ROW_CHUNK_BLOCKS,
+    packed_length,
+    packed_tile,
+    register_tile,
+    split_columns,
+)
 from passes.topi.packing import PACKABLE
 from passes.topi.vector import current_target, vector_pieces
 
@@ -64,91 +72,10 @@ MIN_WORK = 16 * 16 * 16
 #: costs more than the second core saves: ~3 us of work at one thread).
 PARALLEL_MIN_MACS = 1 << 16
 
-#: Largest packed panel for the widest tile, as a fraction of L2 (256 KiB of a 1 MiB
-#: L2); above it a narrower panel keeps the packed block in L2 beside A's rows and C.
-WIDE_PANEL_L2_FRACTION = 4
-
-
-def accumulators(target: CPUTarget) -> int:
-    """Accumulator vectors a register tile may hold: the register file less the B vectors
-    of one K step and the broadcast of A (24 of 32 with AVX-512, 12 of 16 otherwise)."""
-    return target.vector_registers * 3 // 4
-
-
 def _target(bits: int) -> CPUTarget:
     """The current target, tiled for ``bits``-wide vectors when ``bits`` is given."""
     target = current_target()
     return target.with_vector_bits(bits) if bits else target
-
-
-def _tile(m: int, n: int, k: int, dtype: str, target: CPUTarget) -> tuple[int, int] | None:
-    """(MR, NR) for ``target``'s register file, or None when N is below 4 (fewer columns
-    than a vector take vectors of half the width, down to 4 lanes).
-
-    The tile depends on the register file and on M only through "fewer rows than a
-    tile": rows and columns past a multiple of the tile go to tail tiles (which cost
-    in proportion to their size), so a prime M gets the same main tile as a round one.
-    Many rows: ``MR x V`` vectors with V = 4 (AVX-512: 6 x 4, 24 accumulators) or 2
-    (AVX2: 6 x 2, OpenBLAS's Haswell shape); a panel above ``l2 / WIDE_PANEL_L2_FRACTION`` halves
-    V to stay in L2 (a quarter of it). Fewer rows than MR (a batch-1 classifier, a GEMV) take wider tiles,
-    up to 8 vectors: independent accumulators hide the FMA latency, which a single
-    1-vector chain exposes (4 cycles per fma on a core that issues two a cycle).
-    """
-    itemsize = 4 if dtype == "float32" else 8
-    lanes = target.lanes(dtype)
-    while n < lanes and lanes > 4:  # narrow N: half-width vectors (same register file)
-        lanes //= 2
-    vectors = n // lanes
-    if vectors == 0:
-        return None
-    budget = accumulators(target)
-    wide = 4 if target.vector_registers >= 32 else 2
-    if k * wide * lanes * itemsize > target.l2 // WIDE_PANEL_L2_FRACTION:
-        wide = max(1, wide // 2)
-    v = min(wide, vectors)
-    mr = min(budget // v, 8)
-    if m < mr:
-        mr = m
-        v = min(vectors, budget // m, 24)
-    return mr, v * lanes
-
-
-#: Most accumulator vectors per row of a tile reading pre-packed panels with few rows:
-#: eight independent chains hide the fma latency (4 cycles, two a cycle), and narrower
-#: panels leave enough of them for two threads (1 x 1000 columns: 8 panels, not 3).
-PACKED_MAX_VECTORS = 8
-#: Most rows a tile reading pre-packed panels takes whole (one pass over B).
-PACKED_MAX_ROWS = 8
-
-
-def packed_tile(m: int, n: int, k: int, dtype: str, target: CPUTarget
-                ) -> tuple[int, int, int] | None:
-    """(MR, NR, lanes) of the tile that reads B pre-packed at build time
-    (``passes/topi/matmul_packed.py``), or None when N is below 4.
-
-    Up to ``PACKED_MAX_ROWS`` rows take one tile of all the rows (each B vector loaded
-    once, used by every row: 8 x 3, 4 x 6, 2 x 8 or 1 x 8 vectors with AVX-512), so the
-    matmul is one sequential pass over the packed panels, bound by the fmas when B is in
-    cache and by its bandwidth when not; more rows take :func:`_tile`'s tile."""
-    tile = _tile(m, n, k, dtype, target)
-    if tile is None:
-        return None
-    mr, nr = tile
-    lanes = target.lanes(dtype)
-    while n < lanes and lanes > 4:
-        lanes //= 2
-    if m <= PACKED_MAX_ROWS:
-        mr = m
-        v = min(n // lanes, max(1, accumulators(target) // m), PACKED_MAX_VECTORS)
-        nr = v * lanes
-    return mr, nr, min(lanes, nr)
-
-
-def packed_length(n: int, k: int, nr: int, lanes: int) -> int:
-    """Elements of B packed for a tile ``nr`` wide: ``N // nr`` panels of ``K x nr``, then
-    the ``N % nr`` tail columns zero-padded to whole vectors, ``K x tpad``."""
-    full, tail = divmod(n, nr)
-    return (full * nr + -(-tail // lanes) * lanes) * k
 
 
 def _identity(acc: PrimExpr, i: PrimExpr, j: PrimExpr) -> PrimExpr:
@@ -233,8 +160,6 @@ def packed_matmul(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str
 #: of a packed panel is a separate page of B when N is large, so a 64-byte panel row
 #: costs a TLB walk per 64 bytes; four panels per pass read 256.
 PACK_ROW_BYTES = 256
-#: Fewest tasks grouping may leave (balance over the pool's threads).
-MIN_TASKS = 8
 #: K per step of packing a transposed B: a 64-byte line of each of the panel's rows of
 #: ``x1`` (float32), written to that many panel rows (``16 x NR`` elements, in L1).
 TRANSPOSE_BLOCK = 16
@@ -309,9 +234,10 @@ def _unpacked(batches: int, rows: int, n: int, k: int, dtype: str, odt: str,
     if not b_t and rows_ok(batches, rows, n, target, dtype):
         return streamed_rows(rows, n, k, dtype, odt, finish, a_shape, b_shape, out_shape,
                              row_dims, target, PARALLEL_MIN_MACS, a_t)
-    tile = _tile(rows, n, k, dtype, target)
+    tile = register_tile(rows, n, k, dtype, target)
     if tile is None:
         return None
+    tile = split_columns(tile, batches, rows, n, b_t, target, dtype)
     return _schedule(batches, rows, n, k, tile, dtype, odt, finish, a_shape, b_shape,
                      out_shape, b_batch, row_dims, target, a_t, b_t)
 
@@ -322,7 +248,7 @@ def _row_chunks(col_tasks: int, blocks: int) -> int:
     least two row blocks (a chunk packs its own copy of the panel)."""
     if col_tasks >= MIN_TASKS:
         return 1
-    return max(1, min(-(-MIN_TASKS // col_tasks), blocks // 2))
+    return max(1, min(-(-MIN_TASKS // col_tasks), blocks // ROW_CHUNK_BLOCKS))
 
 
 def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # noqa: C901
@@ -512,7 +438,6 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
     return matmul.with_attr("schedule", "matmul_packed" if packed else "matmul")
 
 
-__all__ = ["MATMUL_B", "MIN_WORK", "PACKED_MAX_ROWS", "PACKED_MAX_VECTORS", "PARALLEL_MIN_MACS",
-           "WIDE_PANEL_L2_FRACTION", "accumulators", "matmul_with_epilogue", "packed_length",
-           "packed_matmul", "packed_tile", "scheduled_batch_matmul", "scheduled_matmul",
+__all__ = ["MATMUL_B", "MIN_WORK", "PARALLEL_MIN_MACS", "matmul_with_epilogue",
+           "packed_matmul", "scheduled_batch_matmul", "scheduled_matmul",
            "scheduled_transposed_matmul"]

@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from irkernel.tir.function import PrimFunc
-from passes.topi.matmul import MATMUL_B, packed_matmul, packed_tile
+from passes.topi.matmul import MATMUL_B, packed_matmul
+from passes.topi.matmul_tiles import packed_tile
 from passes.topi.packing import Packer, register_packer
 from passes.topi.vector import current_target
 

@@ -22,7 +22,7 @@ import irkernel as ik
 import runtime
 from irkernel import transform
 from irkernel.tir.function import PrimFunc
-from passes.topi.matmul import packed_length, packed_tile
+from passes.topi.matmul_tiles import packed_length, packed_tile
 from passes.topi.matmul_packed import pack_b
 from passes.topi.vector import current_target
 from runtime.build import graph_pipeline
