@@ -22,11 +22,15 @@ target (within 1.5x of OpenBLAS at batch 64, hidden 1024). The schedule:
 * an ``MR x NR`` accumulator tile is updated with exact ``fma`` over the whole K
   loop, then stored once. Storing once (no K blocking that re-reads C) is what lets
   FuseTIR fold an elementwise epilogue (bias, relu) into the store. The tile is sized
-  to the register file (``passes/topi/vector.py``): with 32 registers (AVX-512) 4 x 4
-  or 8 x 2 vectors (sixteen accumulators); with 16 (AVX2, SSE) 6 x 2 vectors (twelve,
-  the shape of OpenBLAS's Haswell kernel), rows fewer than 6 taking wider tiles. The
-  4 x 64 float32 tile on AVX2 needed 32 accumulators and spilled: 17 GFLOP/s at
-  64 x 1024 x 1024 against OpenBLAS's 66.
+  to the register file (``passes/topi/matmul_tiles.py``): with 32 registers (AVX-512)
+  6 x 4 vectors (24 accumulators), 7 or 8 rows one tile of 3 vectors; with 16 (AVX2,
+  SSE) 6 x 2 vectors (twelve, the shape of OpenBLAS's Haswell kernel); rows fewer than 6
+  take wider tiles. The 4 x 64 float32 tile on AVX2 needed 32 accumulators and spilled:
+  17 GFLOP/s at 64 x 1024 x 1024 against OpenBLAS's 66. A matmul of few row blocks and
+  few panels takes narrower panels rather than row chunks that would each pack a copy;
+* when B is a constant, none of this packing runs per call: ``PackConstantWeights``
+  stores B in the panels' order at build time and the call reads it in place
+  (``packed=True``, ``passes/topi/matmul_packed.py``).
 
 Used when N is at least one vector and the problem is not tiny (the last ``N % NR``
 columns are one narrower unpacked panel after the parallel loop: a classifier's 1000
@@ -34,8 +38,8 @@ columns; the last ``M % MR`` rows, a shorter tile). Batched forms: ``x[..., M, K
 w[K, N]`` (a linear layer over a sequence) is one matmul of ``prod(...) * M`` rows, read
 and written in place through the batch indices; ``a[..., M, K] @ b[..., K, N]`` with
 equal batch shapes (attention) is one parallel loop over (batch, column panel).
-Otherwise LegalizeOps uses the canonical reduction. Imports irkernel.tir and
-passes.topi.vector only.
+Otherwise LegalizeOps uses the canonical reduction. Imports irkernel.tir, irkernel.target
+and passes.topi only.
 """
 
 # no `from __future__ import annotations`: T.prim_func evaluates the closures in annotations

@@ -29,7 +29,7 @@ import numpy as np
 
 from irkernel.tir.function import PrimFunc
 from passes.topi.matmul import MATMUL_B, packed_matmul
-from passes.topi.matmul_tiles import packed_tile
+from passes.topi.matmul_tiles import packed_length, packed_tile
 from passes.topi.packing import Packer, register_packer
 from passes.topi.vector import current_target
 
@@ -52,11 +52,14 @@ def pack_b(value: np.ndarray, key: tuple[Any, ...]) -> np.ndarray:
         raise ValueError(f"pack_b: no packed tile for {rows} x {k} x {n}")
     _, nr, lanes = tile
     full, tail = divmod(n, nr)
-    panels = value[:, :full * nr].reshape(k, full, nr).transpose(1, 0, 2).reshape(-1)
     tpad = -(-tail // lanes) * lanes
-    rest = np.zeros((k, tpad), value.dtype)
+    out = np.empty(packed_length(n, k, nr, lanes), value.dtype)  # one copy of B, in place
+    out[:full * k * nr].reshape(full, k, nr)[...] = \
+        value[:, :full * nr].reshape(k, full, nr).transpose(1, 0, 2)
+    rest = out[full * k * nr:].reshape(k, tpad)
     rest[:, :tail] = value[:, full * nr:]
-    return np.concatenate([panels, rest.reshape(-1)])
+    rest[:, tail:] = 0
+    return out
 
 
 def _variant(key: tuple[Any, ...]) -> PrimFunc:
