@@ -62,6 +62,7 @@ from passes.topi.matmul_tiles import (
     packed_tile,
     register_tile,
     split_columns,
+    tail_width,
 )
 from passes.topi.packing import PACKABLE
 from passes.topi.vector import current_target, vector_pieces
@@ -290,7 +291,7 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
     per_chunk = -(-blocks // chunks)  # row blocks per chunk (the last may have fewer)
     tasks = batches * chunks * col_tasks
     parallel = batches * m * n * k >= PARALLEL_MIN_MACS and tasks > 1
-    tpad = -(-tail // lanes) * lanes  # the packed tail panel, whole vectors
+    tpad = tail_width(tail, lanes)  # the packed tail panel, zero-padded to whole vectors
     tvec = tail // lanes * lanes      # unpacked: the tail's whole vectors
 
     def batch_index(b):

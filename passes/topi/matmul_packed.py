@@ -10,7 +10,8 @@ is for every linear layer, ``PackConstantWeights`` (``passes/pack_weights.py``) 
 once in the tile's order, :func:`pack_b`:
 
 * ``N // NR`` panels of ``K x NR`` (panel ``p``, row ``k``: ``B[k, p*NR : (p+1)*NR]``),
-* then the ``N % NR`` tail columns as ``K x tpad``, zero-padded to whole vectors,
+* then the ``N % NR`` tail columns as ``K x tpad``, zero-padded to whole vectors
+  (``matmul_tiles.tail_width``),
 
 all in one 1-d constant, and the call reads it through :func:`packed_matmul`: no packing
 phase, and each task reads its panel sequentially (the hardware prefetchers' best case).
@@ -29,7 +30,7 @@ import numpy as np
 
 from irkernel.tir.function import PrimFunc
 from passes.topi.matmul import MATMUL_B, packed_matmul
-from passes.topi.matmul_tiles import packed_length, packed_tile
+from passes.topi.matmul_tiles import packed_length, packed_tile, tail_width
 from passes.topi.packing import Packer, register_packer
 from passes.topi.vector import current_target
 
@@ -52,7 +53,7 @@ def pack_b(value: np.ndarray, key: tuple[Any, ...]) -> np.ndarray:
         raise ValueError(f"pack_b: no packed tile for {rows} x {k} x {n}")
     _, nr, lanes = tile
     full, tail = divmod(n, nr)
-    tpad = -(-tail // lanes) * lanes
+    tpad = tail_width(tail, lanes)
     out = np.empty(packed_length(n, k, nr, lanes), value.dtype)  # one copy of B, in place
     out[:full * k * nr].reshape(full, k, nr)[...] = \
         value[:, :full * nr].reshape(k, full, nr).transpose(1, 0, 2)

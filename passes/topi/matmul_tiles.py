@@ -94,11 +94,22 @@ def packed_tile(m: int, n: int, k: int, dtype: str, target: CPUTarget
     return mr, nr, min(lanes, nr)
 
 
+def tail_width(tail: int, lanes: int) -> int:
+    """Columns of a packed tail panel of ``tail`` columns: whole vectors of the narrowest
+    power-of-two width that holds the tail, up to ``lanes`` (31 of 16 lanes: 32; 5: 8;
+    1: 1). Rounding a 1-column tail up to a whole 16-lane vector made its task as costly
+    as a full panel's (17 columns: twice the work)."""
+    width = 1
+    while width < min(tail, lanes):
+        width *= 2
+    return -(-tail // width) * width
+
+
 def packed_length(n: int, k: int, nr: int, lanes: int) -> int:
     """Elements of B packed for a tile ``nr`` wide: ``N // nr`` panels of ``K x nr``, then
-    the ``N % nr`` tail columns zero-padded to whole vectors, ``K x tpad``."""
+    the ``N % nr`` tail columns zero-padded to :func:`tail_width`, ``K x tpad``."""
     full, tail = divmod(n, nr)
-    return (full * nr + -(-tail // lanes) * lanes) * k
+    return (full * nr + tail_width(tail, lanes)) * k
 
 
 def split_columns(tile: tuple[int, int], batches: int, m: int, n: int, b_t: bool,
@@ -125,4 +136,5 @@ def split_columns(tile: tuple[int, int], batches: int, m: int, n: int, b_t: bool
 
 
 __all__ = ["MIN_TASKS", "ROW_CHUNK_BLOCKS", "PACKED_MAX_ROWS", "PACKED_MAX_VECTORS", "WIDE_PANEL_L2_FRACTION",
-           "accumulators", "packed_length", "packed_tile", "register_tile", "split_columns"]
+           "accumulators", "packed_length", "packed_tile", "register_tile", "split_columns",
+           "tail_width"]
