@@ -135,6 +135,6 @@ def split_columns(tile: tuple[int, int], batches: int, m: int, n: int, b_t: bool
     return mr, nr
 
 
-__all__ = ["MIN_TASKS", "ROW_CHUNK_BLOCKS", "PACKED_MAX_ROWS", "PACKED_MAX_VECTORS", "WIDE_PANEL_L2_FRACTION",
-           "accumulators", "packed_length", "packed_tile", "register_tile", "split_columns",
-           "tail_width"]
+__all__ = ["MIN_TASKS", "PACKED_MAX_ROWS", "PACKED_MAX_VECTORS", "ROW_CHUNK_BLOCKS",
+           "WIDE_PANEL_L2_FRACTION", "accumulators", "packed_length", "packed_tile",
+           "register_tile", "split_columns", "tail_width"]
