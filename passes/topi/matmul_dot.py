@@ -6,9 +6,9 @@ contiguous row of ``x1`` (``K`` floats), so the panel schedule must pack it firs
 scalar move per element, and with up to eight rows that packing is not amortized (it
 costs more than the fmas it feeds: a 5 x 902 @ (2914 x 902).T ran 15x slower packed).
 Here each output element is a dot product of two contiguous rows, A's row and ``x1``'s
-row, read with vector loads along K: a step takes ``cols`` rows of ``x1`` at once, so every A vector loaded feeds ``cols`` fmas and every
-``x1`` vector ``m`` fmas, into ``m x cols`` accumulator vectors (independent chains that
-hide the fma latency); the lanes of each are summed once at the end. ``x1`` is read
+row, read with vector loads along K: a step takes ``cols`` rows of ``x1`` at once, so
+every A vector loaded feeds ``cols`` fmas and every ``x1`` vector ``m`` fmas, into
+``m x cols`` accumulator vectors (independent chains that hide the fma latency); the lanes of each are summed once at the end. ``x1`` is read
 sequentially row after row, the hardware prefetchers' best case, as in ``matmul_rows``.
 
 The sum of the lanes makes the order of accumulation differ from the panel schedule's
