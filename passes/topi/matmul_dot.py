@@ -8,8 +8,9 @@ costs more than the fmas it feeds: a 5 x 902 @ (2914 x 902).T ran 15x slower pac
 Here each output element is a dot product of two contiguous rows, A's row and ``x1``'s
 row, read with vector loads along K: a step takes ``cols`` rows of ``x1`` at once, so
 every A vector loaded feeds ``cols`` fmas and every ``x1`` vector ``m`` fmas, into
-``m x cols`` accumulator vectors (independent chains that hide the fma latency); the lanes of each are summed once at the end. ``x1`` is read
-sequentially row after row, the hardware prefetchers' best case, as in ``matmul_rows``.
+``m x cols`` accumulator vectors (independent chains that hide the fma latency); the
+lanes of each are summed once at the end. ``x1`` is read sequentially row after row, the
+hardware prefetchers' best case, as in ``matmul_rows``.
 
 The sum of the lanes makes the order of accumulation differ from the panel schedule's
 (K order), so results differ from it by rounding, never by thread count: each output
