@@ -16,6 +16,7 @@ from passes.fold_constant import FoldConstant
 from passes.fuse_ops import FuseOps
 from passes.fuse_tir import FuseTIR
 from passes.legalize_ops import LegalizeOps
+from passes.pack_weights import PackConstantWeights
 from passes.pipelines import GRAPH_LOWERING, LOWER_TIR
 from passes.simplify_arith import SimplifyArith
 from passes.split_concat import SplitConcat
@@ -44,6 +45,7 @@ __all__ = [
     "FuseOps",
     "FuseTIR",
     "LegalizeOps",
+    "PackConstantWeights",
     "SimplifyArith",
     "SplitConcat",
     "fixpoint",

@@ -22,11 +22,15 @@ target (within 1.5x of OpenBLAS at batch 64, hidden 1024). The schedule:
 * an ``MR x NR`` accumulator tile is updated with exact ``fma`` over the whole K
   loop, then stored once. Storing once (no K blocking that re-reads C) is what lets
   FuseTIR fold an elementwise epilogue (bias, relu) into the store. The tile is sized
-  to the register file (``passes/topi/vector.py``): with 32 registers (AVX-512) 4 x 4
-  or 8 x 2 vectors (sixteen accumulators); with 16 (AVX2, SSE) 6 x 2 vectors (twelve,
-  the shape of OpenBLAS's Haswell kernel), rows fewer than 6 taking wider tiles. The
-  4 x 64 float32 tile on AVX2 needed 32 accumulators and spilled: 17 GFLOP/s at
-  64 x 1024 x 1024 against OpenBLAS's 66.
+  to the register file (``passes/topi/matmul_tiles.py``): with 32 registers (AVX-512)
+  6 x 4 vectors (24 accumulators), 7 or 8 rows one tile of 3 vectors; with 16 (AVX2,
+  SSE) 6 x 2 vectors (twelve, the shape of OpenBLAS's Haswell kernel); rows fewer than 6
+  take wider tiles. The 4 x 64 float32 tile on AVX2 needed 32 accumulators and spilled:
+  17 GFLOP/s at 64 x 1024 x 1024 against OpenBLAS's 66. A matmul of few row blocks and
+  few panels takes narrower panels rather than row chunks that would each pack a copy;
+* when B is a constant, none of this packing runs per call: ``PackConstantWeights``
+  stores B in the panels' order at build time and the call reads it in place
+  (``packed=True``, ``passes/topi/matmul_packed.py``).
 
 Used when N is at least one vector and the problem is not tiny (the last ``N % NR``
 columns are one narrower unpacked panel after the parallel loop: a classifier's 1000
@@ -34,8 +38,8 @@ columns; the last ``M % MR`` rows, a shorter tile). Batched forms: ``x[..., M, K
 w[K, N]`` (a linear layer over a sequence) is one matmul of ``prod(...) * M`` rows, read
 and written in place through the batch indices; ``a[..., M, K] @ b[..., K, N]`` with
 equal batch shapes (attention) is one parallel loop over (batch, column panel).
-Otherwise LegalizeOps uses the canonical reduction. Imports irkernel.tir and
-passes.topi.vector only.
+Otherwise LegalizeOps uses the canonical reduction. Imports irkernel.tir, irkernel.target
+and passes.topi only.
 """
 
 # no `from __future__ import annotations`: T.prim_func evaluates the closures in annotations
@@ -51,7 +55,20 @@ from irkernel.tir.function import PrimFunc
 from irkernel.target import CPUTarget
 from passes.topi.matmul_dot import dot_ok, dot_rows
 from passes.topi.matmul_rows import a_element, rows_ok, streamed_rows, unravel
+from passes.topi.matmul_tiles import (
+    MIN_TASKS,
+    ROW_CHUNK_BLOCKS,
+    packed_length,
+    packed_tile,
+    register_tile,
+    split_columns,
+    tail_width,
+)
+from passes.topi.packing import PACKABLE
 from passes.topi.vector import current_target, vector_pieces
+
+#: Packer name of B of the 2-d, untransposed forms (``passes/topi/matmul_packed.py``).
+MATMUL_B = "matmul_b"
 
 #: Below this many multiply-adds the canonical (fusable) reduction is used instead.
 MIN_WORK = 16 * 16 * 16
@@ -60,53 +77,10 @@ MIN_WORK = 16 * 16 * 16
 #: costs more than the second core saves: ~3 us of work at one thread).
 PARALLEL_MIN_MACS = 1 << 16
 
-#: Largest packed panel for the widest tile, as a fraction of L2 (256 KiB of a 1 MiB
-#: L2); above it a narrower panel keeps the packed block in L2 beside A's rows and C.
-WIDE_PANEL_L2_FRACTION = 4
-
-
-def accumulators(target: CPUTarget) -> int:
-    """Accumulator vectors a register tile may hold: the register file less the B vectors
-    of one K step and the broadcast of A (24 of 32 with AVX-512, 12 of 16 otherwise)."""
-    return target.vector_registers * 3 // 4
-
-
 def _target(bits: int) -> CPUTarget:
     """The current target, tiled for ``bits``-wide vectors when ``bits`` is given."""
     target = current_target()
     return target.with_vector_bits(bits) if bits else target
-
-
-def _tile(m: int, n: int, k: int, dtype: str, target: CPUTarget) -> tuple[int, int] | None:
-    """(MR, NR) for ``target``'s register file, or None when N is below 4 (fewer columns
-    than a vector take vectors of half the width, down to 4 lanes).
-
-    The tile depends on the register file and on M only through "fewer rows than a
-    tile": rows and columns past a multiple of the tile go to tail tiles (which cost
-    in proportion to their size), so a prime M gets the same main tile as a round one.
-    Many rows: ``MR x V`` vectors with V = 4 (AVX-512: 6 x 4, 24 accumulators) or 2
-    (AVX2: 6 x 2, OpenBLAS's Haswell shape); a panel above ``l2 / WIDE_PANEL_L2_FRACTION`` halves
-    V to stay in L2 (a quarter of it). Fewer rows than MR (a batch-1 classifier, a GEMV) take wider tiles,
-    up to 8 vectors: independent accumulators hide the FMA latency, which a single
-    1-vector chain exposes (4 cycles per fma on a core that issues two a cycle).
-    """
-    itemsize = 4 if dtype == "float32" else 8
-    lanes = target.lanes(dtype)
-    while n < lanes and lanes > 4:  # narrow N: half-width vectors (same register file)
-        lanes //= 2
-    vectors = n // lanes
-    if vectors == 0:
-        return None
-    budget = accumulators(target)
-    wide = 4 if target.vector_registers >= 32 else 2
-    if k * wide * lanes * itemsize > target.l2 // WIDE_PANEL_L2_FRACTION:
-        wide = max(1, wide // 2)
-    v = min(wide, vectors)
-    mr = min(budget // v, 8)
-    if m < mr:
-        mr = m
-        v = min(vectors, budget // m, 24)
-    return mr, v * lanes
 
 
 def _identity(acc: PrimExpr, i: PrimExpr, j: PrimExpr) -> PrimExpr:
@@ -173,12 +147,24 @@ def scheduled_transposed_matmul(a_shape: tuple[int, ...], b_shape: tuple[int, ..
     return _cached_batched(tuple(a_shape), tuple(b_shape), dtype, _target(bits), a_t, b_t)
 
 
+@lru_cache(maxsize=256)
+def _cached_packed(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str,
+                   target: CPUTarget, a_t: bool) -> PrimFunc | None:
+    return _build(a_shape, b_shape, dtype, dtype, target, _identity, a_t, packed=True)
+
+
+def packed_matmul(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str,
+                  a_t: bool = False, bits: int = 0) -> PrimFunc | None:
+    """The scheduled ``A @ B`` with B 2-d read pre-packed: parameters ``(x0, x1, out)`` with
+    ``x1`` 1-d, B in :func:`passes.topi.matmul_packed.pack_b`'s order (``b_shape`` is B's
+    shape, ``(K, N)``); ``a_t`` as for :func:`scheduled_transposed_matmul`."""
+    return _cached_packed(tuple(a_shape), tuple(b_shape), dtype, _target(bits), a_t)
+
+
 #: Bytes of each B row a task packs at least (panels are grouped up to this): every row
 #: of a packed panel is a separate page of B when N is large, so a 64-byte panel row
 #: costs a TLB walk per 64 bytes; four panels per pass read 256.
 PACK_ROW_BYTES = 256
-#: Fewest tasks grouping may leave (balance over the pool's threads).
-MIN_TASKS = 8
 #: K per step of packing a transposed B: a 64-byte line of each of the panel's rows of
 #: ``x1`` (float32), written to that many panel rows (``16 x NR`` elements, in L1).
 TRANSPOSE_BLOCK = 16
@@ -197,9 +183,13 @@ def _group(full: int, k: int, nr: int, itemsize: int, max_bytes: int) -> int:
 
 def _build(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str, odt: str,
            target: CPUTarget, finish: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr],
-           a_t: bool = False, b_t: bool = False) -> PrimFunc | None:
+           a_t: bool = False, b_t: bool = False, packed: bool = False) -> PrimFunc | None:
     """The problem as (batches, rows, K, N) with index maps into the real buffers
-    (``a_t``/``b_t``: the buffer holds the operand with its last two axes swapped)."""
+    (``a_t``/``b_t``: the buffer holds the operand with its last two axes swapped).
+
+    A 2-d, untransposed B makes the result ``packable``: given B as a constant,
+    ``PackConstantWeights`` packs it at build time and calls the ``packed`` form, which
+    reads ``x1`` as the 1-d packed panels of :func:`packed_tile` and never packs."""
     if dtype not in ("float32", "float64") or len(a_shape) < 2 or len(b_shape) < 2:
         return None
     *a_batch, m, k = a_shape
@@ -219,17 +209,42 @@ def _build(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str, odt: 
     if batches * rows * n * k < MIN_WORK or k == 0:
         return None
     out_shape = (*(b_batch or a_batch), m, n)
+    if packed:
+        if b_t or b_batch:
+            raise ValueError("a packed B is 2-d and not transposed")
+        ptile = packed_tile(rows, n, k, dtype, target)
+        if ptile is None:
+            return None
+        mr, nr, lanes = ptile
+        x1_shape = (packed_length(n, k, nr, lanes),)
+        return _schedule(1, rows, n, k, (mr, nr), dtype, odt, finish, a_shape, x1_shape,
+                         out_shape, (), row_dims, target, a_t, packed=True)
+    prim = _unpacked(batches, rows, n, k, dtype, odt, finish, a_shape, b_shape, out_shape,
+                     tuple(b_batch), row_dims, target, a_t, b_t)
+    if prim is None or b_t or b_batch or packed_tile(rows, n, k, dtype, target) is None:
+        return prim
+    return prim.with_attr(PACKABLE, (MATMUL_B, 1, tuple(a_shape), tuple(b_shape), dtype, a_t))
+
+
+def _unpacked(batches: int, rows: int, n: int, k: int, dtype: str, odt: str,
+              finish: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr],
+              a_shape: tuple[int, ...], b_shape: tuple[int, ...], out_shape: tuple[int, ...],
+              b_batch: tuple[int, ...], row_dims: tuple[int, ...], target: CPUTarget,
+              a_t: bool, b_t: bool) -> PrimFunc | None:
+    """The schedule reading B as the graph holds it: dot products or streamed rows for a
+    few rows, else packed panels."""
     if b_t and not b_batch and dot_ok(batches, rows):  # x1 2-d: (N, K)
         return dot_rows(rows, n, k, dtype, odt, finish, a_shape, b_shape, out_shape,
                         row_dims, a_t, target, PARALLEL_MIN_MACS)
     if not b_t and rows_ok(batches, rows, n, target, dtype):
         return streamed_rows(rows, n, k, dtype, odt, finish, a_shape, b_shape, out_shape,
                              row_dims, target, PARALLEL_MIN_MACS, a_t)
-    tile = _tile(rows, n, k, dtype, target)
+    tile = register_tile(rows, n, k, dtype, target)
     if tile is None:
         return None
+    tile = split_columns(tile, batches, rows, n, b_t, target, dtype)
     return _schedule(batches, rows, n, k, tile, dtype, odt, finish, a_shape, b_shape,
-                     out_shape, tuple(b_batch), row_dims, target, a_t, b_t)
+                     out_shape, b_batch, row_dims, target, a_t, b_t)
 
 
 def _row_chunks(col_tasks: int, blocks: int) -> int:
@@ -238,14 +253,15 @@ def _row_chunks(col_tasks: int, blocks: int) -> int:
     least two row blocks (a chunk packs its own copy of the panel)."""
     if col_tasks >= MIN_TASKS:
         return 1
-    return max(1, min(-(-MIN_TASKS // col_tasks), blocks // 2))
+    return max(1, min(-(-MIN_TASKS // col_tasks), blocks // ROW_CHUNK_BLOCKS))
 
 
 def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # noqa: C901
               dtype: str, odt: str, finish: Callable[[PrimExpr, PrimExpr, PrimExpr], PrimExpr],
               a_shape: tuple[int, ...], b_shape: tuple[int, ...], out_shape: tuple[int, ...],
               batch_dims: tuple[int, ...], row_dims: tuple[int, ...],
-              target: CPUTarget, a_t: bool = False, b_t: bool = False) -> PrimFunc:
+              target: CPUTarget, a_t: bool = False, b_t: bool = False,
+              packed: bool = False) -> PrimFunc:
     """One task per (batch, row chunk, column panel group); its row blocks stream past
     the packed panel.
 
@@ -259,22 +275,23 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
     Every output element is accumulated by one task in K order, so results do not
     depend on the thread count. A transposed B (``b_t``) is always packed: its panel's
     elements sit ``K`` apart along N, so only the packing loop, which reads B's rows
-    along K in blocks, may touch it; the tile's loop is the same.
+    along K in blocks, may touch it; the tile's loop is the same. ``packed``: ``x1`` is
+    B packed at build time (:func:`packed_length`), read panel by panel in place.
     """
     mr, nr = tile
     itemsize = 4 if dtype == "float32" else 8
     lanes = min(target.lanes(dtype), nr)  # a narrow N tiles with half-width vectors
     blocks, rtail = divmod(m, mr)
-    pack = blocks + (rtail > 0) > 1 or b_t
+    pack = (blocks + (rtail > 0) > 1 or b_t) and not packed
     full, tail = divmod(n, nr)
     group = _group(full, k, nr, itemsize, target.l2 // 2) if pack else 1
     main = full // group  # main column tasks per (batch, chunk)
     col_tasks = main + (tail > 0)
-    chunks = _row_chunks(batches * col_tasks, blocks) if pack else 1
+    chunks = _row_chunks(batches * col_tasks, blocks) if pack or packed else 1
     per_chunk = -(-blocks // chunks)  # row blocks per chunk (the last may have fewer)
     tasks = batches * chunks * col_tasks
     parallel = batches * m * n * k >= PARALLEL_MIN_MACS and tasks > 1
-    tpad = -(-tail // lanes) * lanes  # the packed tail panel, whole vectors
+    tpad = tail_width(tail, lanes)  # the packed tail panel, zero-padded to whole vectors
     tvec = tail // lanes * lanes      # unpacked: the tail's whole vectors
 
     def batch_index(b):
@@ -369,6 +386,10 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
             def put(p, kk, j, value):
                 panel[p, kk, j] = value
             pack_panel(x1, b, put, jg * nr, [nr] * group)
+        if packed:  # panel ``ct`` of the build-time packing: K x NR, row after row
+            row_blocks(x0, out, b, chunk, ct * nr, nr, nr,
+                       lambda kk, ji: x1[(ct * k + kk) * nr + ji], "acc")
+            return
         for g in T.serial(group) if group > 1 else (0,):
             # scratch names are unique per shape: FuseTIR renames a callee's allocations
             row_blocks(x0, out, b, chunk, (jg + g) * nr, nr, nr,
@@ -378,6 +399,10 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
 
     def tail_panel(x0, x1, out, b, chunk):
         col0 = full * nr
+        if packed:  # after the main panels: K x tpad, zero-padded at build time
+            row_blocks(x0, out, b, chunk, col0, tpad, tail,
+                       lambda kk, ji: x1[full * k * nr + kk * tpad + ji], "tacc")
+            return
         if pack:
             tpanel = T.alloc_buffer((k, tpad), dtype)
 
@@ -415,9 +440,9 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
                     main_panels(x0, x1, out, b, chunk, ct)
                 with T.Else():
                     tail_panel(x0, x1, out, b, chunk)
-    return matmul.with_attr("schedule", "matmul")
+    return matmul.with_attr("schedule", "matmul_packed" if packed else "matmul")
 
 
-__all__ = ["MIN_WORK", "PARALLEL_MIN_MACS", "WIDE_PANEL_L2_FRACTION", "accumulators",
-           "matmul_with_epilogue",
-           "scheduled_batch_matmul", "scheduled_matmul", "scheduled_transposed_matmul"]
+__all__ = ["MATMUL_B", "MIN_WORK", "PARALLEL_MIN_MACS", "matmul_with_epilogue",
+           "packed_matmul", "scheduled_batch_matmul", "scheduled_matmul",
+           "scheduled_transposed_matmul"]

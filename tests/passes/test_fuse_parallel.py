@@ -111,9 +111,10 @@ def test_independence_proof() -> None:
     # 32 vector registers (AVX-512): up to 24 accumulators, 6 x 4 vectors
     (16, 128, 64, "float32", 512, (6, 64)),   # two 6-row blocks and a 4-row tail, packed
     (4, 64, 32, "float32", 512, (4, 64)),     # one row block: unpacked
-    (24, 96, 40, "float32", 512, (6, 64)),    # a 32-column tail, zero-padded packed panel
+    (48, 96, 40, "float32", 512, (6, 64)),    # a 32-column tail, zero-padded packed panel
+    (24, 96, 40, "float32", 512, (8, 32)),    # 4 row blocks of 2 panels: 3 narrower panels
     (6, 48, 16, "float32", 512, (6, 48)),     # three vectors wide
-    (8, 64, 24, "float64", 512, (6, 32)),
+    (8, 64, 24, "float64", 512, (8, 24)),    # 8 rows: one tile of 3 vectors, not 6 + 2
     (16, 64, 8192, "float32", 512, (8, 32)),  # K too deep for the wide panel to stay in L2
     (1, 200, 64, "float32", 512, (1, 192)),   # GEMV: 12 chains; a tail of 8 (wider N streams B)
     (6, 37, 24, "float32", 512, (6, 32)),     # tail of 5 columns, unpacked

@@ -132,7 +132,7 @@ def test_tiles_do_not_depend_on_the_divisors_of_m() -> None:
     """A prime M gets the register tile of a round one (the rows past it form a tail),
     and fewer rows than a tile widen it (GEMV)."""
     from irkernel.target import host_target
-    from passes.topi.matmul import _tile
+    from passes.topi.matmul_tiles import register_tile as _tile
 
     avx512, avx2 = host_target().with_vector_bits(512), host_target().with_vector_bits(256)
     assert _tile(197, 2304, 768, "float32", avx512) == _tile(192, 2304, 768, "float32", avx512)

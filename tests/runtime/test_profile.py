@@ -86,7 +86,7 @@ def test_rows_name_ops_schedules_and_costs(model) -> None:
     assert conv.ops == ("conv", "add", "relu")         # one fused kernel
     assert conv.schedule.startswith("conv_implicit_gemm[")
     matmul = next(r for r in rows.values() if r.ops == ("matmul",))
-    assert matmul.schedule == "matmul"
+    assert matmul.schedule == "matmul_packed"            # its constant weight packed at build
     assert matmul.flops == 2 * 16 * 64 * 1024          # M * N * K multiply-adds
     assert matmul.bytes == 4 * (16 * 1024 + 1024 * 64 + 16 * 64)
     assert matmul.gflops is not None and matmul.gflops > 0

@@ -1,0 +1,140 @@
+"""The register tiles of the float matmul: how many rows and columns one tile accumulates.
+
+Why a module of its own: the tile decides everything else of a schedule (the panel
+width, so the packing order of B, and the number of parallel tasks), for the schedules
+that pack B per call (``matmul.py``) and the one that reads B packed at build time
+(``matmul_packed.py``). Sized to the target's register file (``passes/topi/vector.py``).
+Imports irkernel.target only.
+"""
+
+from __future__ import annotations
+
+from irkernel.target import CPUTarget
+
+#: Fewest tasks of a parallel matmul (balance over the pool's threads): panel grouping
+#: may not leave fewer, and fewer column panels take narrower ones or row chunks.
+MIN_TASKS = 8
+#: Row blocks a row chunk keeps at least (two: a chunk packs its own copy of the panel).
+ROW_CHUNK_BLOCKS = 2
+
+#: Largest packed panel for the widest tile, as a fraction of L2 (256 KiB of a 1 MiB
+#: L2); above it a narrower panel keeps the packed block in L2 beside A's rows and C.
+WIDE_PANEL_L2_FRACTION = 4
+
+
+#: Most accumulator vectors per row of a tile reading pre-packed panels with few rows:
+#: eight independent chains hide the fma latency (4 cycles, two a cycle), and narrower
+#: panels leave enough of them for two threads (1 x 1000 columns: 8 panels, not 3).
+PACKED_MAX_VECTORS = 8
+#: Most rows one tile takes whole (one pass over B; `register_tile`, `packed_tile`).
+PACKED_MAX_ROWS = 8
+
+
+def accumulators(target: CPUTarget) -> int:
+    """Accumulator vectors a register tile may hold: the register file less the B vectors
+    of one K step and the broadcast of A (24 of 32 with AVX-512, 12 of 16 otherwise)."""
+    return target.vector_registers * 3 // 4
+
+
+def register_tile(m: int, n: int, k: int, dtype: str, target: CPUTarget
+                  ) -> tuple[int, int] | None:
+    """(MR, NR) for ``target``'s register file, or None when N is below 4 (fewer columns
+    than a vector take vectors of half the width, down to 4 lanes).
+
+    The tile depends on the register file and on M only through "fewer rows than a
+    tile": rows and columns past a multiple of the tile go to tail tiles (which cost
+    in proportion to their size), so a prime M gets the same main tile as a round one.
+    Many rows: ``MR x V`` vectors with V = 4 (AVX-512: 6 x 4, 24 accumulators) or 2
+    (AVX2: 6 x 2, OpenBLAS's Haswell shape); a panel above ``l2 / WIDE_PANEL_L2_FRACTION``
+    halves V to stay in L2 (a quarter of it). Fewer rows than MR (a batch-1 classifier, a
+    GEMV) take wider tiles, up to 8 vectors: independent accumulators hide the FMA latency,
+    which a single 1-vector chain exposes (4 cycles per fma on a core that issues two a cycle).
+    """
+    itemsize = 4 if dtype == "float32" else 8
+    lanes = target.lanes(dtype)
+    while n < lanes and lanes > 4:  # narrow N: half-width vectors (same register file)
+        lanes //= 2
+    vectors = n // lanes
+    if vectors == 0:
+        return None
+    budget = accumulators(target)
+    wide = 4 if target.vector_registers >= 32 else 2
+    if k * wide * lanes * itemsize > target.l2 // WIDE_PANEL_L2_FRACTION:
+        wide = max(1, wide // 2)
+    v = min(wide, vectors)
+    mr = min(budget // v, 8)
+    if m < mr:
+        mr = m
+        v = min(vectors, budget // m, 24)
+    elif m <= PACKED_MAX_ROWS and budget // m >= 2:  # 7 or 8 rows: one tile, not 6 + 1
+        mr, v = m, min(vectors, budget // m)
+    return mr, v * lanes
+
+
+def packed_tile(m: int, n: int, k: int, dtype: str, target: CPUTarget
+                ) -> tuple[int, int, int] | None:
+    """(MR, NR, lanes) of the tile that reads B pre-packed at build time
+    (``passes/topi/matmul_packed.py``), or None when N is below 4.
+
+    Up to ``PACKED_MAX_ROWS`` rows take one tile of all the rows (each B vector loaded
+    once, used by every row: 8 x 3, 4 x 6, 2 x 8 or 1 x 8 vectors with AVX-512), so the
+    matmul is one sequential pass over the packed panels, bound by the fmas when B is in
+    cache and by its bandwidth when not; more rows take :func:`register_tile`'s tile."""
+    tile = register_tile(m, n, k, dtype, target)
+    if tile is None:
+        return None
+    mr, nr = tile
+    lanes = target.lanes(dtype)
+    while n < lanes and lanes > 4:
+        lanes //= 2
+    if m <= PACKED_MAX_ROWS:
+        mr = m
+        v = min(n // lanes, max(1, accumulators(target) // m), PACKED_MAX_VECTORS)
+        nr = v * lanes
+    return mr, nr, min(lanes, nr)
+
+
+def tail_width(tail: int, lanes: int) -> int:
+    """Columns of a packed tail panel of ``tail`` columns: whole vectors of the narrowest
+    power-of-two width that holds the tail, up to ``lanes`` (31 of 16 lanes: 32; 5: 8;
+    1: 1). Rounding a 1-column tail up to a whole 16-lane vector made its task as costly
+    as a full panel's (17 columns: twice the work)."""
+    width = 1
+    while width < min(tail, lanes):
+        width *= 2
+    return -(-tail // width) * width
+
+
+def packed_length(n: int, k: int, nr: int, lanes: int) -> int:
+    """Elements of B packed for a tile ``nr`` wide: ``N // nr`` panels of ``K x nr``, then
+    the ``N % nr`` tail columns zero-padded to :func:`tail_width`, ``K x tpad``."""
+    full, tail = divmod(n, nr)
+    return (full * nr + tail_width(tail, lanes)) * k
+
+
+def split_columns(tile: tuple[int, int], batches: int, m: int, n: int, b_t: bool,
+                  target: CPUTarget, dtype: str) -> tuple[int, int]:
+    """The tile, narrowed (half the vectors, more rows) while a packing matmul would
+    otherwise be split into row chunks of few row blocks: fewer than ``MIN_TASKS`` column
+    panels and ``2 * ROW_CHUNK_BLOCKS`` to ``MIN_TASKS`` row blocks (``matmul._row_chunks``;
+    with more row blocks the packing is amortized and row chunks cost little).
+
+    Why: every row chunk packs its own copy of its panel, so with a few row blocks per
+    chunk the packing, a large part of the work, nearly doubles (24 x 1024 @ 1024 x 256:
+    four 64-column panels, each packed twice). Narrower panels split N instead: the same
+    packing in more, smaller tasks (eight 32-column panels, each packed once)."""
+    mr, nr = tile
+    lanes = target.lanes(dtype)
+    budget = accumulators(target)
+    if -(-m // mr) <= 1 and not b_t:  # unpacked: read in place
+        return tile
+    while (nr > lanes and 2 * ROW_CHUNK_BLOCKS <= m // mr < MIN_TASKS
+           and batches * -(-n // nr) < MIN_TASKS):
+        v = nr // lanes // 2
+        mr, nr = min(budget // v, 8, m), v * lanes
+    return mr, nr
+
+
+__all__ = ["MIN_TASKS", "PACKED_MAX_ROWS", "PACKED_MAX_VECTORS", "ROW_CHUNK_BLOCKS",
+           "WIDE_PANEL_L2_FRACTION", "accumulators", "packed_length", "packed_tile",
+           "register_tile", "split_columns", "tail_width"]
