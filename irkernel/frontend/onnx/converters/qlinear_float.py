@@ -43,7 +43,7 @@ def _through_float(ctx: Context, args: Args, op: Callable[[Value], Value]) -> Va
 
 @register("QLinearSigmoid", domain=_MS)
 class QLinearSigmoid(OnnxOpConverter):
-    graph_ops = (*_DEQUANT_QUANT, "sigmoid")
+    graph_ops = tuple(sorted({*_DEQUANT_QUANT, "sigmoid"}))
 
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
@@ -52,7 +52,7 @@ class QLinearSigmoid(OnnxOpConverter):
 
 @register("QLinearLeakyRelu", domain=_MS)
 class QLinearLeakyRelu(OnnxOpConverter):
-    graph_ops = (*_DEQUANT_QUANT, *LeakyRelu.graph_ops)
+    graph_ops = tuple(sorted({*_DEQUANT_QUANT, *LeakyRelu.graph_ops}))
 
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
@@ -62,7 +62,7 @@ class QLinearLeakyRelu(OnnxOpConverter):
 @register("QLinearAveragePool", domain=_MS)
 class QLinearAveragePool(OnnxOpConverter):
     """AveragePool's attributes, and ``channels_last`` (an NHWC input and output)."""
-    graph_ops = (*_DEQUANT_QUANT, "avg_pool", "permute_dims")
+    graph_ops = tuple(sorted({*_DEQUANT_QUANT, "avg_pool", "permute_dims"}))
 
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
@@ -87,7 +87,7 @@ class QLinearAveragePool(OnnxOpConverter):
 class QLinearSoftmax(OnnxOpConverter):
     """Softmax over ``axis`` (default -1) with the semantics of the ONNX opset named by
     the ``opset`` attribute: before 13 over the 2-D coercion at ``axis``."""
-    graph_ops = (*_DEQUANT_QUANT, *Softmax.graph_ops)
+    graph_ops = tuple(sorted({*_DEQUANT_QUANT, *Softmax.graph_ops}))
 
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
