@@ -63,6 +63,7 @@ from irkernel.tir import script as T
 from irkernel.tir.function import PrimFunc
 from passes.tir.parallelize import PARALLEL_MIN_WORK
 from passes.topi.conv_layout import Phases
+from passes.topi.depthwise_flat import depthwise_flat, flat_ok
 from passes.topi.tuned import conv_key, tuned_tiles
 from passes.topi.vector import registers, vector_bits, vector_pieces
 
@@ -376,8 +377,9 @@ def _gemv(x_shape: tuple[int, int, int, int],  # noqa: C901 (trace-time)
 
 def depthwise_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,
                  dtype: str) -> bool:
-    """Whether the depthwise schedule covers this signature: one filter per channel."""
-    return (dtype == "float32" and len(x_shape) == 4 and len(w_shape) == 4
+    """Whether the depthwise schedules cover this signature: one filter per channel,
+    float32 or float64, 2-D."""
+    return (dtype in ("float32", "float64") and len(x_shape) == 4 and len(w_shape) == 4
             and groups == x_shape[1] == w_shape[0] and w_shape[1] == 1
             and w_shape[2] * w_shape[3] <= MAX_TAPS
             and math.prod(x_shape) * w_shape[2] * w_shape[3] >= MIN_WORK)
@@ -398,10 +400,15 @@ def max_pool_ok(x_shape: tuple[int, ...], kernel: tuple[int, ...], dtype: str) -
 def scheduled_depthwise2d(x_shape: tuple[int, int, int, int],
                           w_shape: tuple[int, int, int, int], strides: tuple[int, int],
                           pad_begin: tuple[int, int], pad_end: tuple[int, int],
-                          dilation: tuple[int, int], out_hw: tuple[int, int]) -> PrimFunc:
-    """A depthwise conv: ``plane_window`` with the taps weighted and summed."""
+                          dilation: tuple[int, int], out_hw: tuple[int, int],
+                          dtype: str = "float32") -> PrimFunc:
+    """A depthwise conv (``depthwise_ok``): vectorized along the flattened output plane
+    (``depthwise_flat``) when the output covers every input column, else ``plane_window``
+    with the taps weighted and summed."""
+    if flat_ok(x_shape, w_shape[2:], strides, pad_begin, out_hw, dtype):
+        return depthwise_flat(x_shape, w_shape, strides, pad_begin, dilation, out_hw, dtype)
     return plane_window("conv", x_shape, w_shape[2:], strides, pad_begin, pad_end, dilation,
-                        out_hw, row_chunk())
+                        out_hw, row_chunk() // (1 if dtype == "float32" else 2), dtype)
 
 
 @lru_cache(maxsize=256)
@@ -409,7 +416,7 @@ def plane_window(  # noqa: C901 (trace-time specialization)
         kind: str, x_shape: tuple[int, int, int, int], kernel: tuple[int, int],
         strides: tuple[int, int], pad_begin: tuple[int, int], pad_end: tuple[int, int],
         dilation: tuple[int, int], out_hw: tuple[int, int],
-        DW_LANES: int) -> PrimFunc:  # noqa: N803 (a constant of each specialization)
+        DW_LANES: int, dtype: str = "float32") -> PrimFunc:  # noqa: N803 (a constant)
     """A per-channel window op, ``kind`` "conv" (depthwise: params ``x0, x1: (C, 1, KH,
     KW), out``) or "max" (max_pool: ``x0, out``), parallel over (image, channel) planes.
 
@@ -433,7 +440,6 @@ def plane_window(  # noqa: C901 (trace-time specialization)
     ph = Phases((h_, w_), strides, pad_begin, pad_end)  # type: ignore[arg-type]
     used = ph.phases(kernel, dilation)
     full, tail = divmod(ow_, DW_LANES)
-    dtype = "float32"
     fill = 0.0 if kind == "conv" else float("-inf")
     w_buf = T.Buffer((c_, 1, kh_, kw_), dtype)
 

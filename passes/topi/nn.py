@@ -53,7 +53,6 @@ from passes.topi.conv import (
     scheduled_gemv,
 )
 from passes.topi.conv_transpose import conv_transpose_ok, scheduled_conv_transpose
-from passes.topi.depthwise_small import depthwise_small, small_depthwise_ok
 from passes.topi.winograd import scheduled_winograd, winograd_ok, winograd_worth
 
 
@@ -149,11 +148,9 @@ def conv(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorTy
         fast = scheduled_conv(*gemm)
     elif gemv_ok(sx, sw, g, dtype, win.out, (*win.pad_begin, *win.pad_end)):
         fast = scheduled_gemv(sx, sw)
-    elif depthwise_ok(sx, sw, g, dtype) and small_depthwise_ok(sx, win.out):
-        fast = depthwise_small(sx, sw, win.strides, win.pad_begin, win.dilation, win.out)
     elif depthwise_ok(sx, sw, g, dtype):
         fast = scheduled_depthwise2d(sx, sw, win.strides, win.pad_begin, win.pad_end,
-                                     win.dilation, win.out)
+                                     win.dilation, win.out, dtype)
     if fast is not None:
         return fast.with_attr("op_name", "conv").with_attr("op_pattern", OUT_EWISE_FUSABLE)
     cg, og = x.shape[1] // g, w.shape[0] // g
