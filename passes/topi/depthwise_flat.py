@@ -39,13 +39,28 @@ from functools import lru_cache
 
 from irkernel.tir import script as T
 from irkernel.tir.function import PrimFunc
-from passes.topi.vector import vector_bits, vector_pieces
+from passes.topi.vector import registers, vector_bits
 
 #: Largest mask period (elements, ``lcm(OW, chunk)``) kept in a table; wider rows of an
 #: odd width keep ``plane_window`` (no CNN layer comes near it).
 MAX_PERIOD = 8192
 #: Parallel work (multiply-adds) below which the planes run on one thread.
 PARALLEL_MIN_TAPS = 1 << 16
+#: Most scratch elements of a group of small planes copied before any is computed (16 KiB
+#: of float32: half of L1).
+GROUP_ELEMENTS = 4096
+#: Parallel tasks to aim for when grouping planes (balance over two to eight threads).
+MIN_TASKS = 16
+
+
+class _always:
+    """A no-op context manager: the group's planes all exist."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 def flat_ok(x_shape: tuple[int, ...], kernel: tuple[int, ...], strides: tuple[int, ...],
@@ -95,39 +110,49 @@ class _Taps:
 def depthwise_flat(x_shape: tuple[int, int, int, int], w_shape: tuple[int, int, int, int],
                    strides: tuple[int, int], pad_begin: tuple[int, int],
                    dilation: tuple[int, int], out_hw: tuple[int, int], dtype: str = "float32",
-                   bits: int = 0) -> PrimFunc:
+                   bits: int = 0, by_group: bool | None = None) -> PrimFunc:
     """The flattened depthwise conv ``(x0, x1: (C, 1, KH, KW), out)`` (see the module
-    docstring; ``flat_ok`` must hold)."""
+    docstring; ``flat_ok`` must hold). ``by_group``: one pass per column group (None:
+    when the kernel has more taps than half the vector registers)."""
+    bits = bits or vector_bits()
+    if by_group is None:
+        by_group = w_shape[2] * w_shape[3] > registers(bits) // 2
     return _depthwise_flat(tuple(x_shape), tuple(w_shape), tuple(strides), tuple(pad_begin),
-                           tuple(dilation), tuple(out_hw), dtype,
-                           _chunk(dtype, bits or vector_bits()))
+                           tuple(dilation), tuple(out_hw), dtype, _chunk(dtype, bits) // 2, 2,
+                           by_group)
 
 
 @lru_cache(maxsize=256)
 def _depthwise_flat(  # noqa: C901 (trace-time specialization)
         x_shape: tuple[int, int, int, int], w_shape: tuple[int, int, int, int],
         strides: tuple[int, int], pad_begin: tuple[int, int], dilation: tuple[int, int],
-        out_hw: tuple[int, int], dtype: str, chunk: int) -> PrimFunc:
+        out_hw: tuple[int, int], dtype: str, lanes: int, vectors: int,
+        by_group: bool) -> PrimFunc:
     n_, c_, h_, w_ = x_shape
     oh_, ow_ = out_hw
     p_ = oh_ * ow_
     taps = _Taps.of(w_shape[2:], strides, pad_begin, dilation, ow_)
     lo, hi = min(taps.offsets), max(taps.offsets)
     masked = [ex for ex in taps.groups if ex != 0]
+    chunk = lanes * vectors
     period = math.lcm(ow_, chunk)
-    full = p_ // chunk  # whole chunks; the rest in vector pieces
+    full = p_ // chunk  # whole chunks; the rest in vectors
+    p_end = -(-p_ // lanes) * lanes  # past the last lane computed
     zero = getattr(T, dtype)(0.0)
-    # Direct: the phase plane is the image itself (stride 1, rows as long as the output's):
-    # the chunks whose taps stay inside the plane read x0, the others two scratch windows.
-    first_in = -(-max(-lo, 0) // chunk)  # first chunk whose taps start inside the plane
-    last_in = min(max((h_ * w_ - hi) // chunk, 0), full)  # past the last such chunk
+    # Split: the phase plane is the image itself (stride 1, rows as long as the output's):
+    # the steps whose taps stay inside the plane read x0, the others two scratch windows.
+    step, steps = (lanes, p_end // lanes) if by_group else (chunk, full)
+    first_in = -(-max(-lo, 0) // step)  # first step whose taps start inside the plane
+    last_in = min(max((h_ * w_ - hi) // step, 0), steps)  # past the last such step
     split = strides == (1, 1) and ow_ == w_ and last_in - first_in >= 2
     # Otherwise every phase plane's rows ey_min .. OH + ey_max - 1, with slack before and
     # after for the masked lanes that cross the plane's ends.
     rows = oh_ + taps.rows[1] - 1 - taps.rows[0]
     front = max(taps.rows[0] * ow_ - lo, 0)
-    back = max(hi - (taps.rows[1] - 1) * ow_, 0)
+    back = max(hi - (taps.rows[1] - 1) * ow_, 0) + p_end - p_
     plane = front + rows * ow_ + back
+    # the centre group first: the by-group passes start from it, unmasked
+    groups = sorted(taps.groups.items(), key=lambda item: item[0] != 0)
 
     @T.prim_func(private=True)
     def depthwise(x0: T.Buffer(x_shape, dtype), x1: T.Buffer(w_shape, dtype),  # noqa: C901
@@ -137,56 +162,112 @@ def _depthwise_flat(  # noqa: C901 (trace-time specialization)
             for e, ex in enumerate(masked):  # 1 where column ow + ex is inside [0, OW)
                 _mask(masks, e, period, ow_, max(-ex, 0), min(ow_ - ex, ow_))
 
+        def group_sum(source, c, f, pm, ex, group):
+            """Taps ``group`` (column offset ``ex``) at lanes ``f`` (output positions), tap
+            ``off`` read as ``source(phase, f + off)``; ``pm``: ``f`` modulo the mask
+            period."""
+            s = None
+            for phase, off, kh, kw in group:
+                xv, wv = source(phase, f + off), x1[c, 0, kh, kw]
+                s = wv * xv if s is None else T.fma(wv, xv, s)
+            if ex != 0:
+                s = T.select(masks[masked.index(ex), pm] > 0.5, s, zero)  # noqa: F821
+            return s
+
         def sums(source, c, f, pm):
-            """The conv at lanes ``f`` (output positions), tap ``off`` read as
-            ``source(phase, f + off)``; ``pm``: ``f`` modulo the mask period."""
             acc = None
-            for ex, group in taps.groups.items():
-                s = None
-                for phase, off, kh, kw in group:
-                    xv, wv = source(phase, f + off), x1[c, 0, kh, kw]
-                    s = wv * xv if s is None else T.fma(wv, xv, s)
-                if ex != 0:
-                    s = T.select(masks[masked.index(ex), pm] > 0.5, s, zero)  # noqa: F821
+            for ex, group in groups:
+                s = group_sum(source, c, f, pm, ex, group)
                 acc = s if acc is None else acc + s
             return acc
 
-        def chunks(c0, c1, source, n, c):
-            """Output chunks ``[c0, c1)``, and the vector pieces after the last chunk."""
+        def store(n, c, f, value):
+            out[n, c, T.floordiv(f, ow_), T.floormod(f, ow_)] = value
+
+        def chunks(c0, c1, value, n, c, rest):
+            """Output chunks ``[c0, c1)`` of ``value(f, pm)``; with ``rest``, the
+            positions after the last whole chunk."""
             if c1 > c0:
                 for v in T.serial(c0, c1):
                     pm = T.floormod(v * chunk, period)
                     for ji in T.vectorized(chunk):
-                        f = v * chunk + ji
-                        out[n, c, T.floordiv(f, ow_), T.floormod(f, ow_)] = sums(
-                            source, c, f, pm + ji)
-            if c1 == full:
-                for j0, size in vector_pieces(p_ - full * chunk, chunk // 2):
-                    base = full * chunk + j0
-                    for ji in T.vectorized(size):
-                        f = base + ji
-                        out[n, c, T.floordiv(f, ow_), T.floormod(f, ow_)] = sums(
-                            source, c, f, base % period + ji)
+                        store(n, c, v * chunk + ji, value(v * chunk + ji, pm + ji))
+            if rest and p_ > full * chunk:
+                # one vector stored directly, then the last partial vector computed whole
+                # into scratch (a 1-lane piece would be a scalar chain of every tap) and
+                # its real lanes copied out
+                base = full * chunk
+                if p_ - base >= lanes:
+                    for ji in T.vectorized(lanes):
+                        store(n, c, base + ji, value(base + ji, base % period + ji))
+                    base += lanes
+                if p_ > base:
+                    last = T.alloc_buffer((lanes,), dtype)
+                    for ji in T.vectorized(lanes):
+                        last[ji] = value(base + ji, base % period + ji)
+                    for j in T.serial(p_ - base):
+                        store(n, c, base + j, last[j])
 
-        work = n_ * c_ * p_ * len(taps.offsets)
-        for t in (T.parallel if work >= PARALLEL_MIN_TAPS else T.serial)(n_ * c_):
-            n, c = t // c_, t % c_
-            if split:  # windows of the zero-extended plane around its two ends
-                top, bottom = (lo, first_in * chunk + hi), (last_in * chunk + lo, p_ + hi)
+        def plane_conv(ranges, n, c, acc):
+            """One plane: ``ranges`` of steps ``(first, end, source)``."""
+            if not by_group:
+                for k, (v0, v1, source) in enumerate(ranges):
+                    chunks(v0, v1, lambda f, pm: sums(source, c, f, pm),  # noqa: B023
+                           n, c, k == len(ranges) - 1)
+                return
+            # one pass per column group, its few weights in registers, through ``acc``
+            for e, (ex, group) in enumerate(groups):
+                for v0, v1, source in ranges:
+                    if v1 > v0:
+                        for v in T.serial(v0, v1):
+                            pm = T.floormod(v * lanes, period)
+                            for ji in T.vectorized(lanes):
+                                s = group_sum(source, c, v * lanes + ji, pm + ji, ex, group)
+                                acc[v * lanes + ji] = s if e == 0 else acc[v * lanes + ji] + s
+            chunks(0, full, lambda f, pm: acc[f], n, c, True)
+
+        planes = n_ * c_
+        parallel = T.parallel if planes * p_ * len(taps.offsets) >= PARALLEL_MIN_TAPS \
+            else T.serial
+        if split:
+            for t in parallel(planes):
+                n, c = t // c_, t % c_
+                # windows of the zero-extended plane around its two ends, read after the
+                # middle (so their stores have left the store buffer: a load spanning
+                # two pending stores waits for both)
+                top, bottom = (lo, first_in * step + hi), (last_in * step + lo, p_end + hi)
                 xpad_top = T.alloc_buffer((top[1] - top[0],), dtype)
                 xpad_bottom = T.alloc_buffer((bottom[1] - bottom[0],), dtype)
+                acc = T.alloc_buffer((p_end,), dtype) if by_group else None
                 _window(xpad_top, x0, n, c, top, h_ * w_, w_)
                 _window(xpad_bottom, x0, n, c, bottom, h_ * w_, w_)
-                chunks(0, first_in, lambda _, f: xpad_top[f - top[0]], n, c)  # noqa: B023
-                chunks(first_in, last_in, lambda _, f: x0[  # noqa: B023
-                    n, c, T.floordiv(f, w_), T.floormod(f, w_)], n, c)  # noqa: B023
-                chunks(last_in, full, lambda _, f: xpad_bottom[f - bottom[0]], n, c)  # noqa: B023
-            else:
-                xpad = T.alloc_buffer((len(taps.phases) * plane,), dtype)
-                _phase_copy(xpad, x0, n, c, taps, strides, (h_, w_), ow_, rows, front, plane)
-                origin = front - taps.rows[0] * ow_  # where position p = 0 sits in a plane
-                chunks(0, full, lambda ph, f: xpad[  # noqa: B023
-                    taps.phases.index(ph) * plane + origin + f], n, c)
+                plane_conv([
+                    (first_in, last_in, lambda _, f: x0[  # noqa: B023
+                        n, c, T.floordiv(f, w_), T.floormod(f, w_)]),  # noqa: B023
+                    (0, first_in, lambda _, f: xpad_top[f - top[0]]),  # noqa: B023
+                    (last_in, steps, lambda _, f: xpad_bottom[f - bottom[0]])],  # noqa: B023
+                    n, c, acc)
+        else:
+            # groups of planes: all copied, then all computed (the same store-buffer reason)
+            size = len(taps.phases) * plane
+            group = max(1, min(GROUP_ELEMENTS // size, -(-planes // MIN_TASKS)))
+            tasks = -(-planes // group)
+            origin = front - taps.rows[0] * ow_  # where position p = 0 sits in a plane
+            for t in parallel(tasks):
+                xpad = T.alloc_buffer((group * size,), dtype)
+                acc = T.alloc_buffer((p_end,), dtype) if by_group else None
+                for stage in range(2):
+                    for g in T.serial(group):
+                        pl = t * group + g
+                        n, c = pl // c_, pl % c_
+                        with T.If(pl < planes) if planes % group else _always():
+                            if stage == 0:
+                                _phase_copy(xpad, x0, n, c, g * size, taps, strides, (h_, w_),
+                                            ow_, rows, front, plane)
+                            else:
+                                plane_conv([(0, steps, lambda ph, f: xpad[  # noqa: B023
+                                    g * size + taps.phases.index(ph) * plane  # noqa: B023
+                                    + origin + f])], n, c, acc)  # noqa: B023
 
     return depthwise.with_attr("schedule", "depthwise_flat")
 
@@ -216,8 +297,8 @@ def _window(buf, x0, n, c, span, hw, w_) -> None:
             buf[q] = 0.0
 
 
-def _phase_copy(xpad, x0, n, c, taps, strides, hw, ow_, rows, front, plane) -> None:
-    """Emit: the phase planes ``taps.phases`` of image ``(n, c)`` into ``xpad`` (one per
+def _phase_copy(xpad, x0, n, c, at0, taps, strides, hw, ow_, rows, front, plane) -> None:
+    """Emit: the phase planes ``taps.phases`` of image ``(n, c)`` into ``xpad[at0...]`` (one per
     ``plane`` elements: ``front`` zeros, ``rows`` rows of ``ow_``, zeros to the end), row
     ``i`` of phase ``(a, b)`` holding ``x[s*(i + ey_min) + a, s*j + b]``, zero outside
     the image. The column phases of a row phase share one loop (LLVM de-interleaves)."""
@@ -225,11 +306,11 @@ def _phase_copy(xpad, x0, n, c, taps, strides, hw, ow_, rows, front, plane) -> N
     ey0 = taps.rows[0]
     for k in range(len(taps.phases)):  # the slack before and after the rows
         for q in T.serial(front):
-            xpad[k * plane + q] = 0.0
+            xpad[at0 + k * plane + q] = 0.0
         for q in T.serial(front + rows * ow_, plane):
-            xpad[k * plane + q] = 0.0
+            xpad[at0 + k * plane + q] = 0.0
     for a in sorted({ph[0] for ph in taps.phases}):
-        cols = [(ph[1], taps.phases.index(ph) * plane + front) for ph in taps.phases
+        cols = [(ph[1], at0 + taps.phases.index(ph) * plane + front) for ph in taps.phases
                 if ph[0] == a]
         # rows i (from ey_min) whose image row s*(i + ey0) + a is inside [0, H)
         i0 = min(max(-(-(-a) // sh) - ey0, 0), rows)
