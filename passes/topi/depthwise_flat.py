@@ -160,7 +160,8 @@ def _depthwise_flat(  # noqa: C901 (trace-time specialization)
         if masked:
             masks = T.alloc_buffer((len(masked), period), dtype)
             for e, ex in enumerate(masked):  # 1 where column ow + ex is inside [0, OW)
-                _mask(masks, e, period, ow_, max(-ex, 0), min(ow_ - ex, ow_))
+                j0 = min(max(-ex, 0), ow_)
+                _mask(masks, e, period, ow_, j0, max(min(ow_ - ex, ow_), j0))
 
         def group_sum(source, c, f, pm, ex, group):
             """Taps ``group`` (column offset ``ex``) at lanes ``f`` (output positions), tap
@@ -170,8 +171,11 @@ def _depthwise_flat(  # noqa: C901 (trace-time specialization)
             for phase, off, kh, kw in group:
                 xv, wv = source(phase, f + off), x1[c, 0, kh, kw]
                 s = wv * xv if s is None else T.fma(wv, xv, s)
-            if ex != 0:
-                s = T.select(masks[masked.index(ex), pm] > 0.5, s, zero)  # noqa: F821
+            if ex != 0:  # off the row: padding, 0 * w (NaN for an inf or NaN weight)
+                total = None
+                for _, _, kh, kw in group:
+                    total = x1[c, 0, kh, kw] if total is None else total + x1[c, 0, kh, kw]
+                s = T.select(masks[masked.index(ex), pm] > 0.5, s, zero * total)  # noqa: F821
             return s
 
         def sums(source, c, f, pm):
