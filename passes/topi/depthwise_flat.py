@@ -259,6 +259,8 @@ def _depthwise_flat(  # noqa: C901 (trace-time specialization)
             origin = front - taps.rows[0] * ow_  # where position p = 0 sits in a plane
             for t in parallel(tasks):
                 xpad = T.alloc_buffer((group * size,), dtype)
+                split_cols = T.alloc_buffer((h_ * w_,), dtype) \
+                    if deinterleave_ok(x_shape, strides) else None
                 acc = T.alloc_buffer((p_end,), dtype) if by_group else None
                 for stage in range(2):
                     for g in T.serial(group):
@@ -267,7 +269,7 @@ def _depthwise_flat(  # noqa: C901 (trace-time specialization)
                         with T.If(pl < planes) if planes % group else _always():
                             if stage == 0:
                                 _phase_copy(xpad, x0, n, c, g * size, taps, strides, (h_, w_),
-                                            ow_, rows, front, plane)
+                                            ow_, rows, front, plane, split_cols)
                             else:
                                 plane_conv([(0, steps, lambda ph, f: xpad[  # noqa: B023
                                     g * size + taps.phases.index(ph) * plane  # noqa: B023
@@ -301,11 +303,21 @@ def _window(buf, x0, n, c, span, hw, w_) -> None:
             buf[q] = 0.0
 
 
-def _phase_copy(xpad, x0, n, c, at0, taps, strides, hw, ow_, rows, front, plane) -> None:
+def deinterleave_ok(x_shape: tuple[int, ...], strides: tuple[int, int]) -> bool:
+    """Whether the column phases are split over the whole plane at once (``_phase_copy``):
+    a column stride, and rows that hold a whole number of strides."""
+    return strides[1] > 1 and x_shape[3] % strides[1] == 0
+
+
+def _phase_copy(xpad, x0, n, c, at0, taps, strides, hw, ow_, rows, front, plane,
+                split=None) -> None:
     """Emit: the phase planes ``taps.phases`` of image ``(n, c)`` into ``xpad[at0...]`` (one per
     ``plane`` elements: ``front`` zeros, ``rows`` rows of ``ow_``, zeros to the end), row
     ``i`` of phase ``(a, b)`` holding ``x[s*(i + ey_min) + a, s*j + b]``, zero outside
-    the image. The column phases of a row phase share one loop (LLVM de-interleaves)."""
+    the image. With a column stride, the column phases are read in one loop (LLVM turns it
+    into de-interleaving shuffles; the loop of one short row it turned into gathers): over
+    the whole plane into ``split`` (``deinterleave_ok``: ``split[b * HW/s + m] =
+    x[s*m + b]`` flat), whose rows are then copied; else row by row."""
     (sh, sw), (h_, w_) = strides, hw
     ey0 = taps.rows[0]
     for k in range(len(taps.phases)):  # the slack before and after the rows
@@ -313,6 +325,13 @@ def _phase_copy(xpad, x0, n, c, at0, taps, strides, hw, ow_, rows, front, plane)
             xpad[at0 + k * plane + q] = 0.0
         for q in T.serial(front + rows * ow_, plane):
             xpad[at0 + k * plane + q] = 0.0
+    used = sorted({ph[1] for ph in taps.phases})
+    wq, per = w_ // sw, h_ * w_ // sw  # a split row's length, a column phase's size
+    if split is not None:
+        for m in T.serial(per):
+            for b in used:
+                f = sw * m + b
+                split[b * per + m] = x0[n, c, T.floordiv(f, w_), T.floormod(f, w_)]
     for a in sorted({ph[0] for ph in taps.phases}):
         cols = [(ph[1], at0 + taps.phases.index(ph) * plane + front) for ph in taps.phases
                 if ph[0] == a]
@@ -327,7 +346,7 @@ def _phase_copy(xpad, x0, n, c, at0, taps, strides, hw, ow_, rows, front, plane)
         if i1 <= i0:
             continue
         ends = [min(-(-(w_ - b) // sw), ow_) for b, _ in cols]  # columns inside the image
-        common = min(ends)
+        common = 0 if split is not None else min(ends)
         for i in T.serial(i0, i1):
             r = sh * (i + ey0) + a
             if common:
@@ -337,10 +356,11 @@ def _phase_copy(xpad, x0, n, c, at0, taps, strides, hw, ow_, rows, front, plane)
             for (b, at), end in zip(cols, ends, strict=True):
                 if end > common:
                     for j in T.serial(common, end):
-                        xpad[at + i * ow_ + j] = x0[n, c, r, sw * j + b]
+                        xpad[at + i * ow_ + j] = x0[n, c, r, sw * j + b] if split is None \
+                            else split[b * per + r * wq + j]
                 if ow_ > end:
                     for j in T.serial(end, ow_):
                         xpad[at + i * ow_ + j] = 0.0
 
 
-__all__ = ["MAX_PERIOD", "depthwise_flat", "flat_ok"]
+__all__ = ["MAX_PERIOD", "deinterleave_ok", "depthwise_flat", "flat_ok"]
