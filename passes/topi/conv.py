@@ -63,7 +63,8 @@ from irkernel.tir import script as T
 from irkernel.tir.function import PrimFunc
 from passes.tir.parallelize import PARALLEL_MIN_WORK
 from passes.topi.conv_layout import Phases
-from passes.topi.depthwise_flat import depthwise_flat, flat_ok
+from passes.topi.depthwise_flat import depthwise_flat, flat_ok, many_taps
+from passes.topi.depthwise_rows import depthwise_rows, rows_ok
 from passes.topi.tuned import conv_key, tuned_tiles
 from passes.topi.vector import registers, vector_bits, vector_pieces
 
@@ -402,10 +403,17 @@ def scheduled_depthwise2d(x_shape: tuple[int, int, int, int],
                           pad_begin: tuple[int, int], pad_end: tuple[int, int],
                           dilation: tuple[int, int], out_hw: tuple[int, int],
                           dtype: str = "float32") -> PrimFunc:
-    """A depthwise conv (``depthwise_ok``): vectorized along the flattened output plane
-    (``depthwise_flat``) when the output covers every input column, else ``plane_window``
-    with the taps weighted and summed."""
+    """A depthwise conv (``depthwise_ok``): when the output covers every input column,
+    row blocks for kernels of many taps on rows a vector wide (``depthwise_rows``), else
+    vectorized along the flattened output plane (``depthwise_flat``); otherwise
+    ``plane_window`` with the taps weighted and summed."""
     if flat_ok(x_shape, w_shape[2:], strides, pad_begin, out_hw, dtype):
+        bits = vector_bits()
+        lanes = bits // (32 if dtype == "float32" else 64)
+        if many_taps(w_shape[2:], bits) and rows_ok(out_hw, lanes):
+            return depthwise_rows(tuple(x_shape), tuple(w_shape), tuple(strides),
+                                  tuple(pad_begin), tuple(dilation), tuple(out_hw), dtype,
+                                  lanes)
         return depthwise_flat(x_shape, w_shape, strides, pad_begin, dilation, out_hw, dtype)
     return plane_window("conv", x_shape, w_shape[2:], strides, pad_begin, pad_end, dilation,
                         out_hw, row_chunk() // (1 if dtype == "float32" else 2), dtype)

@@ -79,22 +79,30 @@ def flat_ok(x_shape: tuple[int, ...], kernel: tuple[int, ...], strides: tuple[in
     return strides[1] * out_hw[1] >= x_shape[3] and math.lcm(out_hw[1], chunk) <= MAX_PERIOD
 
 
+def many_taps(kernel: tuple[int, ...], bits: int) -> bool:
+    """Whether a kernel has more taps than half the vector registers of ``bits`` (5x5 and
+    7x7 with AVX-512, 3x3 too with AVX2): fused, their weights spill, so they run one
+    pass per column group instead."""
+    return kernel[0] * kernel[1] > registers(bits) // 2
+
+
 def _chunk(dtype: str, bits: int) -> int:
     """Lanes per chunk: two vectors (two independent fma chains per tap group)."""
     return 2 * bits // (32 if dtype == "float32" else 64)
 
 
 @dataclass(frozen=True)
-class _Taps:
+class Taps:
     """The taps grouped by column offset ``ex``: ``groups[ex] = [(phase, flat offset,
     kh, kw), ...]`` with the flat offset ``ey * OW + ex`` relative to ``p``."""
 
     groups: dict[int, list[tuple[tuple[int, int], int, int, int]]]
     phases: list[tuple[int, int]]
     rows: tuple[int, int]  # ey of the first and one past the last tap row
+    ow: int  # the output rows' length (the phase planes')
 
     @staticmethod
-    def of(kernel, strides, pad_begin, dilation, ow_) -> "_Taps":
+    def of(kernel, strides, pad_begin, dilation, ow_) -> "Taps":
         groups: dict[int, list] = {}
         eys = []
         for kh in range(kernel[0]):
@@ -104,11 +112,28 @@ class _Taps:
                 ex, b = divmod(kw * dilation[1] - pad_begin[1], strides[1])
                 groups.setdefault(ex, []).append(((a, b), ey * ow_ + ex, kh, kw))
         phases = sorted({tap[0] for taps in groups.values() for tap in taps})
-        return _Taps(dict(sorted(groups.items())), phases, (min(eys), max(eys) + 1))
+        return Taps(dict(sorted(groups.items())), phases, (min(eys), max(eys) + 1), ow_)
 
     @property
     def offsets(self) -> list[int]:
         return [tap[1] for taps in self.groups.values() for tap in taps]
+
+    def centre_first(self) -> list[tuple[int, list]]:
+        """The groups, the centre one (``ex = 0``, never masked) first: by-group passes
+        start from it."""
+        return sorted(self.groups.items(), key=lambda item: item[0] != 0)
+
+    def layout(self, oh_: int, overshoot: int) -> tuple[int, int, int]:
+        """``(rows, front, plane)`` of a phase plane: rows ``ey_min .. OH + ey_max - 1``
+        of ``OW``, after ``front`` elements of slack for the masked lanes that cross the
+        plane's start, with slack after them for those that cross its end and for the
+        ``overshoot`` lanes computed past the last output."""
+        ow_ = self.ow
+        lo, hi = min(self.offsets), max(self.offsets)
+        rows = oh_ + self.rows[1] - 1 - self.rows[0]
+        front = max(self.rows[0] * ow_ - lo, 0)
+        back = max(hi - (self.rows[1] - 1) * ow_, 0) + overshoot
+        return rows, front, front + rows * ow_ + back
 
 
 def depthwise_flat(x_shape: tuple[int, int, int, int], w_shape: tuple[int, int, int, int],
@@ -120,7 +145,7 @@ def depthwise_flat(x_shape: tuple[int, int, int, int], w_shape: tuple[int, int, 
     when the kernel has more taps than half the vector registers)."""
     bits = bits or vector_bits()
     if by_group is None:
-        by_group = w_shape[2] * w_shape[3] > registers(bits) // 2
+        by_group = many_taps(w_shape[2:], bits)
     return _depthwise_flat(tuple(x_shape), tuple(w_shape), tuple(strides), tuple(pad_begin),
                            tuple(dilation), tuple(out_hw), dtype, _chunk(dtype, bits) // 2, 2,
                            by_group)
@@ -135,7 +160,7 @@ def _depthwise_flat(  # noqa: C901 (trace-time specialization)
     n_, c_, h_, w_ = x_shape
     oh_, ow_ = out_hw
     p_ = oh_ * ow_
-    taps = _Taps.of(w_shape[2:], strides, pad_begin, dilation, ow_)
+    taps = Taps.of(w_shape[2:], strides, pad_begin, dilation, ow_)
     lo, hi = min(taps.offsets), max(taps.offsets)
     masked = [ex for ex in taps.groups if ex != 0]
     chunk = lanes * vectors
@@ -151,36 +176,20 @@ def _depthwise_flat(  # noqa: C901 (trace-time specialization)
     split = strides == (1, 1) and ow_ == w_ and last_in - first_in >= 2
     # Otherwise every phase plane's rows ey_min .. OH + ey_max - 1, with slack before and
     # after for the masked lanes that cross the plane's ends.
-    rows = oh_ + taps.rows[1] - 1 - taps.rows[0]
-    front = max(taps.rows[0] * ow_ - lo, 0)
-    back = max(hi - (taps.rows[1] - 1) * ow_, 0) + p_end - p_
-    plane = front + rows * ow_ + back
-    # the centre group first: the by-group passes start from it, unmasked
-    groups = sorted(taps.groups.items(), key=lambda item: item[0] != 0)
+    rows, front, plane = taps.layout(oh_, p_end - p_)
+    groups = taps.centre_first()
 
     @T.prim_func(private=True)
     def depthwise(x0: T.Buffer(x_shape, dtype), x1: T.Buffer(w_shape, dtype),  # noqa: C901
                   out: T.Buffer((n_, c_, oh_, ow_), dtype)):
-        if masked:
-            masks = T.alloc_buffer((len(masked), period), dtype)
-            for e, ex in enumerate(masked):  # 1 where column ow + ex is inside [0, OW)
-                j0 = min(max(-ex, 0), ow_)
-                _mask(masks, e, period, ow_, j0, max(min(ow_ - ex, ow_), j0))
+        masks = mask_table(masked, period, ow_, dtype)
 
         def group_sum(source, c, f, pm, ex, group):
             """Taps ``group`` (column offset ``ex``) at lanes ``f`` (output positions), tap
             ``off`` read as ``source(phase, f + off)``; ``pm``: ``f`` modulo the mask
             period."""
-            s = None
-            for phase, off, kh, kw in group:
-                xv, wv = source(phase, f + off), x1[c, 0, kh, kw]
-                s = wv * xv if s is None else T.fma(wv, xv, s)
-            if ex != 0:  # off the row: padding, 0 * w (NaN for an inf or NaN weight)
-                total = None
-                for _, _, kh, kw in group:
-                    total = x1[c, 0, kh, kw] if total is None else total + x1[c, 0, kh, kw]
-                s = T.select(masks[masked.index(ex), pm] > 0.5, s, zero * total)  # noqa: F821
-            return s
+            inside = masks[masked.index(ex), pm] > 0.5 if ex else None
+            return tap_sum(x1, c, group, lambda ph, off: source(ph, f + off), inside, zero)
 
         def sums(source, c, f, pm):
             acc = None
@@ -272,7 +281,7 @@ def _depthwise_flat(  # noqa: C901 (trace-time specialization)
                         n, c = pl // c_, pl % c_
                         with T.If(pl < planes) if planes % group else _always():
                             if stage == 0:
-                                _phase_copy(xpad, x0, n, c, g * size, taps, strides, (h_, w_),
+                                phase_copy(xpad, x0, n, c, g * size, taps, strides, (h_, w_),
                                             ow_, rows, front, plane, split_cols)
                             else:
                                 plane_conv([(0, steps, lambda ph, f: xpad[  # noqa: B023
@@ -282,13 +291,40 @@ def _depthwise_flat(  # noqa: C901 (trace-time specialization)
     return depthwise.with_attr("schedule", "depthwise_flat")
 
 
-def _mask(masks, e, period, ow_, j0, j1) -> None:
-    """Emit: row ``e`` of the mask table, 1 at columns ``[j0, j1)`` of each output row."""
-    for r in T.serial(period // ow_):
-        for j, j_end, value in ((0, j0, 0.0), (j0, j1, 1.0), (j1, ow_, 0.0)):
-            if j_end > j:
-                for q in T.serial(j, j_end):
-                    masks[e, r * ow_ + q] = value
+def tap_sum(x1, c, group, read, inside, zero):
+    """``sum w * x`` over the taps of ``group`` (``read(phase, off)`` a tap's input), an
+    fma chain; where ``inside`` (None: everywhere) is false the lane is off its row, so
+    the taps are padding: ``0 * sum w`` (NaN for an inf or NaN weight, as in the
+    reference), through a select (a multiply by a 0/1 mask would turn an inf in the
+    neighbouring row into NaN)."""
+    s = None
+    for phase, off, kh, kw in group:
+        xv, wv = read(phase, off), x1[c, 0, kh, kw]
+        s = wv * xv if s is None else T.fma(wv, xv, s)
+    if inside is None:
+        return s
+    total = None
+    for _, _, kh, kw in group:
+        total = x1[c, 0, kh, kw] if total is None else total + x1[c, 0, kh, kw]
+    return T.select(inside, s, zero * total)
+
+
+def mask_table(masked: list[int], period: int, ow_: int, dtype: str):
+    """Emit: the mask table ``masks[e, q]``, 1 where column ``q % OW + ex`` of group
+    ``masked[e]`` is inside ``[0, OW)``, else 0, for ``q`` over ``period`` (a multiple of
+    ``OW``); None when no group is masked."""
+    if not masked:
+        return None
+    masks = T.alloc_buffer((len(masked), period), dtype)
+    for e, ex in enumerate(masked):
+        j0 = min(max(-ex, 0), ow_)
+        j1 = max(min(ow_ - ex, ow_), j0)
+        for r in T.serial(period // ow_):
+            for j, j_end, value in ((0, j0, 0.0), (j0, j1, 1.0), (j1, ow_, 0.0)):
+                if j_end > j:
+                    for q in T.serial(j, j_end):
+                        masks[e, r * ow_ + q] = value
+    return masks
 
 
 def _window(buf, x0, n, c, span, hw, w_) -> None:
@@ -308,14 +344,14 @@ def _window(buf, x0, n, c, span, hw, w_) -> None:
 
 
 def deinterleave_ok(x_shape: tuple[int, ...], strides: tuple[int, int]) -> bool:
-    """Whether the column phases are split over the whole plane at once (``_phase_copy``):
+    """Whether the column phases are split over the whole plane at once (``phase_copy``):
     a column stride, rows that hold a whole number of strides, and phase rows shorter
     than ``SPLIT_ROWS_BELOW`` (longer ones LLVM vectorizes row by row)."""
     return strides[1] > 1 and x_shape[3] % strides[1] == 0 \
         and x_shape[3] // strides[1] < SPLIT_ROWS_BELOW
 
 
-def _phase_copy(xpad, x0, n, c, at0, taps, strides, hw, ow_, rows, front, plane,
+def phase_copy(xpad, x0, n, c, at0, taps, strides, hw, ow_, rows, front, plane,
                 split=None) -> None:
     """Emit: the phase planes ``taps.phases`` of image ``(n, c)`` into ``xpad[at0...]`` (one per
     ``plane`` elements: ``front`` zeros, ``rows`` rows of ``ow_``, zeros to the end), row
@@ -369,4 +405,6 @@ def _phase_copy(xpad, x0, n, c, at0, taps, strides, hw, ow_, rows, front, plane,
                         xpad[at + i * ow_ + j] = 0.0
 
 
-__all__ = ["MAX_PERIOD", "deinterleave_ok", "depthwise_flat", "flat_ok"]
+__all__ = ["MAX_PERIOD", "Taps", "deinterleave_ok", "depthwise_flat", "flat_ok", "many_taps",
+           "mask_table",
+           "phase_copy", "tap_sum"]

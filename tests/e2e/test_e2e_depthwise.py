@@ -16,14 +16,18 @@ from irkernel.testing import random_inputs
 from passes.topi.conv import depthwise_ok
 from passes.topi.depthwise_flat import flat_ok
 
-CASES = [  # channels, map, kernel, stride, padding (t, l, b, r), dilation
+CASES = [  # channels, map, kernel, stride, padding (t, l, b, r), dilation (7x7 kernels on
+    # maps a vector wide run in row blocks, depthwise_rows)
     (1152, 7, 5, 1, (2, 2, 2, 2), 1),
     (37, 9, 3, 2, (1, 1, 1, 1), 1),
     (20, 6, 3, 1, (2, 2, 2, 2), 2),
     (19, 11, 3, 2, (0, 1, 1, 0), 1),
     (16, 16, 3, 1, (0, 0, 0, 0), 1),
     (96, 2, 7, 1, (3, 3, 3, 3), 1),  # taps reaching past a whole row (convnext on 2x2)
-    (96, 24, 7, 1, (3, 3, 3, 3), 1),  # the interior read from the image itself
+    (96, 24, 7, 1, (3, 3, 3, 3), 1),  # row blocks; flat at 256 bits
+    (24, 40, 3, 2, (1, 1, 1, 1), 1),  # phase rows copied one by one
+    (40, 40, 5, 2, (2, 1, 2, 2), 1),  # row blocks over phase planes, asymmetric padding
+    (16, 30, 3, 1, (1, 1, 1, 1), 1),  # the interior read from the image itself
 ]
 
 
@@ -47,7 +51,13 @@ def test_small_map_depthwise_equals_the_interpreter(case, bits: int) -> None:
         ex = runtime.build(mod)
     np.testing.assert_allclose(ex["main"](*args)[0], ik.interpret(mod, *args)[0],
                                rtol=1e-4, atol=1e-4)
-    assert ("depthwise_flat" in ex.get_source("tir")) == (h not in (11, 16))
+    assert _schedule(ex) == ("other" if h in (11, 16) else "flat")
+
+
+def _schedule(ex) -> str:
+    """"flat" when the kernel is ``depthwise_flat`` or ``depthwise_rows``, else "other"."""
+    tir = ex.get_source("tir")
+    return "flat" if "depthwise_flat" in tir or "depthwise_rows" in tir else "other"
 
 
 def _window_out(size: int, kernel: int, stride: int, pad: int, dil: int) -> int:
@@ -100,7 +110,7 @@ def test_random_depthwise_equals_the_interpreter(case, epilogue, bits, seed) -> 
                                    dil[a]) for a in range(2))
         flat = depthwise_ok(xs, ws, xs[1], dtype) and flat_ok(
             xs, ws[2:], tuple(strides), tuple(pads[:2]), out_hw, dtype)
-    assert ("depthwise_flat" in ex.get_source("tir")) == flat
+    assert _schedule(ex) == ("flat" if flat else "other")
     assert_close_to_interpreter(mod, inputs, ex["main"](*inputs), "depthwise")
 
 
@@ -118,7 +128,7 @@ def test_an_inf_in_the_next_row_stays_out_of_the_row_end(case) -> None:
     w = np.ones((xs[1], 1, k, k), np.float32)
     with transform.PassContext(config={"runtime.generic_max_elements": 0}):
         ex = runtime.build(mod)
-    assert "depthwise_flat" in ex.get_source("tir")
+    assert _schedule(ex) == "flat"
     got, want = ex["main"](x, w)[0], ik.interpret(mod, x, w)[0]
     assert np.array_equal(np.isnan(got), np.isnan(want))
     assert np.array_equal(np.isinf(got), np.isinf(want))
