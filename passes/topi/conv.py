@@ -410,7 +410,7 @@ def scheduled_depthwise2d(x_shape: tuple[int, int, int, int],
     if flat_ok(x_shape, w_shape[2:], strides, pad_begin, out_hw, dtype):
         bits = vector_bits()
         lanes = bits // (32 if dtype == "float32" else 64)
-        if many_taps(w_shape[2:], bits) and rows_ok(out_hw, lanes):
+        if many_taps(w_shape[2:]) and rows_ok(out_hw, lanes):
             return depthwise_rows(tuple(x_shape), tuple(w_shape), tuple(strides),
                                   tuple(pad_begin), tuple(dilation), tuple(out_hw), dtype,
                                   lanes)

@@ -39,11 +39,13 @@ from functools import lru_cache
 
 from irkernel.tir import script as T
 from irkernel.tir.function import PrimFunc
-from passes.topi.vector import registers, vector_bits
+from passes.topi.vector import vector_bits
 
 #: Largest mask period (elements, ``lcm(OW, chunk)``) kept in a table; wider rows of an
 #: odd width keep ``plane_window`` (no CNN layer comes near it).
 MAX_PERIOD = 8192
+#: Most taps a kernel may have to run fused (more: one pass per column group).
+MANY_TAPS = 16
 #: Parallel work (multiply-adds) below which the planes run on one thread.
 PARALLEL_MIN_TAPS = 1 << 16
 #: Most scratch elements of a group of small planes copied before any is computed (16 KiB
@@ -79,11 +81,11 @@ def flat_ok(x_shape: tuple[int, ...], kernel: tuple[int, ...], strides: tuple[in
     return strides[1] * out_hw[1] >= x_shape[3] and math.lcm(out_hw[1], chunk) <= MAX_PERIOD
 
 
-def many_taps(kernel: tuple[int, ...], bits: int) -> bool:
-    """Whether a kernel has more taps than half the vector registers of ``bits`` (5x5 and
-    7x7 with AVX-512, 3x3 too with AVX2): fused, their weights spill, so they run one
-    pass per column group instead."""
-    return kernel[0] * kernel[1] > registers(bits) // 2
+def many_taps(kernel: tuple[int, ...]) -> bool:
+    """Whether a kernel has more than ``MANY_TAPS`` taps (5x5, 7x7): fused, their weights
+    spill, so they run one pass per column group instead (measured with AVX-512 and with
+    AVX2 code on the same machine; with AVX2, 3x3 kernels still ran faster fused)."""
+    return kernel[0] * kernel[1] > MANY_TAPS
 
 
 def _chunk(dtype: str, bits: int) -> int:
@@ -142,10 +144,10 @@ def depthwise_flat(x_shape: tuple[int, int, int, int], w_shape: tuple[int, int, 
                    bits: int = 0, by_group: bool | None = None) -> PrimFunc:
     """The flattened depthwise conv ``(x0, x1: (C, 1, KH, KW), out)`` (see the module
     docstring; ``flat_ok`` must hold). ``by_group``: one pass per column group (None:
-    when the kernel has more taps than half the vector registers)."""
+    when the kernel has more than ``MANY_TAPS`` taps)."""
     bits = bits or vector_bits()
     if by_group is None:
-        by_group = many_taps(w_shape[2:], bits)
+        by_group = many_taps(w_shape[2:])
     return _depthwise_flat(tuple(x_shape), tuple(w_shape), tuple(strides), tuple(pad_begin),
                            tuple(dilation), tuple(out_hw), dtype, _chunk(dtype, bits) // 2, 2,
                            by_group)
@@ -405,6 +407,6 @@ def phase_copy(xpad, x0, n, c, at0, taps, strides, hw, ow_, rows, front, plane,
                         xpad[at + i * ow_ + j] = 0.0
 
 
-__all__ = ["MAX_PERIOD", "Taps", "deinterleave_ok", "depthwise_flat", "flat_ok", "many_taps",
+__all__ = ["MANY_TAPS", "MAX_PERIOD", "Taps", "deinterleave_ok", "depthwise_flat", "flat_ok", "many_taps",
            "mask_table",
            "phase_copy", "tap_sum"]

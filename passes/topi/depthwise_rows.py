@@ -30,13 +30,16 @@ from passes.topi.depthwise_flat import Taps, deinterleave_ok, mask_table, phase_
 
 #: Output rows computed together (their shared input rows loaded once).
 ROW_BLOCK = 8
+#: Narrowest output rows this schedule takes.
+MIN_WIDTH = 16
 #: Parallel work (multiply-adds) below which the planes run on one thread.
 PARALLEL_MIN_TAPS = 1 << 16
 
 
 def rows_ok(out_hw: tuple[int, ...], lanes: int) -> bool:
-    """Whether output rows hold at least one vector of ``lanes``."""
-    return out_hw[1] >= lanes
+    """Whether output rows hold at least one vector of ``lanes`` and ``MIN_WIDTH``
+    elements (at 14 wide, two 8-lane vectors per row lost to the flattened schedule)."""
+    return out_hw[1] >= max(lanes, MIN_WIDTH)
 
 
 @lru_cache(maxsize=256)
@@ -114,4 +117,4 @@ def depthwise_rows(  # noqa: C901 (trace-time specialization)
     return depthwise.with_attr("schedule", "depthwise_rows")
 
 
-__all__ = ["ROW_BLOCK", "depthwise_rows", "rows_ok"]
+__all__ = ["MIN_WIDTH", "ROW_BLOCK", "depthwise_rows", "rows_ok"]

@@ -24,7 +24,7 @@ CASES = [  # channels, map, kernel, stride, padding (t, l, b, r), dilation (7x7 
     (19, 11, 3, 2, (0, 1, 1, 0), 1),
     (16, 16, 3, 1, (0, 0, 0, 0), 1),
     (96, 2, 7, 1, (3, 3, 3, 3), 1),  # taps reaching past a whole row (convnext on 2x2)
-    (96, 24, 7, 1, (3, 3, 3, 3), 1),  # row blocks; flat at 256 bits
+    (96, 24, 7, 1, (3, 3, 3, 3), 1),  # row blocks
     (24, 40, 3, 2, (1, 1, 1, 1), 1),  # phase rows copied one by one
     (40, 40, 5, 2, (2, 1, 2, 2), 1),  # row blocks over phase planes, asymmetric padding
     (16, 30, 3, 1, (1, 1, 1, 1), 1),  # the interior read from the image itself
