@@ -47,11 +47,13 @@ Per batch image the conv kernel
 
 The extra traffic of steps 1 and 3 is O(input + output), small against the
 ``O * C/g * taps`` multiply-adds per pixel. Depthwise convs (groups = C = O, one filter
-per channel, float32 2-D) and max pools have their own memory-bound schedule
-(``plane_window``), one-pixel 1x1 convs are dot products (``scheduled_gemv``); only tiny
+per channel, 2-D) have their own memory-bound schedules (``depthwise_flat``,
+``depthwise_rows``, else ``plane_window``, which max pools share), one-pixel 1x1 convs
+are dot products (``scheduled_gemv``); only tiny
 convs (below ``MIN_WORK``) use the canonical template (``nn`` decides with ``gemv_ok`` /
 ``depthwise_ok`` / ``conv_ok`` / ``max_pool_ok``). Imports irkernel.tir,
-``passes.topi.vector``, ``passes.topi.conv_layout`` and FuseTIR's parallel work threshold.
+``passes.topi.vector``, ``passes.topi.conv_layout``, the depthwise modules and FuseTIR's
+parallel work threshold.
 """
 
 # no `from __future__ import annotations`: T.prim_func evaluates the closures in annotations

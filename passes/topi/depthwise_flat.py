@@ -15,20 +15,35 @@ relu6, SiLU) is a full vector of the NCHW output, with no transpose anywhere.
 b``, reads ``S_ab[oh + ey, ow + ex]``, which in the flattened plane is ``p + ey*OW + ex``:
 one unaligned vector load. A lane whose ``ow + ex`` falls outside ``[0, OW)`` read a
 neighbouring row's element instead of padding, so the taps are summed per ``ex`` and
-each off-centre group passes through a select on a precomputed column mask (a select,
-not a multiply: an inf in the neighbouring row must not turn into ``0 * inf``). That is
-exact as long as every column past the phase rows' end is padding, ``s * OW >= W``
-(``flat_ok``): true of "same" padding at any stride, i.e. every depthwise layer of the
-CNNs; other shapes keep ``plane_window``. The masks are periodic in ``p`` with period
-``lcm(OW, chunk)``; one table per kernel call, filled before the parallel loop.
+each off-centre group passes through a select on a precomputed column mask, whose false
+side is what the padding would give, ``0 * sum w`` (a select, not a multiply: an inf in
+the neighbouring row must not turn into ``0 * inf``; an inf weight must still give NaN,
+as in the reference). That is exact as long as every column past the phase rows' end is
+padding, ``s * OW >= W`` (``flat_ok``): true of "same" padding at any stride, i.e. every
+depthwise layer of the CNNs; other shapes keep ``plane_window``. The masks are periodic
+in ``p`` with period ``lcm(OW, chunk)``; one table per kernel call, before the parallel
+loop. A chunk is two vectors (two independent fma chains); after the last whole chunk
+come one vector and the last partial vector, computed whole into scratch and its real
+lanes copied out (a 1-lane piece would be one scalar chain of every tap).
 
 **Copies.** With stride 1 and ``OW == W`` the phase plane *is* the input plane extended
 with zeros, so the chunks whose taps all fall inside the plane read the input directly;
 only the first and last chunks (those reaching the padding rows) read two small scratch
-windows, zero-extended copies of the plane's ends. Other strides copy the plane into its
-phase planes first (all column phases in one loop, which LLVM turns into de-interleaving
-shuffles; an L1-to-L1 copy of the input's size). Parallel over (image, channel) planes.
-float32 and float64 (half the lanes). Imports irkernel.tir and passes.topi.vector only.
+windows, zero-extended copies of the plane's ends, computed last. Other planes are
+copied into their phase planes first, in groups of planes (``GROUP_ELEMENTS``) all
+copied before any is computed: a load that spans two stores still in the store buffer
+waits for both, and a 7x7 plane's taps are read right after its copy. With a column
+stride the column phases of a row are read in one loop (LLVM turns it into
+de-interleaving shuffles); for short phase rows, which LLVM turned into gathers, over
+the whole plane at once into scratch first (``deinterleave_ok``).
+
+**Many taps.** A fused kernel of more taps than vector registers (7x7 with AVX-512)
+spills its weights; then the plane is computed one pass per column group (``KH`` weights
+in registers) adding into a plane accumulator, then stored (``by_group_worth``). Past
+``MANY_TAPS`` taps, rows of 16 or more take the row-blocked schedule instead
+(``depthwise_rows``, which shares input rows between output rows). Parallel over planes
+or groups of planes. float32 and float64 (half the lanes). Imports irkernel.tir and
+passes.topi.vector only.
 """
 
 # no `from __future__ import annotations`: T.prim_func evaluates the closures in annotations
@@ -39,12 +54,12 @@ from functools import lru_cache
 
 from irkernel.tir import script as T
 from irkernel.tir.function import PrimFunc
-from passes.topi.vector import vector_bits
+from passes.topi.vector import registers, vector_bits
 
 #: Largest mask period (elements, ``lcm(OW, chunk)``) kept in a table; wider rows of an
 #: odd width keep ``plane_window`` (no CNN layer comes near it).
 MAX_PERIOD = 8192
-#: Most taps a kernel may have to run fused (more: one pass per column group).
+#: Most taps a kernel may have to run fused on rows 16 wide (more: ``depthwise_rows``).
 MANY_TAPS = 16
 #: Parallel work (multiply-adds) below which the planes run on one thread.
 PARALLEL_MIN_TAPS = 1 << 16
@@ -82,10 +97,17 @@ def flat_ok(x_shape: tuple[int, ...], kernel: tuple[int, ...], strides: tuple[in
 
 
 def many_taps(kernel: tuple[int, ...]) -> bool:
-    """Whether a kernel has more than ``MANY_TAPS`` taps (5x5, 7x7): fused, their weights
-    spill, so they run one pass per column group instead (measured with AVX-512 and with
-    AVX2 code on the same machine; with AVX2, 3x3 kernels still ran faster fused)."""
+    """Whether a kernel has more than ``MANY_TAPS`` taps (5x5, 7x7): on rows 16 wide
+    they run in row blocks (``depthwise_rows``; with AVX2 code, 3x3 kernels ran faster
+    here)."""
     return kernel[0] * kernel[1] > MANY_TAPS
+
+
+def by_group_worth(kernel: tuple[int, ...], bits: int) -> bool:
+    """Whether the flattened schedule runs one pass per column group: more taps than vector
+    registers (their weights spill when fused: 7x7 with AVX-512, 5x5 too with AVX2;
+    measured, 5x5 on 7x7 and 14x14 maps ran faster fused with AVX-512)."""
+    return kernel[0] * kernel[1] > registers(bits)
 
 
 def _chunk(dtype: str, bits: int) -> int:
@@ -144,10 +166,10 @@ def depthwise_flat(x_shape: tuple[int, int, int, int], w_shape: tuple[int, int, 
                    bits: int = 0, by_group: bool | None = None) -> PrimFunc:
     """The flattened depthwise conv ``(x0, x1: (C, 1, KH, KW), out)`` (see the module
     docstring; ``flat_ok`` must hold). ``by_group``: one pass per column group (None:
-    when the kernel has more than ``MANY_TAPS`` taps)."""
+    ``by_group_worth``)."""
     bits = bits or vector_bits()
     if by_group is None:
-        by_group = many_taps(w_shape[2:])
+        by_group = by_group_worth(w_shape[2:], bits)
     return _depthwise_flat(tuple(x_shape), tuple(w_shape), tuple(strides), tuple(pad_begin),
                            tuple(dilation), tuple(out_hw), dtype, _chunk(dtype, bits) // 2, 2,
                            by_group)
@@ -407,6 +429,5 @@ def phase_copy(xpad, x0, n, c, at0, taps, strides, hw, ow_, rows, front, plane,
                         xpad[at + i * ow_ + j] = 0.0
 
 
-__all__ = ["MANY_TAPS", "MAX_PERIOD", "Taps", "deinterleave_ok", "depthwise_flat", "flat_ok", "many_taps",
-           "mask_table",
-           "phase_copy", "tap_sum"]
+__all__ = ["MANY_TAPS", "MAX_PERIOD", "Taps", "by_group_worth", "deinterleave_ok",
+           "depthwise_flat", "flat_ok", "many_taps", "mask_table", "phase_copy", "tap_sum"]
