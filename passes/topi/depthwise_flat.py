@@ -40,7 +40,8 @@ the whole plane at once into scratch first (``deinterleave_ok``).
 **Many taps.** A fused kernel of more taps than vector registers (7x7 with AVX-512)
 spills its weights; then the plane is computed one pass per column group (``KH`` weights
 in registers) adding into a plane accumulator, then stored (``by_group_worth``). Past
-``MANY_TAPS`` taps, rows of 16 or more take the row-blocked schedule instead
+``MANY_TAPS`` taps, rows of 16 or more (or of 12-15 with 16 lanes) take the
+row-blocked schedule instead
 (``depthwise_rows``, which shares input rows between output rows). Parallel over planes
 or groups of planes. float32 and float64 (half the lanes). Imports irkernel.tir and
 passes.topi.vector only.

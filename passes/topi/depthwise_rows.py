@@ -1,11 +1,13 @@
-"""Depthwise convs with many taps (5x5, 7x7) on maps at least a vector wide: row blocks.
+"""Depthwise convs with many taps (5x5, 7x7) on rows of about a vector or more: row blocks.
 
 Why: the flattened schedule (``depthwise_flat``) loads one input vector per multiply-add
 (its vectors start anywhere in a row, so no two of them share a load), and with 25 or 49
 weights it also spills them; on this CPU a load per fma capped convnext's 7x7 layers at
 about 60% of the fma peak, 1.5-2x onnxruntime's time. Here vectors start at fixed
 columns of an output row (``0, L, 2L, ...``, the last one moved back to end with the row:
-a few lanes computed twice) and ``R`` rows are computed together, so the input row a tap
+a few lanes computed twice; a row of three quarters of a vector is one vector whose last
+lanes run into the next row, overwritten by that row's vector, stored after it) and
+``R`` rows are computed together, so the input row a tap
 reads for output row ``r`` is the one the next tap row reads for row ``r + 1``: LLVM
 loads it once (``R + KH - 1`` loads for ``R * KH`` fmas).
 
@@ -37,9 +39,12 @@ PARALLEL_MIN_TAPS = 1 << 16
 
 
 def rows_ok(out_hw: tuple[int, ...], lanes: int) -> bool:
-    """Whether output rows hold at least one vector of ``lanes`` and ``MIN_WIDTH``
-    elements (at 14 wide, two 8-lane vectors per row lost to the flattened schedule)."""
-    return out_hw[1] >= max(lanes, MIN_WIDTH)
+    """Whether output rows hold ``MIN_WIDTH`` elements and a vector of ``lanes``, or
+    three quarters of one (a 14-wide row in one 16-lane vector: its last two lanes run
+    into the next row, which the next row's vector, stored after it, overwrites; at 14
+    wide, two 8-lane vectors per row ran slower than the flattened schedule)."""
+    ow_ = out_hw[1]
+    return ow_ >= max(lanes, MIN_WIDTH) or lanes > ow_ >= 3 * lanes / 4
 
 
 @lru_cache(maxsize=256)
@@ -54,12 +59,13 @@ def depthwise_rows(  # noqa: C901 (trace-time specialization)
     taps = Taps.of(w_shape[2:], strides, pad_begin, dilation, ow_)
     groups = taps.centre_first()
     masked = [ex for ex in taps.groups if ex != 0]
-    rows, front, plane = taps.layout(oh_, 0)
+    spill = max(lanes - ow_, 0)  # lanes of a row's one vector past its end
+    rows, front, plane = taps.layout(oh_, spill)
     origin = front - taps.rows[0] * ow_  # where output position 0 sits in a phase plane
     band = math.lcm(ROW_BLOCK, lanes // math.gcd(ow_, lanes))  # rows * OW: whole vectors
     bands, rest = divmod(oh_, band)
-    starts = list(range(0, ow_ - lanes + 1, lanes))
-    if ow_ % lanes:
+    starts = list(range(0, ow_ - lanes + 1, lanes)) or [0]
+    if ow_ % lanes and ow_ > lanes:
         starts.append(ow_ - lanes)  # the row's last vector, overlapping the one before
     zero = getattr(T, dtype)(0.0)
     final = (len(groups) - 1) % 2  # the accumulator the last pass writes
@@ -67,7 +73,7 @@ def depthwise_rows(  # noqa: C901 (trace-time specialization)
     @T.prim_func(private=True)
     def depthwise(x0: T.Buffer(x_shape, dtype), x1: T.Buffer(w_shape, dtype),  # noqa: C901
                   out: T.Buffer((n_, c_, oh_, ow_), dtype)):
-        masks = mask_table(masked, ow_, ow_, dtype)
+        masks = mask_table(masked, ow_ * -(-lanes // ow_), ow_, dtype)
 
         def band_rows(xpad, acc, n, c, row0, count):
             """Output rows ``row0 .. row0 + count`` (``count`` known now) of plane
@@ -103,7 +109,7 @@ def depthwise_rows(  # noqa: C901 (trace-time specialization)
         for t in (T.parallel if work >= PARALLEL_MIN_TAPS else T.serial)(n_ * c_):
             n, c = t // c_, t % c_
             xpad = T.alloc_buffer((len(taps.phases) * plane,), dtype)
-            acc = T.alloc_buffer((2, band * ow_), dtype)
+            acc = T.alloc_buffer((2, band * ow_ + spill), dtype)
             split_cols = T.alloc_buffer((h_ * w_,), dtype) \
                 if deinterleave_ok(x_shape, strides) else None
             phase_copy(xpad, x0, n, c, 0, taps, strides, (h_, w_), ow_, rows, front, plane,
