@@ -30,6 +30,7 @@ CASES = [  # channels, map, kernel, stride, padding (t, l, b, r), dilation (7x7 
     (16, 30, 3, 1, (1, 1, 1, 1), 1),  # the interior read from the image itself
     (64, 14, 7, 1, (3, 3, 3, 3), 1),  # one 16-lane vector a 14-wide row, into the next
     (40, 13, 5, 1, (2, 2, 2, 2), 1),
+    (96, 7, 7, 1, (3, 3, 3, 3), 1),  # 7-wide rows in half vectors
 ]
 
 
