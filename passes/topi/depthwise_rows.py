@@ -64,9 +64,11 @@ def depthwise_rows(  # noqa: C901 (trace-time specialization)
     origin = front - taps.rows[0] * ow_  # where output position 0 sits in a phase plane
     band = math.lcm(ROW_BLOCK, lanes // math.gcd(ow_, lanes))  # rows * OW: whole vectors
     bands, rest = divmod(oh_, band)
-    starts = list(range(0, ow_ - lanes + 1, lanes)) or [0]
-    if ow_ % lanes and ow_ > lanes:
-        starts.append(ow_ - lanes)  # the row's last vector, overlapping the one before
+    # a row's vectors: a loop of whole ones (or one running into the next row), then the
+    # last one moved back to end with the row, overlapping the one before (a loop, not
+    # unrolled: 7 passes x 8 rows x 4 vectors unrolled took 6 s to compile)
+    whole = max(ow_ // lanes, 1)
+    last = [ow_ - lanes] if ow_ % lanes and ow_ > lanes else []
     zero = getattr(T, dtype)(0.0)
     final = (len(groups) - 1) % 2  # the accumulator the last pass writes
 
@@ -84,17 +86,28 @@ def depthwise_rows(  # noqa: C901 (trace-time specialization)
             for e, (ex, group) in enumerate(groups):
                 for first, repeat, height in blocks:
                     for rb in T.serial(repeat):
-                        for j0 in starts:
-                            for r in T.unroll(height):
-                                for ji in T.vectorized(lanes):
-                                    lr = first + rb * height + r  # the row in the band
-                                    q = lr * ow_ + j0 + ji
-                                    at = origin + (row0 + lr) * ow_ + j0 + ji
-                                    s = tap_sum(x1, c, group, lambda ph, off: xpad[  # noqa: B023
-                                        taps.phases.index(ph) * plane + at + off],  # noqa: B023
-                                        masks[masked.index(ex), j0 + ji] > 0.5  # noqa: B023
-                                        if ex else None, zero)
-                                    acc[e % 2, q] = s if e == 0 else acc[1 - e % 2, q] + s
+                        for jv in T.serial(whole):
+                            row_block(xpad, acc, c, row0, e, ex, group, first + rb * height,
+                                      height, jv * lanes)
+                        for j0 in last:
+                            row_block(xpad, acc, c, row0, e, ex, group, first + rb * height,
+                                      height, j0)
+            store_band(acc, n, c, row0, count)
+
+        def row_block(xpad, acc, c, row0, e, ex, group, lr0, height, j0):
+            """Pass ``e`` over rows ``lr0 .. lr0 + height`` of the band at column ``j0``."""
+            for r in T.unroll(height):
+                for ji in T.vectorized(lanes):
+                    lr = lr0 + r  # the row in the band
+                    q = lr * ow_ + j0 + ji
+                    at = origin + (row0 + lr) * ow_ + j0 + ji
+                    s = tap_sum(x1, c, group, lambda ph, off: xpad[  # noqa: B023
+                        taps.phases.index(ph) * plane + at + off],  # noqa: B023
+                        masks[masked.index(ex), j0 + ji] > 0.5 if ex else None, zero)
+                    acc[e % 2, q] = s if e == 0 else acc[1 - e % 2, q] + s
+
+        def store_band(acc, n, c, row0, count):
+            """The last pass's band into ``out`` (FuseTIR's epilogue goes here)."""
             full, tail = divmod(count * ow_, lanes)
             for v in T.serial(full):
                 for ji in T.vectorized(lanes):
