@@ -22,7 +22,18 @@ from irkernel.testing.timing import DEFAULT_PAUSE_S, blas_threads, compare, limi
 
 REPORT_ONLY = os.environ.get("IRKERNEL_BENCH_REPORT_ONLY", "") not in ("", "0")
 
-__all__ = ["REPORT_ONLY", "Fair", "blas_threads", "check", "fair", "limit_blas", "pool_threads"]
+__all__ = ["REPORT_ONLY", "Fair", "blas_threads", "check", "cpu_name", "fair", "limit_blas",
+           "pool_threads"]
+
+
+def cpu_name() -> str:
+    """The CPU's model name from ``/proc/cpuinfo`` ("unknown CPU" elsewhere)."""
+    from pathlib import Path
+
+    info = Path("/proc/cpuinfo")
+    lines = info.read_text().splitlines() if info.exists() else []
+    return next((line.split(":", 1)[1].strip() for line in lines
+                 if line.startswith("model name")), "unknown CPU")
 
 
 def check(ok: bool, message: str) -> None:

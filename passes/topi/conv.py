@@ -47,12 +47,13 @@ Per batch image the conv kernel
 
 The extra traffic of steps 1 and 3 is O(input + output), small against the
 ``O * C/g * taps`` multiply-adds per pixel. Depthwise convs (groups = C = O, one filter
-per channel, float32 2-D) and max pools have their own memory-bound schedule
-(``plane_window``), small maps are dot products over channels (``scheduled_gemv``:
-``conv_dot.py``); only tiny
+per channel, 2-D) have their own memory-bound schedules (``depthwise_flat``,
+``depthwise_rows``, else ``plane_window``), max pools theirs (``pool.py``), small maps
+are dot products over channels (``scheduled_gemv``: ``conv_dot.py``); only tiny
 convs (below ``MIN_WORK``) use the canonical template (``nn`` decides with ``gemv_ok`` /
 ``depthwise_ok`` / ``conv_ok`` / ``max_pool_ok``). Imports irkernel.tir,
-``passes.topi.vector``, ``passes.topi.conv_layout``, ``passes.topi.conv_dot`` and FuseTIR's
+``passes.topi.vector``, ``passes.topi.conv_layout``, ``passes.topi.conv_dot``, the
+depthwise modules and FuseTIR's
 parallel work threshold.
 """
 
@@ -66,6 +67,8 @@ from irkernel.tir.function import PrimFunc
 from passes.tir.parallelize import PARALLEL_MIN_WORK
 from passes.topi.conv_dot import dot_ok, scheduled_conv_dot
 from passes.topi.conv_layout import Phases
+from passes.topi.depthwise_flat import by_group_worth, depthwise_flat, flat_ok, many_taps
+from passes.topi.depthwise_rows import depthwise_rows, rows_ok
 from passes.topi.tuned import conv_key, tuned_tiles
 from passes.topi.vector import registers, vector_bits, vector_pieces
 
@@ -327,8 +330,9 @@ def scheduled_gemv(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: i
 
 def depthwise_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,
                  dtype: str) -> bool:
-    """Whether the depthwise schedule covers this signature: one filter per channel."""
-    return (dtype == "float32" and len(x_shape) == 4 and len(w_shape) == 4
+    """Whether the depthwise schedules cover this signature: one filter per channel,
+    float32 or float64, 2-D."""
+    return (dtype in ("float32", "float64") and len(x_shape) == 4 and len(w_shape) == 4
             and groups == x_shape[1] == w_shape[0] and w_shape[1] == 1
             and w_shape[2] * w_shape[3] <= MAX_TAPS
             and math.prod(x_shape) * w_shape[2] * w_shape[3] >= MIN_WORK)
@@ -349,10 +353,25 @@ def max_pool_ok(x_shape: tuple[int, ...], kernel: tuple[int, ...], dtype: str) -
 def scheduled_depthwise2d(x_shape: tuple[int, int, int, int],
                           w_shape: tuple[int, int, int, int], strides: tuple[int, int],
                           pad_begin: tuple[int, int], pad_end: tuple[int, int],
-                          dilation: tuple[int, int], out_hw: tuple[int, int]) -> PrimFunc:
-    """A depthwise conv: ``plane_window`` with the taps weighted and summed."""
+                          dilation: tuple[int, int], out_hw: tuple[int, int],
+                          dtype: str = "float32") -> PrimFunc:
+    """A depthwise conv (``depthwise_ok``): when the output covers every input column,
+    row blocks for kernels of many taps on rows a vector wide (``depthwise_rows``), else
+    vectorized along the flattened output plane (``depthwise_flat``); otherwise
+    ``plane_window`` with the taps weighted and summed."""
+    if flat_ok(x_shape, w_shape[2:], strides, pad_begin, out_hw, dtype):
+        bits = vector_bits()
+        lanes = bits // (32 if dtype == "float32" else 64)
+        if many_taps(w_shape[2:]) and not rows_ok(out_hw, lanes) \
+                and by_group_worth(w_shape[2:], bits) and rows_ok(out_hw, lanes // 2):
+            lanes //= 2  # a 7x7 map's rows in half vectors (7x7 kernels: 0.12 -> 0.09 ms)
+        if many_taps(w_shape[2:]) and rows_ok(out_hw, lanes):
+            return depthwise_rows(tuple(x_shape), tuple(w_shape), tuple(strides),
+                                  tuple(pad_begin), tuple(dilation), tuple(out_hw), dtype,
+                                  lanes)
+        return depthwise_flat(x_shape, w_shape, strides, pad_begin, dilation, out_hw, dtype)
     return plane_window("conv", x_shape, w_shape[2:], strides, pad_begin, pad_end, dilation,
-                        out_hw, row_chunk())
+                        out_hw, row_chunk() // (1 if dtype == "float32" else 2), dtype)
 
 
 @lru_cache(maxsize=256)
@@ -360,7 +379,7 @@ def plane_window(  # noqa: C901 (trace-time specialization)
         kind: str, x_shape: tuple[int, int, int, int], kernel: tuple[int, int],
         strides: tuple[int, int], pad_begin: tuple[int, int], pad_end: tuple[int, int],
         dilation: tuple[int, int], out_hw: tuple[int, int],
-        DW_LANES: int) -> PrimFunc:  # noqa: N803 (a constant of each specialization)
+        DW_LANES: int, dtype: str = "float32") -> PrimFunc:  # noqa: N803 (a constant)
     """A per-channel window op, ``kind`` "conv" (depthwise: params ``x0, x1: (C, 1, KH,
     KW), out``) or "max" (max_pool: ``x0, out``), parallel over (image, channel) planes.
 
@@ -384,7 +403,6 @@ def plane_window(  # noqa: C901 (trace-time specialization)
     ph = Phases((h_, w_), strides, pad_begin, pad_end)  # type: ignore[arg-type]
     used = ph.phases(kernel, dilation)
     full, tail = divmod(ow_, DW_LANES)
-    dtype = "float32"
     fill = 0.0 if kind == "conv" else float("-inf")
     w_buf = T.Buffer((c_, 1, kh_, kw_), dtype)
 

@@ -60,8 +60,8 @@ def dot_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int, dtyp
     ``DOT_MAX_PIXELS`` output pixels and at most half of the implicit GEMM's columns (its
     wide grid in whole vectors: a 1x1 conv on a 4x4 map fills its one vector and stays a
     GEMM, a 3x3 conv with padding there computes 32 columns for 16 pixels), at least two
-    input channels per group (one channel per group is a depthwise conv:
-    ``depthwise_small`` vectorizes over its channels) and a ``col`` of at most ``COL_MAX``
+    input channels per group (one channel per group is a depthwise conv, which has
+    schedules of its own: ``depthwise_flat``) and a ``col`` of at most ``COL_MAX``
     elements. No least work: the schedule has no fixed cost beyond its small ``col`` copy
     (a squeeze-excite conv of 370 multiply-adds runs on it). Empty ``strides`` and pads:
     1 and 0."""

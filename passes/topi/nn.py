@@ -19,7 +19,8 @@ output ``y`` receives ``x[q] * w[k]`` where ``y + pad_begin - k * dilation = q *
 with ``0 <= q < size``. avg_pool divides by onnxruntime's divisor, computed from the
 output index (``nn_rules.pool_divisors`` is the same count in Python).
 Imports ``irkernel.ir``, ``irkernel.tir`` and the scheduled templates of ``passes.topi``
-(``conv``, ``conv_stem``, ``conv_transpose``, ``depthwise_small``, ``pool``, ``winograd``).
+(``conv``, ``conv_dot``, ``conv_stem``, ``conv_transpose``, ``depthwise_flat``,
+``depthwise_rows``, ``pool``, ``winograd``).
 """
 
 from __future__ import annotations
@@ -51,7 +52,6 @@ from passes.topi.conv import (
 )
 from passes.topi.conv_stem import scheduled_stem, stem_ok
 from passes.topi.conv_transpose import conv_transpose_ok, scheduled_conv_transpose
-from passes.topi.depthwise_small import depthwise_small, small_depthwise_ok
 from passes.topi.pool import max_pool_rows, pool_ok
 from passes.topi.winograd import scheduled_winograd, winograd_ok, winograd_worth
 
@@ -163,11 +163,9 @@ def conv(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorTy
         fast = scheduled_conv(*gemm)
     elif gemv_ok(sx, sw, g, dtype, win.out, win.strides, win.pad_begin, win.pad_end):
         fast = scheduled_gemv(sx, sw, g, win.strides, win.pad_begin, win.dilation, win.out)
-    elif depthwise_ok(sx, sw, g, dtype) and small_depthwise_ok(sx, win.out):
-        fast = depthwise_small(sx, sw, win.strides, win.pad_begin, win.dilation, win.out)
     elif depthwise_ok(sx, sw, g, dtype):
         fast = scheduled_depthwise2d(sx, sw, win.strides, win.pad_begin, win.pad_end,
-                                     win.dilation, win.out)
+                                     win.dilation, win.out, dtype)
     if fast is not None:
         return fast.with_attr("op_name", "conv").with_attr("op_pattern", OUT_EWISE_FUSABLE)
     cg, og = x.shape[1] // g, w.shape[0] // g
