@@ -19,8 +19,7 @@ output ``y`` receives ``x[q] * w[k]`` where ``y + pad_begin - k * dilation = q *
 with ``0 <= q < size``. avg_pool divides by onnxruntime's divisor, computed from the
 output index (``nn_rules.pool_divisors`` is the same count in Python).
 Imports ``irkernel.ir``, ``irkernel.tir`` and the scheduled templates of ``passes.topi``
-(``conv``, ``conv_dot``, ``conv_stem``, ``conv_transpose``, ``depthwise_flat``,
-``depthwise_rows``, ``pool``, ``winograd``).
+(``conv``, ``conv_stem``, ``conv_transpose``, ``pool``, ``winograd``).
 """
 
 from __future__ import annotations
