@@ -41,6 +41,7 @@ from irkernel.ir.ids import DTYPE_NAMES
 from irkernel.tir import dtype as dt
 from irkernel.tir.buffer import Buffer, BufferLoad
 from irkernel.tir.expr import (
+    DOT_OPS,
     EQ,
     GE,
     GT,
@@ -488,6 +489,8 @@ class ExprCodegen:
 
     def _e_Call(self, e: Call) -> ir.Value:
         args = [self.expr(a) for a in e.args]
+        if e.op in DOT_OPS:
+            return self.int_dot(*args)
         if e.op == "fmod":
             return self.builder.frem(args[0], args[1], flags=self._fm)
         if e.op in _LIBM:
@@ -509,6 +512,10 @@ class ExprCodegen:
         if e.lanes > 1 and e.op in _MVEC and self.mvec is not None:
             return self.vector_math(e.op, args, dt.element(e.dtype))
         return self.math(e.op, args)
+
+    def int_dot(self, acc: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
+        """``dot4_u8s8`` (``irkernel.tir.expr.DOT_OPS``); the lowerer knows the CPU."""
+        raise TypeError("codegen: this code generator has no integer dot product")
 
     def math(self, op: str, args: list[ir.Value]) -> ir.Value:
         typ = args[0].type
