@@ -29,8 +29,8 @@ read any in-bounds bytes (its indices are clamped to K - 1).
 **Schedule**: tiles of ``mr`` rows by ``nr`` column blocks (``mr * nr`` accumulator
 vectors, 16 with 32 registers, 8 with 16), the K groups innermost; each packed vector
 feeds ``mr`` dot products and each broadcast row group ``nr``. Row tiles run in
-parallel. The store is a plain (vectorized) loop of ``out[r, j] = ...``, so FuseOps'
-epilogues (the requantization: scale, round, zero point, saturate) fold into it.
+parallel (the column steps when there is one row tile). The store is a plain
+(vectorized) loop of ``out[r, j] = ...``, so FuseOps' epilogues (the requantization: scale, round, zero point, saturate) fold into it.
 Imports irkernel.tir, irkernel.target and NumPy only.
 """
 
@@ -102,7 +102,10 @@ def int_matmul(a_shape: tuple[int, ...], a_dtype: str, n: int, odt: str, lanes: 
     short = n % lanes  # a last block of fewer columns, stored alone
     full_blocks = n // lanes
     col_steps, col_rest = divmod(full_blocks, nr)
-    parallel = row_tiles > 1 and rows * n * k >= PARALLEL_MIN_MACS
+    big = rows * n * k >= PARALLEL_MIN_MACS
+    parallel = row_tiles > 1 and big
+    # one row tile (a batch-1 linear layer): the column steps are the parallel loop
+    parallel_cols = not parallel and not row_rest and col_steps > 1 and big
     flip = a_dtype == "int8"
 
     def group(x0, r, k0, clamp):
@@ -161,7 +164,8 @@ def int_matmul(a_shape: tuple[int, ...], a_dtype: str, n: int, odt: str, lanes: 
 
     def rows_of(x0, x1, x2, x3, out, r0, m):
         if col_steps:
-            for js in T.serial(col_steps) if col_steps > 1 else (0,):
+            loop = T.parallel if parallel_cols else T.serial
+            for js in loop(col_steps) if col_steps > 1 else (0,):
                 tile(x0, x1, x2, x3, out, r0, m, js * nr, nr, whole)
         if col_rest:
             tile(x0, x1, x2, x3, out, r0, m, col_steps * nr, col_rest, whole)
