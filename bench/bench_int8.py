@@ -10,7 +10,7 @@ Prints the CPU and its ISA (VNNI or not), then, one process, each side in blocks
 own (``irkernel.testing.timing.compare``: warm-ups, medians, alternating blocks):
 
 - **QLinearMatMul** (uint8 activations, int8 per-column weights) at transformer and
-  batch-1 sizes: irkernel's integer kernel (``passes.IntegerMatmul``; ``vpdpbusd`` with
+  batch-1 sizes: irkernel's integer kernel (``passes.IntegerKernels``; ``vpdpbusd`` with
   VNNI, ``vpmaddubsw``/``vpmaddwd`` on AVX2), the same model with that pass disabled (the
   exact float32 path), and onnxruntime. Also built for ``target="avx2"`` when the host is
   above it, to show the non-VNNI path on the same machine.
@@ -93,7 +93,7 @@ def matmul_rows(args) -> None:
         sess = _session(model, args.threads)
         ref = lambda: sess.run(None, {"x": x})  # noqa: E731
         ours = _build(model)
-        plain = _build(model, disabled=["IntegerMatmul"])
+        plain = _build(model, disabled=["IntegerKernels"])
         np.testing.assert_array_equal(ours(x)[0], ref()[0])
         c_int = compare(lambda: ours(x), ref, repeat=args.runs)  # noqa: B023
         c_flt = compare(lambda: plain(x), ref, repeat=args.runs)  # noqa: B023

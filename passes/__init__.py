@@ -15,7 +15,7 @@ from passes.fold_batch_norm import FoldBatchNorm
 from passes.fold_constant import FoldConstant
 from passes.fuse_ops import FuseOps
 from passes.fuse_tir import FuseTIR
-from passes.integer_matmul import IntegerMatmul
+from passes.integer_kernels import IntegerKernels
 from passes.legalize_ops import LegalizeOps
 from passes.pipelines import GRAPH_LOWERING, LOWER_TIR
 from passes.simplify_arith import SimplifyArith
@@ -44,7 +44,7 @@ __all__ = [
     "FoldConstant",
     "FuseOps",
     "FuseTIR",
-    "IntegerMatmul",
+    "IntegerKernels",
     "LegalizeOps",
     "SimplifyArith",
     "SplitConcat",

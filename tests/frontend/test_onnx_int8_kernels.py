@@ -1,4 +1,4 @@
-"""Quantized ONNX matmuls run on the integer kernel (``passes.IntegerMatmul``) and give
+"""Quantized ONNX matmuls run on the integer kernel (``passes.IntegerKernels``) and give
 onnxruntime's bits: QLinearMatMul (uint8/int8 activations, per-tensor and per-column
 weight scales), MatMulInteger (int8 and uint8 weights with zero points, a batch of
 rows) and QGemm (bias, alpha, a transposed B), on random shapes."""
@@ -43,7 +43,7 @@ def _ints(rng, dtype, shape):
 
 def _check(m, x):
     mod = from_onnx(m)
-    assert any(n.startswith("int_matmul") for n in passes.IntegerMatmul()(mod).functions)
+    assert any(n.startswith("int_matmul") for n in passes.IntegerKernels()(mod).functions)
     (want,) = run_ort(m, {"x": x})
     (got,) = runtime.build(mod)["main"](x)
     assert got.dtype == want.dtype and got.shape == want.shape
@@ -87,7 +87,7 @@ def test_qgemm_with_bias_alpha_and_transposed_b():
                             ["y"], domain="com.microsoft", transB=1, alpha=0.5)
     m = _model(node, x, inits, ms=True)
     mod = from_onnx(m)
-    assert any(n.startswith("int_matmul") for n in passes.IntegerMatmul()(mod).functions)
+    assert any(n.startswith("int_matmul") for n in passes.IntegerKernels()(mod).functions)
     (got,) = runtime.build(mod)["main"](x)
     np.testing.assert_array_equal(got, ik.interpret(mod, x)[0])
     # onnxruntime's QGemm float order is undocumented: one step on 1% of elements

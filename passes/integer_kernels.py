@@ -1,26 +1,28 @@
-"""IntegerMatmul: a matmul of 8-bit integers held in floats becomes an int32 kernel.
+"""IntegerKernels: matmuls and convs of 8-bit integers held in floats become int32 kernels.
 
-The ONNX frontend imports MatMulInteger, QLinearMatMul and QGemm
-(``irkernel/frontend/onnx/converters/qlinear.py``) as an exact float matmul of
-integers: ``matmul(astype(x) - zx, C)`` with ``x`` uint8 or int8, ``zx`` a constant
-and ``C`` the constant weights minus their zero points, followed by the
-requantization (scale, round half to even, zero point, saturate) or ``astype(int32)``.
-This pass finds that shape (one Numba sweep; Python once per match) and replaces the
-matmul by a ``call_tir`` to ``passes.topi.int_matmul``: the bytes of ``x`` times
-int8 weights packed here, at build time, in int32 accumulators (VNNI ``vpdpbusd``
-where the CPU has it), converted to the matmul's float dtype in the kernel's store.
+The ONNX frontend imports MatMulInteger, QLinearMatMul, QGemm, ConvInteger and
+QLinearConv (``irkernel/frontend/onnx/converters/qlinear.py``) as an exact float matmul
+or conv of integers: ``matmul(astype(x) - zx, C)`` (``conv`` likewise) with ``x``
+uint8 or int8, ``zx`` a constant and ``C`` the constant weights minus their zero
+points, followed by the requantization (scale, round half to even, zero point,
+saturate) or ``astype(int32)``. This pass finds that shape (one Numba sweep; Python
+once per match) and replaces the matmul by a ``call_tir`` to ``passes.topi.int_matmul``
+(a 2-D conv with one group: ``passes.topi.int_conv``): the bytes of ``x`` times int8
+weights packed here, at build time, in int32 accumulators (VNNI ``vpdpbusd`` where the
+CPU has it), converted to the op's float dtype in the kernel's store.
 The requantization ops stay graph ops; FuseOps folds them into that store (the
 kernel is ``OUT_EWISE_FUSABLE``), so they run on the accumulators in registers.
 
 **Bit-exact by construction.** A match is taken only when the float matmul it replaces
 is exact: ``C`` and ``zx`` are integers, each column of ``C`` spans at most 256 values
-(so it is int8 after a shift), and ``max |x - zx| * max_j sum_k |C[k, j]|`` is below
+(so it is int8 after a shift; for a conv, every weight fits int8), and
+``max |x - zx| * max_j sum_k |C[k, j]|`` (per output channel for a conv) is below
 2**31 and below the float's exact-integer limit (2**24 for float32, 2**53 for
 float64; the frontend picks float64 past 2**24). Then every partial sum, in float or
 int32 and in any order, is the same integer, and the output bits equal the
 interpreter's and onnxruntime's.
 
-The weight, the ``astype`` and the ``subtract`` are dropped when the matmul was their
+The weight, the ``astype`` and the ``subtract`` are dropped when the op was their
 only reader. Runs in ``GraphLowering`` before ``LegalizeOps``, at opt level 2; the
 lanes of the packing come from the PassContext's ``target`` (``topi.vector_bits``).
 """
@@ -50,6 +52,7 @@ from irkernel.ir.module import IRModule
 from irkernel.ir.operands import use_counts
 from irkernel.ir.rebuild import rebuild
 from irkernel.tir.function import PrimFunc
+from passes.topi.int_conv import int_conv2d, pack_conv_weights
 from passes.topi.int_matmul import column_offsets, dot_lanes, int_matmul, pack_weights
 from passes.topi.vector import current_target
 
@@ -59,14 +62,15 @@ _INT32_LIMIT = 2**31
 
 
 @kernel
-def match_kernel(kind, a0, a1, dtype, op_matmul, op_astype, op_subtract, op_const,
+def match_kernel(kind, a0, a1, dtype, op_matmul, op_conv, op_astype, op_subtract, op_const,
                  matches):
-    """Rows ``(matmul, x, astype, subtract or -1, zero point const or -1, weight const)``
+    """Rows ``(matmul or conv, x, astype, subtract or -1, zero point const or -1, weight)``
     of every candidate (module docstring); returns their count. Values and shapes are
     checked by the caller, once per match."""
     found = 0
     for i in range(kind.shape[0]):
-        if kind[i] != op_matmul or not (dtype[i] == FLOAT32 or dtype[i] == FLOAT64):
+        if not (kind[i] == op_matmul or kind[i] == op_conv) or \
+                not (dtype[i] == FLOAT32 or dtype[i] == FLOAT64):
             continue
         a, w = a0[i], a1[i]
         if kind[w] != op_const:
@@ -106,43 +110,77 @@ def _integer(value: np.ndarray) -> np.ndarray | None:
     return value.astype(np.int64)
 
 
-def _accept(func: Function, match: list[int], lanes: int, target: Any) -> _Rewrite | None:
+def _zero_point(func: Function, zp: int) -> int | None:
+    """The integer activation zero point of const node ``zp`` (-1: none), or None."""
+    if zp < 0:
+        return 0
+    z = _integer(np.asarray(func.consts.value(int(func.a0[zp]), func.shapes), np.float64))
+    return None if z is None or z.size != 1 else int(z.reshape(-1)[0])
+
+
+def _exact(func: Function, row: int, x_dtype: str, zx: int, column_sums: np.ndarray) -> bool:
+    """Whether every partial sum is an integer the op's float dtype and int32 both hold
+    (``column_sums``: ``sum |C|`` per output column or channel)."""
+    lo, hi = (0, 255) if x_dtype == "uint8" else (-128, 127)
+    bound = max(abs(hi - zx), abs(lo - zx)) * int(column_sums.max(initial=0))
+    return bound < min(_INT32_LIMIT, _EXACT[int(func.dtype[row])])
+
+
+def _accept(func: Function, match: list[int], lanes: int, target: Any,
+            op_conv: int) -> _Rewrite | None:
     """The rewrite of one candidate, or None when it is not exact (module docstring)."""
-    row, x, _, sub, zp, w = match
-    shapes, pool = func.shapes, func.consts
-    a_shape = shapes[int(func.shape_id[x])]
-    c_float = pool.value(int(func.a0[w]), shapes)
-    if len(a_shape) < 2 or c_float.ndim != 2 or c_float.shape[1] < 2:
+    row, x, _, _, zp, w = match
+    zx = _zero_point(func, zp)
+    weights = _integer(np.asarray(func.consts.value(int(func.a0[w]), func.shapes),
+                                  np.float64))
+    if zx is None or weights is None:
         return None
-    c = _integer(np.asarray(c_float, np.float64))
-    zx = 0
-    if zp >= 0:
-        z = _integer(np.asarray(pool.value(int(func.a0[zp]), shapes), np.float64))
-        if z is None or z.size != 1:
-            return None
-        zx = int(z.reshape(-1)[0])
-    offsets = None if c is None else column_offsets(c)
-    if offsets is None:
+    x_dtype = DTYPE_NAMES[int(func.dtype[x])]
+    zu = zx + (128 if x_dtype == "int8" else 0)  # int8 x is read as uint8 x + 128
+    odt = DTYPE_NAMES[int(func.dtype[row])]
+    out_shape = func.shapes[int(func.shape_id[row])]
+    if int(func.kind[row]) == op_conv:
+        prim, consts = _conv(func, row, x, x_dtype, zx, zu, weights, odt, lanes, target)
+    else:
+        prim, consts = _matmul(func, row, x, x_dtype, zx, zu, weights, odt, lanes, target)
+    if prim is None:
         return None
-    a_dtype = DTYPE_NAMES[int(func.dtype[x])]
-    lo, hi = (0, 255) if a_dtype == "uint8" else (-128, 127)
-    bound = max(abs(hi - zx), abs(lo - zx)) * int(np.abs(c).sum(axis=0).max(initial=0))
-    code = int(func.dtype[row])
-    if bound >= min(_INT32_LIMIT, _EXACT[code]):
-        return None
-    zu = zx + (128 if a_dtype == "int8" else 0)  # int8 x is read as uint8 x + 128
-    n = c.shape[1]
+    name = prim.attrs["schedule"]
+    prim = prim.with_attr("op_name", name).with_attr("op_pattern", ops.OUT_EWISE_FUSABLE)
+    return _Rewrite(row, x, consts, prim, odt, out_shape)
+
+
+def _matmul(func, row, x, x_dtype, zx, zu, c, odt, lanes, target):
+    """(PrimFunc, constants) of an exact matmul, or (None, [])."""
+    a_shape = func.shapes[int(func.shape_id[x])]
+    if len(a_shape) < 2 or c.ndim != 2 or c.shape[1] < 2:
+        return None, []
+    offsets = column_offsets(c)
+    if offsets is None or not _exact(func, row, x_dtype, zx, np.abs(c).sum(axis=0)):
+        return None, []
     # wrapping int32 arithmetic is exact mod 2**32, and the true result is below 2**31
-    corr = (-zu * c.sum(axis=0)).astype(np.int64)
-    consts = [pack_weights(c, offsets, lanes), _wrap32(corr)]
+    consts = [pack_weights(c, offsets, lanes), _wrap32(-zu * c.sum(axis=0))]
     with_rowsum = bool(offsets.any())
     if with_rowsum:
         consts.append(_wrap32(offsets))
-    odt = DTYPE_NAMES[code]
-    prim = int_matmul(a_shape, a_dtype, n, odt, lanes, with_rowsum, target)
-    prim = prim.with_attr("op_name", "int_matmul").with_attr("op_pattern",
-                                                             ops.OUT_EWISE_FUSABLE)
-    return _Rewrite(row, x, consts, prim, odt, (*a_shape[:-1], n))
+    return int_matmul(a_shape, x_dtype, c.shape[1], odt, lanes, with_rowsum, target), consts
+
+
+def _conv(func, row, x, x_dtype, zx, zu, w, odt, lanes, target):
+    """(PrimFunc, constants) of an exact 2-D conv with one group, or (None, [])."""
+    attrs = dict(func.attr_table[int(func.attr_id[row])])
+    x_shape = func.shapes[int(func.shape_id[x])]
+    if len(x_shape) != 4 or w.ndim != 4 or int(attrs["groups"]) != 1 or w.shape[0] < 2 \
+            or w.min(initial=0) < -128 or w.max(initial=0) > 127 or not 0 <= zu <= 255:
+        return None, []
+    flat = w.reshape(w.shape[0], -1)
+    if not _exact(func, row, x_dtype, zx, np.abs(flat).sum(axis=1)):
+        return None, []
+    consts = [pack_conv_weights(w, lanes), _wrap32(-zu * flat.sum(axis=1))]
+    prim = int_conv2d(x_shape, x_dtype, w.shape, func.shapes[int(func.shape_id[row])],
+                      tuple(attrs["strides"]), tuple(attrs["padding"]),
+                      tuple(attrs["dilation"]), zu, odt, lanes, target)
+    return prim, consts
 
 
 def _wrap32(v: np.ndarray) -> np.ndarray:
@@ -151,21 +189,21 @@ def _wrap32(v: np.ndarray) -> np.ndarray:
 
 def rewrite_function(func: Function, taken: set[str], added: dict[str, PrimFunc],
                      ) -> tuple[Function, int]:
-    """``func`` with every exact 8-bit matmul calling an integer kernel (new PrimFuncs
+    """``func`` with every exact 8-bit matmul and conv calling an integer kernel (new PrimFuncs
     go to ``added``, named apart from ``taken``); (new function or ``func``, count)."""
-    op_matmul = ops.get_op("matmul").opcode
-    n_mm = int(np.count_nonzero(func.kind == op_matmul))
-    if not n_mm:
+    op_matmul, op_conv = ops.get_op("matmul").opcode, ops.get_op("conv").opcode
+    n_ops = int(np.count_nonzero((func.kind == op_matmul) | (func.kind == op_conv)))
+    if not n_ops:
         return func, 0
-    matches = np.empty((n_mm, 6), np.int32)
-    found = match_kernel(func.kind, func.a0, func.a1, func.dtype, op_matmul,
+    matches = np.empty((n_ops, 6), np.int32)
+    found = match_kernel(func.kind, func.a0, func.a1, func.dtype, op_matmul, op_conv,
                          ops.get_op("astype").opcode, ops.get_op("subtract").opcode,
                          ops.OP_CONST, matches)
     if not found:
         return func, 0
     target = current_target()
     lanes = dot_lanes(target)
-    rewrites = [r for r in (_accept(func, m, lanes, target)
+    rewrites = [r for r in (_accept(func, m, lanes, target, op_conv)
                             for m in matches[:found].tolist()) if r is not None]
     if not rewrites:
         return func, 0
@@ -175,7 +213,7 @@ def rewrite_function(func: Function, taken: set[str], added: dict[str, PrimFunc]
         digest = r.prim.structural_digest()
         name = by_digest.get(digest)
         if name is None:
-            base = f"int_matmul_{'x'.join(map(str, r.out_shape))}"
+            base = f"{r.prim.attrs['schedule']}_{'x'.join(map(str, r.out_shape))}"
             name, k = base, 0
             while name in taken:
                 k += 1
@@ -194,7 +232,7 @@ def rewrite_function(func: Function, taken: set[str], added: dict[str, PrimFunc]
                 keep[node + shift] = False
                 for o in out.operands(node + shift):
                     uses[o] -= 1
-    return rebuild(out, keep=keep, pass_name="IntegerMatmul"), len(rewrites)
+    return rebuild(out, keep=keep, pass_name="IntegerKernels"), len(rewrites)
 
 
 def _apply(func: Function, rewrites: list[_Rewrite], names: list[str]) -> Function:
@@ -234,8 +272,8 @@ def _apply(func: Function, rewrites: list[_Rewrite], names: list[str]) -> Functi
         attrs=func.attrs)
 
 
-def IntegerMatmul() -> transform.ModulePass:
-    """Exact 8-bit matmuls (module docstring) call integer kernels (opt level 2).
+def IntegerKernels() -> transform.ModulePass:
+    """Exact 8-bit matmuls and convs (module docstring) call integer kernels (opt level 2).
 
     Returns
     -------
@@ -243,7 +281,7 @@ def IntegerMatmul() -> transform.ModulePass:
         Reports the statistic ``rewritten``.
     """
 
-    def integer_matmul(mod: IRModule, ctx: transform.PassContext) -> IRModule:
+    def integer_kernels(mod: IRModule, ctx: transform.PassContext) -> IRModule:
         taken = set(mod.functions)
         added: dict[str, PrimFunc] = {}
         functions = dict(mod.functions)
@@ -260,9 +298,9 @@ def IntegerMatmul() -> transform.ModulePass:
         functions.update(added)
         return mod.with_functions(functions)
 
-    return transform.module_pass(integer_matmul, opt_level=2, name="IntegerMatmul")
+    return transform.module_pass(integer_kernels, opt_level=2, name="IntegerKernels")
 
 
-transform.register_pass("IntegerMatmul", IntegerMatmul)
+transform.register_pass("IntegerKernels", IntegerKernels)
 
-__all__ = ["IntegerMatmul", "match_kernel", "rewrite_function"]
+__all__ = ["IntegerKernels", "match_kernel", "rewrite_function"]

@@ -1,9 +1,11 @@
-"""IntegerMatmul: exact 8-bit matmuls call the int32 kernel, bit for bit the interpreter.
+"""IntegerKernels: exact 8-bit matmuls and convs call int32 kernels, bit for bit the
+interpreter.
 
 Random shapes, activation types (uint8/int8), zero points, weight ranges (int8, and
 uint8-like columns that need a shift), per-tensor and per-column scales, float32 and
-float64 accumulators; the AVX2 build (vpmaddubsw/vpmaddwd) against the host's (VNNI on
-this machine); and the matmuls the pass must leave alone.
+float64 accumulators; convs of random shapes, strides, padding and dilation; the AVX2
+build (vpmaddubsw/vpmaddwd) against the host's (VNNI on this machine); and the matmuls
+and convs the pass must leave alone.
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ def _module(x_shape, x_dtype, zx, c, acc="float32", scale=None, zy=None, out="ui
     return ik.IRModule({"main": bb.finish([y])})
 
 
-def _rewritten(mod: ik.IRModule) -> bool:
-    return any(name.startswith("int_matmul") for name in passes.IntegerMatmul()(mod).functions)
+def _rewritten(mod: ik.IRModule, kernel: str = "int_matmul") -> bool:
+    return any(name.startswith(kernel) for name in passes.IntegerKernels()(mod).functions)
 
 
 def _input(rng, shape, dtype):
@@ -150,7 +152,7 @@ def test_leaves_matmuls_that_are_not_exact_integers(case) -> None:
     else:
         mod = _module((4, k), "uint8", 0, c)
     assert not _rewritten(mod)
-    assert passes.IntegerMatmul()(mod) is mod
+    assert passes.IntegerKernels()(mod) is mod
 
 
 def test_a_shared_weight_and_activation_stay_for_their_other_readers() -> None:
@@ -167,3 +169,73 @@ def test_a_shared_weight_and_activation_stay_for_their_other_readers() -> None:
     got = _build(mod)["main"](x_in)
     for g, w_ in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w_)
+
+
+def _conv_module(x_shape, x_dtype, zx, w, strides, padding, dilation, scale, zy,
+                 groups=1, acc="float32"):
+    """``conv(astype(x) - zx, w)``, a per-channel bias and requantization to uint8, as
+    the ONNX frontend imports QLinearConv."""
+    bb = ik.GraphBuilder("main")
+    x = bb.param("x", x_shape, x_dtype)
+    a = bb.call("subtract", bb.call("astype", x, dtype=acc), bb.const(np.asarray(zx, acc)))
+    y = bb.call("conv", a, bb.const(w.astype(acc)), strides=strides, padding=padding,
+                dilation=dilation, groups=groups)
+    o = w.shape[0]
+    y = bb.call("add", y, bb.const(np.arange(o, dtype=acc).reshape(o, 1, 1) * 7 - 30))
+    y = bb.call("multiply", y, bb.const(np.asarray(scale, np.float32).reshape(-1, 1, 1)))
+    y = bb.call("astype", bb.call("add", bb.call("round", y), bb.const(np.float32(zy))),
+                dtype="uint8")
+    return ik.IRModule({"main": bb.finish([y])})
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_the_integer_conv_equals_the_interpreter(data) -> None:
+    draw = data.draw
+    c, o = draw(st.integers(1, 13)), draw(st.integers(2, 37))
+    kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    h, w = draw(st.integers(kh + 2, 12)), draw(st.integers(kw + 2, 12))
+    strides = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    dilation = (draw(st.integers(1, 2)), 1)
+    padding = tuple(draw(st.integers(0, 2)) for _ in range(4))
+    x_dtype = draw(st.sampled_from(["uint8", "int8"]))
+    zx = draw(st.integers(0, 255) if x_dtype == "uint8" else st.integers(-128, 127))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+    weights = rng.integers(-128, 128, (o, c, kh, kw))
+    scale = rng.random(o) * 1e-3 if draw(st.booleans()) else np.float32(2e-3)
+    if (h + padding[0] + padding[2] - dilation[0] * (kh - 1) - 1) < 0:
+        return
+    mod = _conv_module((draw(st.integers(1, 2)), c, h, w), x_dtype, zx, weights, strides,
+                       padding, dilation, scale, 100)
+    x = _input(rng, mod["main"].node_type(0)[1], x_dtype)
+    assert _rewritten(mod, "int_conv2d")
+    (want,) = ik.interpret(mod, x)
+    (got,) = _build(mod)["main"](x)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_the_integer_conv_takes_its_requantization_in_its_stores() -> None:
+    rng = np.random.default_rng(8)
+    mod = _conv_module((1, 8, 10, 10), "uint8", 7, rng.integers(-128, 128, (20, 8, 3, 3)),
+                       (1, 1), (1, 1, 1, 1), (1, 1), 1e-3, 5)
+    ex = _build(mod)
+    assert ex["main"].num_kernels == 1
+    tir = ex.get_source("tir")
+    assert "T.cast(\"uint8x" in tir  # the conversion to uint8 happens in the vector stores
+    x = _input(rng, (1, 8, 10, 10), "uint8")
+    np.testing.assert_array_equal(ex["main"](x)[0], ik.interpret(mod, x)[0])
+    if _ORDER.index(host_target().isa) >= _ORDER.index("avx2"):
+        np.testing.assert_array_equal(_build(mod, "avx2")["main"](x)[0], ex["main"](x)[0])
+
+
+@pytest.mark.parametrize("case", ["groups", "uint8_weights", "fractional"])
+def test_leaves_convs_it_does_not_take(case) -> None:
+    rng = np.random.default_rng(9)
+    w = rng.integers(-128, 128, (6, 4 if case != "groups" else 2, 3, 3)).astype(np.float64)
+    if case == "uint8_weights":
+        w[0, 0, 0, 0] = 200
+    if case == "fractional":
+        w[0, 0, 0, 0] = 0.25
+    mod = _conv_module((1, 4, 8, 8), "uint8", 3, w, (1, 1), (1, 1, 1, 1), (1, 1), 1e-3, 0,
+                       groups=2 if case == "groups" else 1)
+    assert passes.IntegerKernels()(mod) is mod
