@@ -1,5 +1,5 @@
-"""int8 against onnxruntime (issue 26): quantized matmuls on the integer kernel, and the
-quantized resnet18.
+"""int8 against onnxruntime (issue 26): quantized matmuls on the integer kernel, and
+resnet18 (float32, QDQ, QOperator).
 
 Run with::
 
@@ -15,8 +15,9 @@ own (``irkernel.testing.timing.compare``: warm-ups, medians, alternating blocks)
   exact float32 path), and onnxruntime. Also built for ``target="avx2"`` when the host is
   above it, to show the non-VNNI path on the same machine.
 - **resnet18** quantized by onnxruntime (QDQ and QOperator, per-channel), and float32:
-  ``bench_narrow.variants``. The convs do not take the integer path yet (the matmul form
-  comes first), so these rows show where the model stands.
+  ``bench_narrow.variants``. The QOperator convs run on the integer conv kernel; the QDQ
+  form's dequantized convs are float ops (docs/onnx.md), so that row shows where the
+  float path stands.
 
 Ratios are irkernel / onnxruntime (< 1: irkernel is faster); the machine may be shared,
 so treat them as provisional.
