@@ -16,8 +16,8 @@ own (``irkernel.testing.timing.compare``: warm-ups, medians, alternating blocks)
   above it, to show the non-VNNI path on the same machine.
 - **resnet18** quantized by onnxruntime (QDQ and QOperator, per-channel), and float32:
   ``bench_narrow.variants``. The QOperator convs run on the integer conv kernel; the QDQ
-  form's dequantized convs are float ops (docs/onnx.md), so that row shows where the
-  float path stands.
+  form's dequantized convs are float ops by default (docs/onnx.md), and integer kernels
+  with the config ``IntegerKernels.qdq`` (the last row).
 
 Ratios are irkernel / onnxruntime (< 1: irkernel is faster); the machine may be shared,
 so treat them as provisional.
@@ -116,14 +116,16 @@ def model_rows(args) -> None:
     print(f"\n| model ({args.size}x{args.size}) | form | irkernel ms | ort ms | ratio |")
     print("|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
-        for form, model in variants("resnet18", args.size, Path(tmp)).items():
-            if form == "float16":
-                continue
+        forms = variants("resnet18", args.size, Path(tmp))
+        rows = [(form, model, {}) for form, model in forms.items() if form != "float16"]
+        rows.append(("int8 QDQ, IntegerKernels.qdq", forms["int8 QDQ"],
+                     {"IntegerKernels.qdq": True}))
+        for form, model, config in rows:
             info = model.graph.input[0]
             dims = [d.dim_value for d in info.type.tensor_type.shape.dim]
             x = np.random.default_rng(0).standard_normal(dims).astype(np.float32)
             sess = _session(model, args.threads)
-            ours = _build(model)
+            ours = _build(model, **config)
             c = compare(lambda: ours(x), lambda: sess.run(None, {info.name: x}),  # noqa: B023
                         repeat=args.runs)
             print(f"| resnet18 | {form} | {c.ours.median * 1e3:.2f} | "

@@ -93,3 +93,82 @@ def test_qgemm_with_bias_alpha_and_transposed_b():
     # onnxruntime's QGemm float order is undocumented: one step on 1% of elements
     diff = np.abs(got.astype(np.int64) - run_ort(m, {"x": x})[0].astype(np.int64))
     assert diff.max() <= 1 and np.mean(diff == 0) >= 0.99
+
+
+# ---------------------------------------------------------------------------
+# QDQ: with the config IntegerKernels.qdq, onnxruntime's integer rounding
+# ---------------------------------------------------------------------------
+
+def _qdq_conv_model(rng, signed):
+    """DequantizeLinear(x) -> Conv(DequantizeLinear(w) per channel, bias) -> QuantizeLinear,
+    as onnxruntime's quantizer writes a QDQ conv (symmetric int8 weights, int32 bias)."""
+    dt = np.int8 if signed else np.uint8
+    o, c = 24, 16
+    ws = rng.uniform(0.002, 0.01, o).astype(np.float32)
+    xs, ys = np.float32(0.03), np.float32(0.2)
+    w = rng.integers(-127, 128, (o, c, 3, 3)).astype(np.int8)
+    w[:, 0, 0, 0] = -127  # max |w| / 127 is each channel's scale
+    inits = {"xs": xs, "xz": dt(-3 if signed else 120), "w": w, "ws": ws,
+             "wz": np.zeros(o, np.int8), "b": rng.integers(-4000, 4000, o).astype(np.int32),
+             "bs": (xs * ws).astype(np.float32), "bz": np.zeros(o, np.int32),
+             "ys": ys, "yz": dt(5 if signed else 128)}
+    nodes = [helper.make_node("DequantizeLinear", ["x", "xs", "xz"], ["xf"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wf"], axis=0),
+             helper.make_node("DequantizeLinear", ["b", "bs", "bz"], ["bf"], axis=0),
+             helper.make_node("Conv", ["xf", "wf", "bf"], ["yf"], pads=[1, 1, 1, 1]),
+             helper.make_node("QuantizeLinear", ["yf", "ys", "yz"], ["y"])]
+    x = _ints(rng, dt, (1, c, 12, 12))
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", _ELEM[x.dtype], list(x.shape))],
+        [helper.make_empty_tensor_value_info("y")],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m, x
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_qdq_conv_takes_the_integer_kernel_with_the_config(signed):
+    from irkernel import transform
+    rng = np.random.default_rng(31)
+    m, x = _qdq_conv_model(rng, signed)
+    mod = from_onnx(m)
+    assert not any(n.startswith("int_conv") for n in passes.IntegerKernels()(mod).functions)
+    with transform.PassContext(config={"IntegerKernels.qdq": True}):
+        assert any(n.startswith("int_conv") for n in passes.IntegerKernels()(mod).functions)
+        (got,) = runtime.build(mod)["main"](x)
+    # onnxruntime fuses the group into QLinearConv; its requantization rounds once, ours
+    # scales the exact sum and divides by y_scale: one step on a few elements at most
+    (want,) = run_ort(m, {"x": x})
+    diff = np.abs(got.astype(np.int64) - want.astype(np.int64))
+    assert diff.max() <= 1 and np.mean(diff == 0) >= 0.99
+
+
+def test_qdq_resnet18_on_integer_kernels_tracks_onnxruntimes_fused_path(tmp_path):
+    """resnet18 quantized by onnxruntime (QDQ, per-channel): every conv and the Gemm take
+    the integer kernels, and the output is within issue 26's target of onnxruntime's
+    optimized session (which runs the same groups as integer kernels)."""
+    quantization = pytest.importorskip("onnxruntime.quantization")
+    from model_weights import load
+    from test_onnx_quant import _ort_session, _Reader, _rel, _shared_constants_as_initializers
+
+    from irkernel import transform
+
+    model = _shared_constants_as_initializers(load("resnet18"))
+    info = model.graph.input[0]
+    dims = [d.dim_value for d in info.type.tensor_type.shape.dim]
+    src, dst = tmp_path / "float.onnx", tmp_path / "quant.onnx"
+    onnx.save(model, str(src))
+    quantization.quantize_static(str(src), str(dst), _Reader(info.name, dims),
+                                 quant_format=quantization.QuantFormat.QDQ, per_channel=True)
+    qmodel = onnx.load(str(dst))
+    x = np.random.default_rng(22).standard_normal(dims).astype(np.float32)
+    mod = from_onnx(qmodel)
+    with transform.PassContext(config={"IntegerKernels.qdq": True}):
+        names = passes.IntegerKernels()(mod).functions
+        (got,) = runtime.build(mod)["main"](x)
+    assert sum(n.startswith("int_conv2d") for n in names) >= 10
+    (plain,) = _ort_session(qmodel, optimized=False).run(None, {info.name: x})
+    (fused,) = _ort_session(qmodel, optimized=True).run(None, {info.name: x})
+    d = _rel(plain, fused)
+    assert _rel(got, fused) <= 1.5 * max(d, 0.003) + 0.001, (_rel(got, fused), d)
