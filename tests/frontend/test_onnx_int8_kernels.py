@@ -172,3 +172,33 @@ def test_qdq_resnet18_on_integer_kernels_tracks_onnxruntimes_fused_path(tmp_path
     (fused,) = _ort_session(qmodel, optimized=True).run(None, {info.name: x})
     d = _rel(plain, fused)
     assert _rel(got, fused) <= 1.5 * max(d, 0.003) + 0.001, (_rel(got, fused), d)
+
+
+@pytest.mark.parametrize("per_column", [False, True])
+def test_qdq_matmul_takes_the_integer_kernel_with_the_config(per_column):
+    from irkernel import transform
+    rng = np.random.default_rng(37)
+    k, n = 96, 40
+    w = rng.integers(-127, 128, (k, n)).astype(np.int8)
+    w[0] = 127
+    ws = rng.uniform(0.002, 0.01, n if per_column else ()).astype(np.float32)
+    inits = {"xs": np.float32(0.05), "xz": np.uint8(100), "w": w, "ws": ws,
+             "wz": np.zeros(ws.shape, np.int8), "ys": np.float32(0.5), "yz": np.uint8(128)}
+    nodes = [helper.make_node("DequantizeLinear", ["x", "xs", "xz"], ["xf"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wf"], axis=1),
+             helper.make_node("MatMul", ["xf", "wf"], ["yf"]),
+             helper.make_node("QuantizeLinear", ["yf", "ys", "yz"], ["y"])]
+    x = _ints(rng, np.uint8, (7, k))
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, [7, k])],
+        [helper.make_empty_tensor_value_info("y")],
+        [numpy_helper.from_array(np.asarray(v), name) for name, v in inits.items()])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    mod = from_onnx(m)
+    with transform.PassContext(config={"IntegerKernels.qdq": True}):
+        assert any(n.startswith("int_matmul") for n in passes.IntegerKernels()(mod).functions)
+        (got,) = runtime.build(mod)["main"](x)
+    (want,) = run_ort(m, {"x": x})
+    diff = np.abs(got.astype(np.int64) - want.astype(np.int64))
+    assert diff.max() <= 1 and np.mean(diff == 0) >= 0.99
