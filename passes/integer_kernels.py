@@ -30,8 +30,9 @@ scales the int32 sum by ``x_scale * w_scale``: onnxruntime's integer rounding ra
 than the ONNX text's float one (docs/onnx.md), so it is opt-in.
 
 The weight and the activation chain (``multiply``, ``subtract``, ``astype``) are
-dropped when the op was their only reader. Runs in ``GraphLowering`` before ``LegalizeOps``, at opt level 2; the
-lanes of the packing come from the PassContext's ``target`` (``topi.vector_bits``).
+dropped when the op was their only reader. Runs in ``GraphLowering`` before
+``LegalizeOps``, at opt level 2; the lanes of the packing come from the PassContext's
+``target`` (``topi.vector_bits``).
 """
 
 from __future__ import annotations

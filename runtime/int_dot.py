@@ -1,4 +1,4 @@
-"""LLVM code for the TIR integer dot product ``dot4_u8s8(acc, a, b)`` (``irkernel.tir.expr.DOT_OPS``).
+"""LLVM code for the TIR integer dot product ``dot4_u8s8(acc, a, b)`` (``tir.expr.DOT_OPS``).
 
 ``acc[i] + sum_j a[j] * b[4i + j]``: int32 x L accumulators, one uint8 group ``a`` of
 four for every lane, int8 x 4L ``b``. Every path is exact (the products and their sums

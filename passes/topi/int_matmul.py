@@ -30,7 +30,8 @@ read any in-bounds bytes (its indices are clamped to K - 1).
 vectors, 16 with 32 registers, 8 with 16), the K groups innermost; each packed vector
 feeds ``mr`` dot products and each broadcast row group ``nr``. Row tiles run in
 parallel (the column steps when there is one row tile). The store is a plain
-(vectorized) loop of ``out[r, j] = ...``, so FuseOps' epilogues (the requantization: scale, round, zero point, saturate) fold into it.
+(vectorized) loop of ``out[r, j] = ...``, so FuseOps' epilogues (the requantization:
+scale, round, zero point, saturate) fold into it.
 Imports irkernel.tir, irkernel.target and NumPy only.
 """
 
