@@ -15,6 +15,7 @@ from passes.fold_batch_norm import FoldBatchNorm
 from passes.fold_constant import FoldConstant
 from passes.fuse_ops import FuseOps
 from passes.fuse_tir import FuseTIR
+from passes.integer_kernels import IntegerKernels
 from passes.legalize_ops import LegalizeOps
 from passes.pack_weights import PackConstantWeights
 from passes.pipelines import GRAPH_LOWERING, LOWER_TIR
@@ -44,6 +45,7 @@ __all__ = [
     "FoldConstant",
     "FuseOps",
     "FuseTIR",
+    "IntegerKernels",
     "LegalizeOps",
     "PackConstantWeights",
     "SimplifyArith",

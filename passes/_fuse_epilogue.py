@@ -57,10 +57,11 @@ def fold_into_nest(heavy: Stmt, out: Buffer, axes: tuple[Var, ...],
 
 
 class _EpilogueInStores(Mutator):
-    """``out[idx] = x`` becomes ``out[idx] = let acc = x in value(axes := idx)``."""
+    """``out[idx] = x`` becomes ``target[idx] = let acc = x in value(axes := idx)``."""
 
-    def __init__(self, out: Buffer, axes: tuple[Var, ...], value: PrimExpr, acc: Var) -> None:
-        self.out, self.axes, self.acc = out, axes, acc
+    def __init__(self, out: Buffer, axes: tuple[Var, ...], value: PrimExpr, acc: Var,
+                 target: Buffer) -> None:
+        self.out, self.axes, self.acc, self.target = out, axes, acc, target
         self.value = _ReadAs(out.name, acc).visit(value)  # out[axes] -> acc
 
     def visit_BufferStore(self, store: BufferStore) -> BufferStore:
@@ -68,7 +69,7 @@ class _EpilogueInStores(Mutator):
             return store
         moved = substitute(self.value, {a.name: i for a, i in
                                         zip(self.axes, store.indices, strict=True)})
-        return store.replace(value=Let(self.acc, store.value, moved))
+        return BufferStore(self.target, Let(self.acc, store.value, moved), store.indices)
 
 
 class _ReadAs(Mutator):
@@ -82,17 +83,18 @@ class _ReadAs(Mutator):
 
 
 def fold_into_stores(heavy: Stmt, out: Buffer, axes: tuple[Var, ...], value: PrimExpr,
-                     acc: Var) -> Stmt | None:
+                     acc: Var, target: Buffer | None = None) -> Stmt | None:
     """When the heavy member never reads ``out`` back (a scheduled matmul storing its
     register tile), apply the epilogue to each stored value: the last store of an
-    element wins, so the result is ``value`` of the final product."""
+    element wins, so the result is ``value`` of the final product. The stores go to
+    ``target`` (default ``out``: a buffer of the epilogue's dtype when it converts)."""
     for n in post_order(heavy):
         if isinstance(n, BufferLoad) and n.buffer.name == out.name:
             return None
         if isinstance(n, BufferStore) and n.buffer.name == out.name and any(
                 i.lanes != 1 for i in n.indices):
             return None
-    return _EpilogueInStores(out, axes, value, acc).visit(heavy)
+    return _EpilogueInStores(out, axes, value, acc, target or out).visit(heavy)
 
 
 def replace_store_value(stmt: Stmt, depth: int, value: PrimExpr) -> Stmt:

@@ -384,7 +384,7 @@ class _Composer:
         for pos in range(len(self.stmts) - 2, -1, -1):
             node = self.stmts[pos][0]
             buf = self.value[node]
-            if not isinstance(buf, Buffer) or buf.shape != out.shape or buf.dtype != out.dtype:
+            if not isinstance(buf, Buffer) or buf.shape != out.shape:
                 continue
             loads = _loads_of(store.value, buf.name)
             if not loads or any(not _same_point(ld.indices, axes, loops) for ld in loads):
@@ -392,8 +392,29 @@ class _Composer:
             if any(_loads_of(s, buf.name) for k, (_, s) in enumerate(self.stmts[:-1])
                    if k != pos):
                 continue
+            if buf.dtype != out.dtype:  # a conversion last (a requantization's astype):
+                self.converted_in_stores(pos, buf, out, axes, store)  # into stores or not
+                return
             self.in_place(pos, buf, out, axes, store)
             return
+
+    def converted_in_stores(self, pos: int, buf: Buffer, out: Buffer, axes: tuple[Var, ...],
+                            store: BufferStore) -> None:
+        """The heavy member at ``pos`` writes ``out`` of another dtype than its own
+        ``buf``: only when the root's ``store`` goes into each of its stores (the value
+        converted there, as an integer matmul's requantization to uint8), else nothing
+        changes."""
+        if pos != len(self.stmts) - 2:
+            return
+        node, heavy = self.stmts[pos]
+        acc = Var(_fresh(f"v{node}", self.var_taken), buf.dtype)
+        fused = fold_into_stores(heavy, buf, axes, store.value, acc, target=out)
+        if fused is None:
+            return
+        self.allocs.remove(buf)
+        self.value[node] = out
+        self.stmts[pos] = (node, fused)
+        del self.stmts[-1]
 
     def in_place(self, pos: int, buf: Buffer, out: Buffer, axes: tuple[Var, ...],
                  store: BufferStore) -> None:

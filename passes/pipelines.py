@@ -14,13 +14,15 @@ from __future__ import annotations
 
 from irkernel import transform
 
-#: Graph modules, before their kernels compile: graph simplification, ``LegalizeOps``
+#: Graph modules, before their kernels compile: graph simplification, ``IntegerKernels``
+#: (exact 8-bit matmuls -> int32 kernels over packed weights), ``LegalizeOps``
 #: (graph ops -> ``call_tir``; ``runtime.build`` gives it ``generic_max_elements`` from
 #: its config when the text names it bare), ``PackConstantWeights`` (constant weights in
 #: the order their kernels read them), ``FuseOps`` + ``FuseTIR`` (fused PrimFuncs)
 #: and ``DeadCodeElimination`` (drops unused PrimFuncs).
 GRAPH_LOWERING = ("FoldConstant,FoldBatchNorm,SimplifyArith,EliminateCommonSubexpr,"
-                  "DeadCodeElimination,SplitConcat,LegalizeOps,PackConstantWeights,FuseOps,FuseTIR,"
+                  "DeadCodeElimination,SplitConcat,IntegerKernels,LegalizeOps,PackConstantWeights,"
+                  "FuseOps,FuseTIR,"
                   "DeadCodeElimination")
 
 #: Each PrimFunc, before LLVM: independent outer loops of graph lowering's kernels

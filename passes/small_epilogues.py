@@ -30,6 +30,8 @@ def specialized_epilogues(func: Function, rows: np.ndarray, generic: np.ndarray)
     pattern = ops.op_arrays().pattern[func.kind[rows]]
     marked = np.zeros(len(func.kind), bool)
     marked[rows[(pattern == ops.OUT_EWISE_FUSABLE) & ~generic]] = True
+    # kernels placed before LegalizeOps take epilogues too (IntegerKernels's int32 matmul)
+    marked[func.kind == ops.OP_CALL_TIR] = True
     if not marked.any():
         return np.zeros(len(rows), bool)
     csr = operand_csr(func)

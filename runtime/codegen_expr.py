@@ -41,6 +41,7 @@ from irkernel.ir.ids import DTYPE_NAMES
 from irkernel.tir import dtype as dt
 from irkernel.tir.buffer import Buffer, BufferLoad
 from irkernel.tir.expr import (
+    DOT_OPS,
     EQ,
     GE,
     GT,
@@ -491,6 +492,8 @@ class ExprCodegen:
 
     def _e_Call(self, e: Call) -> ir.Value:
         args = [self.expr(a) for a in e.args]
+        if e.op in DOT_OPS:
+            return self.int_dot(*args)
         if e.op == "fmod":
             return self.builder.frem(args[0], args[1], flags=self._fm)
         if e.op in _LIBM:
@@ -518,6 +521,10 @@ class ExprCodegen:
         """``llvm.ldexp`` of float32 ``typ`` (scalar or vector) and its lanes' i32 type."""
         ityp = ir.VectorType(I32, typ.count) if isinstance(typ, ir.VectorType) else I32
         return self.intrinsic("llvm.ldexp", typ, [typ, ityp], [typ, ityp])
+
+    def int_dot(self, acc: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
+        """``dot4_u8s8`` (``irkernel.tir.expr.DOT_OPS``); the lowerer knows the CPU."""
+        raise TypeError("codegen: this code generator has no integer dot product")
 
     def math(self, op: str, args: list[ir.Value]) -> ir.Value:
         typ = args[0].type

@@ -60,6 +60,7 @@ from irkernel.tir.stmt import (
 from passes.tir.flatten_buffer import flatten_buffer
 from runtime.abi import ABI_SUFFIX, abi_record, slot_layout
 from runtime.codegen_expr import I8, I32, I64, PTR, ExprCodegen, memory_type, value_type
+from runtime.int_dot import dot_paths, lower_dot4
 from runtime.target import Target
 
 #: Constant-size allocations up to this many bytes live on the stack.
@@ -133,6 +134,8 @@ class Lowerer(ExprCodegen):
         self.in_parallel = False
         self.nontemporal = False
         self.x86 = target.triple.startswith("x86_64")
+        #: native integer dot-product path per accumulator width (``runtime/int_dot.py``)
+        self.dot_paths = dot_paths(target.cpu, target.has_feature) if self.x86 else {}
         # graph-lowered kernels (templates, FuseTIR): their float reductions are documented
         # to agree with the interpreter within rounding, so accumulations may reassociate
         self.reassociate = "op_name" in func.attrs
@@ -150,6 +153,10 @@ class Lowerer(ExprCodegen):
     @property  # type: ignore[override]
     def buffers(self) -> dict[str, tuple[ir.Value, Buffer]]:
         return self.state.buffers
+
+    def int_dot(self, acc: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
+        return lower_dot4(self.builder, lambda name, ret, args: self.intrinsic(
+            name, ret, args, []), self.dot_paths, acc, a, b)
 
     def lower(self) -> ir.Module:
         """The module with the kernel ``symbol`` (its packed entry, body and outlined

@@ -62,6 +62,14 @@ MATH_OPS: dict[str, tuple[int, frozenset[str]]] = {
     "abs": (1, dt.INT_ELEMENTS),
 }
 
+#: Integer dot-product intrinsics: ``dot4_u8s8(acc, a, b)`` with ``acc`` int32 x L
+#: (L >= 2), ``a`` uint8 x 4 (one group of four, the same for every lane) and ``b``
+#: int8 x 4L is ``acc[i] + sum_j a[j] * b[4i + j]`` (j < 4), products and sums exact,
+#: the final add wrapping in int32: VNNI's ``vpdpbusd`` with ``a`` broadcast. The
+#: runtime lowers it to ``vpdpbusd``, to an exact ``vpmaddubsw``/``vpmaddwd`` sequence
+#: on AVX2, or to plain int32 multiply-adds (``runtime/int_dot.py``).
+DOT_OPS = ("dot4_u8s8",)
+
 
 def _set(obj: object, name: str, value: object) -> None:
     object.__setattr__(obj, name, value)
@@ -475,7 +483,8 @@ class Cast(PrimExpr):
 
 @dataclass(frozen=True, slots=True)
 class Call(PrimExpr):
-    """A math intrinsic (``MATH_OPS``): lowered to the LLVM intrinsic of the same name
+    """A math intrinsic (``MATH_OPS``) or an integer dot product (``DOT_OPS``). A math op
+    is lowered to the LLVM intrinsic of the same name
     (``erf`` and ``LIBM_TRIG`` to libm's ``erf``/``erff``, ``tan``/``tanf``, ..., which LLVM
     has no intrinsic for; ``fmod`` to ``frem``)."""
 
@@ -484,6 +493,9 @@ class Call(PrimExpr):
     dtype: str = field(init=False)
 
     def __post_init__(self) -> None:
+        if self.op in DOT_OPS:
+            _dot_type(self)
+            return
         spec = MATH_OPS.get(self.op)
         if spec is None:
             raise ValueError(f"Call: unknown math op {self.op!r}; known: {', '.join(MATH_OPS)}")
@@ -499,6 +511,25 @@ class Call(PrimExpr):
         _set(self, "args", args)
         _set(self, "dtype", args[0].dtype)
         _depth(self, *args)
+
+
+def _dot_type(call: Call) -> None:
+    """Check and set the type of a ``DOT_OPS`` call (see there)."""
+    args = tuple(call.args)
+    if len(args) != 3 or not all(isinstance(a, PrimExpr) for a in args):
+        raise TypeError(f"Call {call.op}: expects (acc, a, b) PrimExprs, got {args!r}")
+    acc, a, b = args
+    lanes = acc.lanes
+    if dt.element(acc.dtype) != "int32" or lanes < 2:
+        raise TypeError(f"Call {call.op}: acc must be int32 x L with L >= 2, got {acc.dtype}")
+    if dt.element(a.dtype) != "uint8" or a.lanes != 4:
+        raise TypeError(f"Call {call.op}: a must be uint8x4 (one group), got {a.dtype}")
+    if dt.element(b.dtype) != "int8" or b.lanes != 4 * lanes:
+        raise TypeError(f"Call {call.op}: b must be int8x{4 * lanes} for {lanes} "
+                        f"accumulator lanes, got {b.dtype}")
+    _set(call, "args", args)
+    _set(call, "dtype", acc.dtype)
+    _depth(call, *args)
 
 
 @dataclass(frozen=True, slots=True)
@@ -570,7 +601,8 @@ def _true_div(a: Any, b: Any) -> PrimExpr:
 
 __all__ = [
     "EQ", "GE", "GT", "LE", "LT", "MATH_OPS", "MAX_DEPTH", "NE", "Add", "And",
-    "BinaryOp", "Broadcast", "Call", "Cast", "Div", "FloatImm", "FloorDiv", "FloorMod", "IntImm",
+    "BinaryOp", "Broadcast", "Call", "Cast", "DOT_OPS", "Div", "FloatImm", "FloorDiv",
+    "FloorMod", "IntImm",
     "Let", "Max", "Min", "Mod", "Mul", "Node", "Not", "Or", "PrimExpr", "Ramp", "Select", "Sub",
     "Var",
 ]

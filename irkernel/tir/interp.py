@@ -135,7 +135,15 @@ _MATH: dict[str, Callable[..., np.ndarray]] = {
     **{name: (lambda op: lambda a: _libm(op, a))(BUILTIN_OP_NAMES.index(name))
        for name in LIBM_TRIG},
     "fma": lambda a, b, c: _fma(a, b, c),
+    "dot4_u8s8": lambda acc, a, b: _dot4(acc, a, b),
 }
+
+
+def _dot4(acc: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``acc[i] + sum_j a[j] * b[4i + j]``, exact, the final add wrapping in int32."""
+    prods = b.astype(np.int64).reshape(-1, 4) * a.astype(np.int64).reshape(1, 4)
+    total = acc.astype(np.int64) + prods.sum(axis=1)
+    return ((total + 2**31) % 2**32 - 2**31).astype(np.int32)
 
 
 def _libm(opcode: int, a: np.ndarray) -> np.ndarray:

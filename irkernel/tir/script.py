@@ -39,6 +39,7 @@ from irkernel.tir.buffer import Buffer as _BufferNode
 from irkernel.tir.construct import as_expr, binary, call, cast, const, eq, ne, truncdiv, truncmod
 from irkernel.tir.construct import select as _select
 from irkernel.tir.expr import Broadcast as _Broadcast
+from irkernel.tir.expr import Call as _Call
 from irkernel.tir.expr import FloorDiv, FloorMod, Let, Max, Min, PrimExpr, Sub, Var
 from irkernel.tir.expr import Ramp as _Ramp
 from irkernel.tir.function import Attrs, PrimFunc
@@ -502,6 +503,14 @@ pow, fma, erf, fmod = _math("pow"), _math("fma"), _math("erf"), _math("fmod")
 tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh = (
     _math(n) for n in ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"))
 
+
+
+def dot4_u8s8(acc: PrimExpr, a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    """``acc[i] + sum_j a[j] * b[4i + j]``: int32 x L accumulators, one uint8x4 group
+    ``a`` for every lane, int8 x 4L ``b`` (``irkernel.tir.expr.DOT_OPS``)."""
+    return _Call("dot4_u8s8", (acc, a, b))
+
+
 float32, float64, int32, int64 = (_DTypeSpec(n) for n in ("float32", "float64", "int32",
                                                           "int64"))
 bool = _DTypeSpec("bool")
@@ -511,7 +520,7 @@ STORE.install(_store)
 
 __all__ = [
     "Buffer", "Else", "If", "abs", "acos", "acosh", "alloc_buffer", "asin", "asinh", "atan",
-    "atanh", "bool", "cosh", "sinh", "tan", "broadcast", "cast", "ceil", "cos",
+    "atanh", "bool", "cosh", "dot4_u8s8", "sinh", "tan", "broadcast", "cast", "ceil", "cos",
     "eq", "erf", "evaluate", "exp", "exp2", "fabs", "float32", "float64", "floor", "floordiv",
     "floormod", "fma", "fmod", "func_attr", "grid", "int32", "int64", "let", "let_expr", "log", "log2",
     "max", "min", "ne", "parallel", "pow", "prim_func", "ramp", "round", "select", "serial",
