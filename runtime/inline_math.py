@@ -1,4 +1,4 @@
-"""Math functions as inline LLVM IR: float32 ``exp`` without a libm call.
+"""Math functions as inline LLVM IR: float32 ``exp`` and ``erf`` without a libm call.
 
 Why: ``llvm.exp.f32`` becomes a call of libm's ``expf``, and LLVM's loop vectorizer
 does not vectorize a loop with a call in it (no vector library is mapped here). The
@@ -26,6 +26,11 @@ instruction, at every vector width with AVX512VL), ``2^n`` is ``llvm.ldexp`` ins
 two exponent-field scalings: seven instructions fewer per vector, the largest part of the
 SiLU epilogue of efficientnet's convs after the polynomial. Elsewhere ``llvm.ldexp``
 would be a libm call per lane, so the scalings stay.
+
+``erf`` (``erf_f32``) is two fitted polynomials and this ``exp``, for the exact-GELU
+epilogue of transformer and ConvNeXt matmuls: with ``erff`` per lane, a 64x768 @ 768x3072
+matmul + GELU ran at 72 GFLOP/s, inline at 107 (the matmul alone: 111). Within 1.32 ulp
+over every float32 input (``bench/erf_ulp.py``; the fit: ``bench/fit_erf_f32.py``).
 """
 
 from __future__ import annotations
