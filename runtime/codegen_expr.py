@@ -16,10 +16,11 @@ which are libm/libmvec's, and fast math when enabled):
   exactly, a store and a Cast to them round to nearest even (float16 with
   ``fptrunc``/``fpext`` on ``half``, bfloat16 with integer ops, NaNs quieted);
 * bools are ``i1`` in registers and one byte in memory;
-* float32 ``exp`` is inline IR (``runtime/inline_math.py``: a loop holding it still
-  vectorizes; with AVX-512 its ``2^n`` is one ``vscalefps``);
+* float32 ``exp`` and ``erf`` are inline IR (``runtime/inline_math.py``: a loop holding
+  them still vectorizes; with AVX-512 exp's ``2^n`` is one ``vscalefps``), on float16
+  and bfloat16 registers too;
 * other math calls are LLVM intrinsics (``llvm.exp.f64`` ...), except ``fmod`` (the
-  ``frem`` instruction), ``erf`` and tan/asin/.../atanh (libm's ``erf``/``erff``,
+  ``frem`` instruction), float64 ``erf`` and tan/asin/.../atanh (libm's ``erf``,
   ``tan``/``tanf`` ..., called once per lane: LLVM has no intrinsic for them); a *vector* call of a
   transcendental becomes calls of glibc's libmvec variants (``_ZGVeN16v_expf``)
   when the target has them: LLVM would otherwise scalarize it into libm
@@ -72,7 +73,7 @@ from irkernel.tir.expr import (
     Sub,
     Var,
 )
-from runtime.inline_math import exp_f32
+from runtime.inline_math import erf_f32, exp_f32
 
 I1, I8, I16, I32, I64 = (ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32),
                          ir.IntType(64))
@@ -87,7 +88,10 @@ _INTRINSIC = {"exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log", "log2":
               "fabs": "llvm.fabs", "floor": "llvm.floor", "ceil": "llvm.ceil",
               "round": "llvm.roundeven", "pow": "llvm.pow", "fma": "llvm.fma"}
 #: Operands of the intrinsics inline math declares (one where not listed).
-_INTRINSIC_ARITY = {"llvm.minnum": 2, "llvm.maxnum": 2, "llvm.fmuladd": 3}
+_INTRINSIC_ARITY = {"llvm.minnum": 2, "llvm.maxnum": 2, "llvm.fmuladd": 3, "llvm.copysign": 2}
+#: Math ops on float32 registers (float32, float16, bfloat16) lowered to inline IR
+#: (``runtime/inline_math.py``), not calls.
+_INLINE_F32 = {"exp": exp_f32, "erf": erf_f32}
 #: Math ops that are plain libm calls (no LLVM intrinsic).
 _LIBM = frozenset({"erf", *LIBM_TRIG})
 #: Math ops with libmvec variants (the rest are single instructions on x86).
@@ -496,6 +500,11 @@ class ExprCodegen:
             return self.int_dot(*args)
         if e.op == "fmod":
             return self.builder.frem(args[0], args[1], flags=self._fm)
+        if e.op in _INLINE_F32 and _element_type(args[0].type) == F32:  # float16 too
+            return _INLINE_F32[e.op](self.builder, args[0], self.const,
+                                     lambda name, typ: self.intrinsic(
+                                         name, typ, [typ] * _INTRINSIC_ARITY.get(name, 1), [typ]),
+                                     self._ldexp if self.scalef else None)
         if e.op in _LIBM:
             return self.libm_call(e.op, args[0], dt.element(e.dtype))
         if e.op == "abs" and dt.is_unsigned(e.dtype):
@@ -508,11 +517,6 @@ class ExprCodegen:
             # build's convs ran 100x slower than the AVX2 one): a multiply and an add
             return self.builder.fadd(self.builder.fmul(args[0], args[1], flags=self._fm),
                                      args[2], flags=self._fm)
-        if e.op == "exp" and dt.element(e.dtype) == "float32":
-            return exp_f32(self.builder, args[0], self.const,
-                           lambda name, typ: self.intrinsic(
-                               name, typ, [typ] * _INTRINSIC_ARITY.get(name, 1), [typ]),
-                           self._ldexp if self.scalef else None)
         if e.lanes > 1 and e.op in _MVEC and self.mvec is not None:
             return self.vector_math(e.op, args, dt.element(e.dtype))
         return self.math(e.op, args)
@@ -532,9 +536,10 @@ class ExprCodegen:
         return self.builder.call(fn, args, fastmath=self._fm)
 
     def libm_call(self, op: str, arg: ir.Value, elem: str) -> ir.Value:
-        """A one-argument libm function (``erf``/``erff``), lane by lane for vectors."""
+        """A one-argument libm function (``tan``/``tanf``), lane by lane for vectors
+        (``tanf`` for every float32 register: float16 and bfloat16 too)."""
         scalar = _ELEM[elem]
-        fn = self.declare(op + ("f" if elem == "float32" else ""), scalar, [scalar])
+        fn = self.declare(op + ("f" if scalar == F32 else ""), scalar, [scalar])
         bld = self.builder
         if not isinstance(arg.type, ir.VectorType):
             return bld.call(fn, [arg])

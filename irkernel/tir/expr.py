@@ -484,9 +484,9 @@ class Cast(PrimExpr):
 @dataclass(frozen=True, slots=True)
 class Call(PrimExpr):
     """A math intrinsic (``MATH_OPS``) or an integer dot product (``DOT_OPS``). A math op
-    is lowered to the LLVM intrinsic of the same name
-    (``erf`` and ``LIBM_TRIG`` to libm's ``erf``/``erff``, ``tan``/``tanf``, ..., which LLVM
-    has no intrinsic for; ``fmod`` to ``frem``)."""
+    is lowered to the LLVM intrinsic of the same name (float64 ``erf`` and ``LIBM_TRIG`` to
+    libm's ``erf``, ``tan``/``tanf``, ..., which LLVM has no intrinsic for; float32 ``exp``
+    and ``erf`` to inline IR; ``fmod`` to ``frem``)."""
 
     op: str
     args: tuple[PrimExpr, ...]
