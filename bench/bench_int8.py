@@ -16,8 +16,8 @@ own (``irkernel.testing.timing.compare``: warm-ups, medians, alternating blocks)
   above it, to show the non-VNNI path on the same machine.
 - **resnet18** quantized by onnxruntime (QDQ and QOperator, per-channel), and float32:
   ``bench_narrow.variants``. The QOperator convs run on the integer conv kernel; the QDQ
-  form's dequantized convs are float ops by default (docs/onnx.md), and integer kernels
-  with the config ``IntegerKernels.qdq`` (the last row).
+  form's dequantized convs take the integer kernels by default (config
+  ``IntegerKernels.qdq``) and the float path with it off (the last row).
 
 Ratios are irkernel / onnxruntime (< 1: irkernel is faster); the machine may be shared,
 so treat them as provisional.
@@ -119,8 +119,8 @@ def model_rows(args) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         forms = variants("resnet18", args.size, Path(tmp))
         rows = [(form, model, {}) for form, model in forms.items() if form != "float16"]
-        rows.append(("int8 QDQ, IntegerKernels.qdq", forms["int8 QDQ"],
-                     {"IntegerKernels.qdq": True}))
+        rows.append(("int8 QDQ, IntegerKernels.qdq off (float)", forms["int8 QDQ"],
+                     {"IntegerKernels.qdq": False}))
         for form, model, config in rows:
             info = model.graph.input[0]
             dims = [d.dim_value for d in info.type.tensor_type.shape.dim]

@@ -22,12 +22,12 @@ float64; the frontend picks float64 past 2**24). Then every partial sum, in floa
 int32 and in any order, is the same integer, and the output bits equal the
 interpreter's and onnxruntime's.
 
-**QDQ ops** (config ``IntegerKernels.qdq``, default off): a DequantizeLinear's
+**QDQ ops** (config ``IntegerKernels.qdq``, default on): a DequantizeLinear's
 ``multiply(astype(x) - zx, x_scale)`` feeding the op with a folded float weight. Its
 int8 weights and per-channel scales are recovered exactly (``passes/qdq_weights.py``;
 else the op stays float), the op's row becomes the call and a new ``multiply`` after it
 scales the int32 sum by ``x_scale * w_scale``: onnxruntime's integer rounding rather
-than the ONNX text's float one (docs/onnx.md), so it is opt-in.
+than the ONNX text's float one (docs/onnx.md: the decision to make it the default).
 
 The weight and the activation chain (``multiply``, ``subtract``, ``astype``) are
 dropped when the op was their only reader. Runs in ``GraphLowering`` before
@@ -348,9 +348,9 @@ def _apply(func: Function, rewrites: list[_Rewrite], names: list[str],
 
 QDQ_KEY = "IntegerKernels.qdq"
 transform.register_pass_config(
-    QDQ_KEY, bool, False,
+    QDQ_KEY, bool, True,
     description="IntegerKernels also takes QDQ convs and matmuls (onnxruntime's integer "
-                "rounding instead of the ONNX text's float one)")
+                "rounding instead of the ONNX text's float one; False: the float path)")
 
 
 def IntegerKernels() -> transform.ModulePass:

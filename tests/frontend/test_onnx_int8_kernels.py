@@ -96,7 +96,7 @@ def test_qgemm_with_bias_alpha_and_transposed_b():
 
 
 # ---------------------------------------------------------------------------
-# QDQ: with the config IntegerKernels.qdq, onnxruntime's integer rounding
+# QDQ (config IntegerKernels.qdq, on by default): onnxruntime's integer rounding
 # ---------------------------------------------------------------------------
 
 def _qdq_conv_model(rng, signed):
@@ -133,7 +133,8 @@ def test_qdq_conv_takes_the_integer_kernel_with_the_config(signed):
     rng = np.random.default_rng(31)
     m, x = _qdq_conv_model(rng, signed)
     mod = from_onnx(m)
-    assert not any(n.startswith("int_conv") for n in passes.IntegerKernels()(mod).functions)
+    with transform.PassContext(config={"IntegerKernels.qdq": False}):  # the float path
+        assert not any(n.startswith("int_conv") for n in passes.IntegerKernels()(mod).functions)
     with transform.PassContext(config={"IntegerKernels.qdq": True}):
         assert any(n.startswith("int_conv") for n in passes.IntegerKernels()(mod).functions)
         (got,) = runtime.build(mod)["main"](x)
