@@ -84,9 +84,13 @@ def _gate_functions(attrs: Mapping[str, Any], op: str) -> tuple[list[Activation]
     limit = float(attrs["clip"])
 
     def clip(x: PrimExpr) -> PrimExpr:
+        # bound once too (VectorizeLoop inlines vector lets, though: gates are stored to
+        # scratch between nestings, see the GRU's ``gates``)
         if math.isinf(limit):
             return x
-        return nan_min(nan_max(x, const(-limit, x.dtype)), const(limit, x.dtype))
+        v = Var(f"clip{next(names)}", x.dtype)
+        return T.let_expr(v, x, nan_min(nan_max(v, const(-limit, x.dtype)),
+                                        const(limit, x.dtype)))
     return [bind(_activation(*spec)) for spec in activation_list(attrs, op)], clip
 
 
@@ -219,12 +223,17 @@ def gru_recurrence(types: Sequence[TensorType], attrs: Mapping[str, Any],
                 _each(m, hidden, lanes, reset)
                 _accumulate(g, rh, x1, m, hidden, 2 * hidden, hidden, lanes)
 
+            if linear:
+                def gates(r, j):  # z and r stored, not nested into the candidate's expression
+                    g[r, j] = f(clip(g[r, j]))
+                    g[r, hidden + j] = f(clip(g[r, hidden + j]))
+                _each(m, hidden, lanes, gates)
+
             def cell(r, j):
                 if linear:
-                    z = f(clip(g[r, j]))
-                    rr = f(clip(g[r, hidden + j]))
+                    z = g[r, j]
                     cand = g_act(clip(x0[t, b0 + r, 2 * hidden + j]
-                                      + rr * g[r, 2 * hidden + j]))
+                                      + g[r, hidden + j] * g[r, 2 * hidden + j]))
                 else:
                     z = g[r, j]
                     cand = g_act(clip(g[r, 2 * hidden + j]))

@@ -206,3 +206,31 @@ def test_compiled_recurrence_matches_the_interpreter(case):
     else:
         np.testing.assert_allclose(got, want, rtol=tol, atol=bound)
     assert ops.get_op(op).pattern == ops.OPAQUE
+
+
+def test_a_gru_kernel_stays_small_with_nested_select_gates():
+    """Regression: hard_sigmoid gates (select chains reading their input nine times) with a
+    clip and linear_before_reset nested the reset gate into the candidate's expression;
+    VectorizeLoop inlines vector lets, so the lowered kernel grew to 9**4 copies of a load
+    and LLVM optimized it for tens of minutes. The gates are stored between nestings now."""
+    from irkernel import transform
+    from irkernel.tir.functor import post_order
+    from passes.topi.recurrent import gru_recurrence
+
+    shapes = [(4, 1, 66), (22, 66), (22,), (1, 22)]
+    attrs = {"reverse": True, "activations": "hard_sigmoid,hard_sigmoid", "clip": 0.5,
+             "linear_before_reset": True}
+    bb = ik.GraphBuilder("main")
+    xs = [bb.param(f"p{k}", s, "float64") for k, s in enumerate(shapes)]
+    func = bb.finish([bb.call("gru_recurrence", *xs, **attrs)])
+    node = int(func.outputs[0])
+    types = [(int(func.dtype[o]), func.shapes[int(func.shape_id[o])]) for o in func.operands(node)]
+    result = (int(func.dtype[node]), func.shapes[int(func.shape_id[node])])
+    prim = gru_recurrence(types, func.node_attrs(node), result).with_attr("global_symbol", "k")
+    import passes
+
+    lowered = transform.parse_pipeline(passes.LOWER_TIR)(ik.IRModule({"k": prim}))["k"]
+    assert sum(1 for _ in post_order(lowered.body)) < 60_000
+    (got,) = runtime.build(ik.IRModule({"main": func}))["main"](
+        *[np.random.default_rng(0).standard_normal(s) for s in shapes])
+    assert np.isfinite(got).all()
