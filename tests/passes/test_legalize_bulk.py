@@ -42,7 +42,7 @@ def _no_bulk(func, reps, limits):  # noqa: ANN001, ANN202 (monkeypatch stand-in)
 
 
 def test_the_bulk_path_makes_the_per_signature_calls(monkeypatch: pytest.MonkeyPatch) -> None:
-    mod = graph_families.shapes(2000, 3)  # 100 lanes, shapes (1,) .. (100,)
+    mod = graph_families.shapes(600, 3)  # 30 lanes, shapes (1,) .. (30,)
     bulk = _legalized(mod)
     monkeypatch.setattr(legalize_bulk, "flat_map_groups", _no_bulk)
     slow = _legalized(mod)
