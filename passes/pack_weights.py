@@ -26,6 +26,7 @@ import numpy as np
 
 from irkernel import transform
 from irkernel.ir import ops
+from irkernel.ir.distinct import sorted_distinct
 from irkernel.ir.function import Function
 from irkernel.ir.ids import ENC_BINARY, ENC_UNARY
 from irkernel.ir.module import IRModule
@@ -41,7 +42,7 @@ def _packable_rows(func: Function, prims: dict[str, PrimFunc]
     calls = np.flatnonzero(func.kind == ops.OP_CALL_TIR)
     callee: dict[int, str] = {}
     slot_of: dict[int, int] = {}
-    for aid in np.unique(func.attr_id[calls]).tolist():  # one step per distinct callee
+    for aid in sorted_distinct(func.attr_id[calls]).tolist():  # one step per distinct record
         name = func.attr_table.as_dict(aid)["callee"]
         prim = prims.get(name)
         spec = prim.attrs.get(PACKABLE) if prim is not None else None
