@@ -118,9 +118,10 @@ def model_rows(args) -> None:
     print("|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         forms = variants("resnet18", args.size, Path(tmp))
-        rows = [(form, model, {}) for form, model in forms.items() if form != "float16"]
+        base = {} if args.target == "host" else {"target": args.target}
+        rows = [(form, model, dict(base)) for form, model in forms.items() if form != "float16"]
         rows.append(("int8 QDQ, IntegerKernels.qdq off (float)", forms["int8 QDQ"],
-                     {"IntegerKernels.qdq": False}))
+                     {**base, "IntegerKernels.qdq": False}))
         for form, model, config in rows:
             info = model.graph.input[0]
             dims = [d.dim_value for d in info.type.tensor_type.shape.dim]
@@ -139,6 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--size", type=int, default=224)
     parser.add_argument("--no-models", action="store_true")
+    parser.add_argument("--target", default="host",
+                        help="CPU target of the model builds: host, or x86-64-v2/v3/v4 "
+                             "(sse4.2/avx2/avx512); --target avx2 on a VNNI machine measures "
+                             "the integer kernels without VNNI")
     args = parser.parse_args(argv)
     os.environ.setdefault("IRKERNEL_CACHE_DIR", tempfile.mkdtemp(prefix="irkernel-bench-int8-"))
     import runtime
@@ -148,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     cpu = next((line.split(":", 1)[1].strip() for line in
                 Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), "unknown CPU")
-    print(f"CPU: {cpu}; {host_target().describe()}; {args.threads} thread(s); "
+    print(f"CPU: {cpu}; {host_target().describe()}; models built for {args.target}; "
+          f"{args.threads} thread(s); "
           f"ratio = irkernel / onnxruntime (medians of {args.runs})")
     matmul_rows(args)
     if not args.no_models:
