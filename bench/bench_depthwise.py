@@ -68,6 +68,7 @@ def layer_model(channels: int, side: int, kernel: int, stride: int, act: str):
     """The one-node ONNX model of a depthwise layer: Conv(+bias), then the activation."""
     import numpy as np
     import onnx
+    from benchutil import onnx_activation
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
@@ -79,13 +80,9 @@ def layer_model(channels: int, side: int, kernel: int, stride: int, act: str):
                               group=channels, kernel_shape=[kernel, kernel],
                               pads=[pad] * 4, strides=[stride] * 2)]
     inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")]
-    if act == "relu6":
-        inits += [numpy_helper.from_array(np.float32(0), "lo"),
-                  numpy_helper.from_array(np.float32(6), "hi")]
-        nodes.append(helper.make_node("Clip", ["conv", "lo", "hi"], ["y"]))
-    elif act == "silu":
-        nodes += [helper.make_node("Sigmoid", ["conv"], ["sig"]),
-                  helper.make_node("Mul", ["conv", "sig"], ["y"])]
+    more_nodes, more_inits = onnx_activation("conv", act)
+    nodes += more_nodes
+    inits += more_inits
     graph = helper.make_graph(
         nodes, "depthwise",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, channels, side, side])],

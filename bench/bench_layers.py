@@ -55,6 +55,7 @@ def layer_model(kind: str, shape: tuple[int, ...], spec: tuple):
     bytes moved for a pool."""
     import numpy as np
     import onnx
+    from benchutil import onnx_activation
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
@@ -67,15 +68,9 @@ def layer_model(kind: str, shape: tuple[int, ...], spec: tuple):
         last = "y" if act == "none" else "c"
         nodes.append(helper.make_node("Conv", ["x", "w", "b"], [last], kernel_shape=[k, k],
                                       strides=[s, s], pads=[p] * 4))
-        if act == "relu":
-            nodes.append(helper.make_node("Relu", ["c"], ["y"]))
-        elif act == "relu6":
-            inits += [numpy_helper.from_array(np.float32(0), "lo"),
-                      numpy_helper.from_array(np.float32(6), "hi")]
-            nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"]))
-        elif act == "silu":
-            nodes += [helper.make_node("Sigmoid", ["c"], ["g"]),
-                      helper.make_node("Mul", ["c", "g"], ["y"])]
+        more_nodes, more_inits = onnx_activation("c", act)
+        nodes += more_nodes
+        inits += more_inits
         side = (shape[2] + 2 * p - k) // s + 1
         out_shape = (1, out_c, side, side)
         work = 2 * math.prod(out_shape) * shape[1] * k * k

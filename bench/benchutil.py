@@ -36,6 +36,26 @@ def cpu_name() -> str:
                  if line.startswith("model name")), "unknown CPU")
 
 
+def onnx_activation(src: str, act: str) -> tuple[list, list]:
+    """(ONNX nodes, initializers) applying ``act`` (relu, relu6, silu; "none" adds nothing)
+    to tensor ``src`` and naming the result ``y``: the epilogues of the models' convs."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    if act == "relu":
+        return [helper.make_node("Relu", [src], ["y"])], []
+    if act == "relu6":
+        return ([helper.make_node("Clip", [src, "lo", "hi"], ["y"])],
+                [numpy_helper.from_array(np.float32(0), "lo"),
+                 numpy_helper.from_array(np.float32(6), "hi")])
+    if act == "silu":
+        return [helper.make_node("Sigmoid", [src], ["sig"]),
+                helper.make_node("Mul", [src, "sig"], ["y"])], []
+    if act != "none":
+        raise ValueError(f"unknown activation {act!r}")
+    return [], []
+
+
 def check(ok: bool, message: str) -> None:
     """Fail the benchmark on a missed target (only record it in report-only mode)."""
     if not ok and not REPORT_ONLY:
