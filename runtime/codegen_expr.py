@@ -74,14 +74,26 @@ from irkernel.tir.expr import (
     Var,
 )
 from runtime.inline_math import erf_f32, exp_f32
+from runtime.llvm_types import (
+    ELEM,
+    F16,
+    F32,
+    F64,
+    I1,
+    I8,
+    I16,
+    I32,
+    I64,
+    PTR,
+    element_type,
+    mangle,
+    memory_type,
+    undef_vector,
+    value_type,
+    vector_constant,
+)
 
-I1, I8, I16, I32, I64 = (ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32),
-                         ir.IntType(64))
-F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
-PTR = ir.PointerType()
-#: Register types; float16/bfloat16 are float32 in registers and i16 in memory.
-_ELEM = {"float32": F32, "float64": F64, "int32": I32, "int64": I64, "bool": I1,
-         "float16": F32, "bfloat16": F32, "int8": I8, "uint8": I8, "int16": I16, "uint16": I16}
+
 _CMP = {EQ: "==", NE: "!=", LT: "<", LE: "<=", GT: ">", GE: ">="}
 _INTRINSIC = {"exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log", "log2": "llvm.log2",
               "sqrt": "llvm.sqrt", "tanh": "llvm.tanh", "sin": "llvm.sin", "cos": "llvm.cos",
@@ -98,34 +110,6 @@ _LIBM = frozenset({"erf", *LIBM_TRIG})
 _MVEC = frozenset({"exp", "exp2", "log", "log2", "tanh", "sin", "cos", "pow"})
 
 
-def value_type(dtype: str) -> ir.Type:
-    """The register type of a TIR dtype (``<n x T>`` for vectors)."""
-    elem = _ELEM[dt.element(dtype)]
-    n = dt.lanes(dtype)
-    return elem if n == 1 else ir.VectorType(elem, n)
-
-
-def memory_type(dtype: str) -> ir.Type:
-    """The in-memory type (bools are bytes, float16/bfloat16 their 16 bits)."""
-    elem = (I8 if dt.is_bool(dtype) else I16 if dt.is_narrow_float(dtype)
-            else _ELEM[dt.element(dtype)])
-    n = dt.lanes(dtype)
-    return elem if n == 1 else ir.VectorType(elem, n)
-
-
-def _element_type(typ: ir.Type) -> ir.Type:
-    return typ.element if isinstance(typ, ir.VectorType) else typ
-
-
-def mangle(typ: ir.Type) -> str:
-    """The overload suffix of an intrinsic name: ``f32``, ``i64``, ``v16f32``."""
-    if isinstance(typ, ir.VectorType):
-        return f"v{typ.count}{mangle(typ.element)}"
-    if isinstance(typ, ir.IntType):
-        return f"i{typ.width}"
-    return {F32: "f32", F64: "f64"}[typ]
-
-
 def known_multiple(e: PrimExpr) -> int:
     """A positive int that divides every value of ``e`` (0 for the constant 0)."""
     if isinstance(e, IntImm):
@@ -140,52 +124,6 @@ def known_multiple(e: PrimExpr) -> int:
     if isinstance(e, Cast):
         return known_multiple(e.value)
     return 1
-
-
-#: Shared vector constants by (element type, lane reprs); see :func:`vector_constant`.
-_VECTORS: dict[tuple[str, tuple[str, ...]], ir.Constant] = {}
-_VECTORS_MAX = 1024
-
-
-def vector_constant(elem: ir.Type, values: tuple[Any, ...]) -> ir.Constant:
-    """The constant vector ``<values>`` of ``elem``, one shared object per distinct vector.
-
-    llvmlite formats a vector constant element by element (a ``Constant`` per
-    lane) and caches the text per *object*; splat masks, ramp steps and
-    splatted immediates repeat in every statement of an unrolled tile, so
-    sharing the object formats each distinct vector once instead of once per
-    use (a measurable part of codegen for 64-lane code). Constants are
-    immutable values, not instructions: sharing them between instructions and
-    modules is safe. The key uses ``repr`` of each lane, so ``0.0``/``-0.0``,
-    ``1``/``1.0`` and NaNs never collide.
-    """
-    key = (str(elem), tuple(map(repr, values)))
-    const = _VECTORS.get(key)
-    if const is None:
-        if len(_VECTORS) >= _VECTORS_MAX:
-            _VECTORS.clear()
-        const = _VECTORS[key] = ir.Constant(ir.VectorType(elem, len(values)), list(values))
-    return const
-
-
-def undef_vector(typ: ir.VectorType) -> ir.Constant:
-    """``<N x T> undef`` as one token.
-
-    ``ir.Constant(vector_type, ir.Undefined)`` spells out every lane
-    (``<float undef, float undef, ...>``: ~1 KB of IR text for 64 lanes, twice
-    per splat); LLVM parses both forms to the same ``UndefValue``, so the
-    short one only saves formatting and parsing.
-    """
-    return _UndefVector(typ)
-
-
-class _UndefVector(ir.Constant):
-    """An undef vector constant built without ``Type.wrap_constant_value``'s per-lane
-    expansion (``Constant._get_reference`` prints an ``Undefined`` constant as ``undef``)."""
-
-    def __init__(self, typ: ir.VectorType) -> None:  # no super().__init__: see the class doc
-        self.type = typ
-        self.constant = ir.Undefined
 
 
 def _imm_value(e: PrimExpr) -> int | None:
@@ -257,13 +195,13 @@ class ExprCodegen:
         return method(e)
 
     def _e_IntImm(self, e: IntImm) -> ir.Value:
-        return ir.Constant(_ELEM[e.dtype], e.value)
+        return ir.Constant(ELEM[e.dtype], e.value)
 
     def _e_FloatImm(self, e: FloatImm) -> ir.Value:
         if dt.is_narrow_float(e.dtype):  # the float32 of the value rounded to the dtype
             code = DTYPE_NAMES.index(e.dtype)
             return ir.Constant(F32, float(narrow.widen(narrow.narrow(e.value, code), code)))
-        return ir.Constant(_ELEM[e.dtype], e.value)
+        return ir.Constant(ELEM[e.dtype], e.value)
 
     def _e_Var(self, e: Var) -> ir.Value:
         try:
@@ -475,7 +413,7 @@ class ExprCodegen:
         if dst in dt.FLOAT_ELEMENTS:
             if src in dt.FLOAT_ELEMENTS:  # narrow floats are float32 registers
                 if target != v.type:  # float32 <-> float64 (scalars or vectors)
-                    v = bld.fpext(v, target) if _element_type(target) == F64 \
+                    v = bld.fpext(v, target) if element_type(target) == F64 \
                         else bld.fptrunc(v, target)
             elif src in dt.UNSIGNED_ELEMENTS:
                 v = bld.uitofp(v, target)
@@ -484,7 +422,7 @@ class ExprCodegen:
             # to float16/bfloat16: through float32 (``irkernel.ir.narrow``), then rounded
             return self.round_narrow(v, dst) if dst in dt.NARROW_FLOAT_ELEMENTS else v
         if src in dt.INT_ELEMENTS:
-            width, src_width = _element_type(target).width, _element_type(v.type).width
+            width, src_width = element_type(target).width, element_type(v.type).width
             if width == src_width:  # int16 <-> uint16, int8 <-> uint8: the same bits
                 return v
             if width < src_width:
@@ -500,7 +438,7 @@ class ExprCodegen:
             return self.int_dot(*args)
         if e.op == "fmod":
             return self.builder.frem(args[0], args[1], flags=self._fm)
-        if e.op in _INLINE_F32 and _element_type(args[0].type) == F32:  # float16 too
+        if e.op in _INLINE_F32 and element_type(args[0].type) == F32:  # float16 too
             return _INLINE_F32[e.op](self.builder, args[0], self.const,
                                      lambda name, typ: self.intrinsic(
                                          name, typ, [typ] * _INTRINSIC_ARITY.get(name, 1), [typ]),
@@ -538,7 +476,7 @@ class ExprCodegen:
     def libm_call(self, op: str, arg: ir.Value, elem: str) -> ir.Value:
         """A one-argument libm function (``tan``/``tanf``), lane by lane for vectors
         (``tanf`` for every float32 register: float16 and bfloat16 too)."""
-        scalar = _ELEM[elem]
+        scalar = ELEM[elem]
         fn = self.declare(op + ("f" if scalar == F32 else ""), scalar, [scalar])
         bld = self.builder
         if not isinstance(arg.type, ir.VectorType):
@@ -555,7 +493,7 @@ class ExprCodegen:
         isa, w32, w64 = self.mvec
         width = w32 if elem == "float32" else w64
         lanes = args[0].type.count
-        vt = ir.VectorType(_ELEM[elem], width)
+        vt = ir.VectorType(ELEM[elem], width)
         name = f"_ZGV{isa}N{width}{'v' * len(args)}_{op}{'f' if elem == 'float32' else ''}"
         fn = self.declare(name, vt, [vt] * len(args))
         bld = self.builder

@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from llvmlite import ir
 
-from runtime.codegen_expr import I8, I16, I32, undef_vector, vector_constant
+from runtime.llvm_types import I8, I16, I32, undef_vector, vector_constant
 
 #: Accumulator lanes of each native width, widest first.
 _WIDTHS = (16, 8, 4)

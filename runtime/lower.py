@@ -59,7 +59,8 @@ from irkernel.tir.stmt import (
 )
 from passes.tir.flatten_buffer import flatten_buffer
 from runtime.abi import ABI_SUFFIX, abi_record, slot_layout
-from runtime.codegen_expr import I8, I32, I64, PTR, ExprCodegen, memory_type, value_type
+from runtime.codegen_expr import ExprCodegen
+from runtime.llvm_types import I8, I32, I64, PTR, memory_type, value_type
 from runtime.int_dot import dot_paths, lower_dot4
 from runtime.target import Target
 
