@@ -67,6 +67,23 @@ def test_dims_shared_unnamed_and_expressions(mixed):
     assert [g.shape for g in got] == [(2, 5), (2, 6), (4, 7, 3)]
 
 
+def test_unknown_dim_markers_are_separate_dims():
+    """Exporters write an unknown axis as ``?`` (paddle2onnx), ``-1`` or ``None`` in
+    ``dim_param`` and as ``dim_value: -1``: each such axis is a dim of its own, never one
+    dim shared by every axis that carries the marker (a 3x48x192 image must bind)."""
+    model = _model({"x": ["?", 3, "?", "?"], "y": ["-1", "None"]},
+                   [helper.make_node("Relu", [n], [f"{n}_out"]) for n in "xy"],
+                   ["x_out", "y_out"])
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = -1
+    dm = DynamicModel(model)
+    assert dm.dims == ("x.dim0", "x.dim2", "x.dim3", "y.dim0", "y.dim1")
+    x, y = np.ones((1, 3, 48, 192), np.float32), np.ones((2, 5), np.float32)
+    assert dm.binding_from_inputs(x, y) == {"x.dim0": 1, "x.dim2": 48, "x.dim3": 192,
+                                            "y.dim0": 2, "y.dim1": 5}
+    got = dm.build()["main"](x, y)
+    assert [g.shape for g in got] == [(1, 3, 48, 192), (2, 5)]
+
+
 def test_dim_params_parse_as_names_constants_expressions_or_opaque_names():
     assert parse_dim_param("batch") == "batch"
     assert parse_dim_param("12") == 12

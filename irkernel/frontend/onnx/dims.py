@@ -8,7 +8,9 @@ the graph inputs once and makes one variable per name:
 - a name that several inputs share is ONE variable (the exporter says the axes are
   equal); its order is that of its first appearance (inputs in graph order, axes in
   order), which is the order of :attr:`SymbolicDims.dims`;
-- each ``?`` is a variable of its own, named ``INPUT.dimK`` (input name, axis);
+- each ``?`` (no value and no name, a negative value, or a ``dim_param`` that only says
+  "unknown": ``?``, ``-1``, ``None``) is a variable of its own, named ``INPUT.dimK``
+  (input name, axis);
 - an expression (integers, names, ``+ - * / // %``, ``floor ceil min max``) is
   evaluated from its names, exactly (fractions, no floats); a ``dim_param`` that is
   neither a name nor such an expression (``CeilToInt(IntTrueDiv(s0, 2))``) is a
@@ -159,6 +161,12 @@ def _is_variable(tree: ast.AST, name: str) -> bool:
 Axis = int | str | DimExpr  # a fixed extent, a variable, an expression
 
 
+#: ``dim_param`` texts that exporters write for "unknown" (paddle2onnx's ``?``): such an
+#: axis is a dim of its own, like one with no name, not a name shared with every other
+#: axis that carries the marker (onnxruntime does not tie them either).
+UNKNOWN_MARKERS = frozenset({"?", "-1", "None", "none", "unk", "unknown"})
+
+
 def _label(axis: Axis) -> str:
     return str(axis) if not isinstance(axis, DimExpr) else axis.text
 
@@ -172,7 +180,7 @@ def _declared_axes(info: onnx.ValueInfoProto) -> list[Axis] | None:
     for k, dim in enumerate(ttype.shape.dim):
         if dim.HasField("dim_value") and dim.dim_value >= 0:
             axes.append(int(dim.dim_value))
-        elif dim.dim_param:
+        elif dim.dim_param and dim.dim_param.strip() not in UNKNOWN_MARKERS:
             axes.append(parse_dim_param(dim.dim_param))
         else:
             axes.append(f"{info.name}.dim{k}")
