@@ -22,7 +22,7 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
 from irkernel.cli.errors import EXIT_ERROR, EXIT_STATUS, EXIT_USAGE, CLIError, UsageError
 from irkernel.cli.opt import add_arguments as add_opt_arguments
@@ -43,17 +43,17 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
                     args.repeat, args.pause)
 
 
-def _onnx_options(args: argparse.Namespace) -> tuple[dict[str, tuple[int, ...]], dict[str, int]]:
-    """``--shape`` and ``--dim`` (usage errors before anything is read)."""
-    from irkernel.cli.onnx_cmd import parse_dims, parse_shapes
+def _onnx_options(args: argparse.Namespace) -> Any:
+    """``--shape``, ``--dim`` and ``--const`` (usage errors before anything is read)."""
+    from irkernel.cli.onnx_cmd import OnnxOptions
 
-    return parse_shapes(getattr(args, "shape", None)), parse_dims(getattr(args, "dim", None))
+    return OnnxOptions.from_args(args)
 
 
 def cmd_opt(args: argparse.Namespace, out: TextIO) -> int:
     """Like LLVM's opt: read IR (or ONNX) files, run a textual pipeline (on workers), write IR."""
-    shapes, dims = _onnx_options(args)
-    return run_opt(args, out, lambda path: _read_module(path, shapes, dims))
+    options = _onnx_options(args)
+    return run_opt(args, out, lambda path: _read_module(path, options))
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
@@ -61,17 +61,17 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     the symbolic dims of an .onnx model come from --dim or the .npy inputs' shapes."""
     from irkernel.cli.run import run_file
 
-    shapes, dims = _onnx_options(args)
+    options = _onnx_options(args)
     inputs = None if getattr(args, "random", False) else args.inputs
-    return run_file(args, out, lambda path: _read_module(path, shapes, dims, inputs))
+    return run_file(args, out, lambda path: _read_module(path, options, inputs))
 
 
 def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
     """Time the register tiles of a model's convs on this CPU and store the winners."""
     from irkernel.cli.tune_cmd import run_tune
 
-    shapes, dims = _onnx_options(args)
-    return run_tune(args, out, lambda path: _read_module(path, shapes, dims))
+    options = _onnx_options(args)
+    return run_tune(args, out, lambda path: _read_module(path, options))
 
 
 def cmd_viz(args: argparse.Namespace, out: TextIO) -> int:
@@ -117,15 +117,15 @@ def _os_problem(exc: OSError) -> str:
     return describe_os_error(exc)
 
 
-def _read_module(path: str, shapes: dict[str, tuple[int, ...]] | None = None,
-                 dims: dict[str, int] | None = None,
+def _read_module(path: str, onnx_options: Any = None,
                  inputs: Sequence[str] | None = None) -> IRModule:
     """An .ir file, or an .onnx file imported with the frontend at the binding of its
-    symbolic dims that ``--shape``, ``--dim`` or the ``.npy`` inputs give."""
+    symbolic dims that ``--shape``, ``--dim`` or the ``.npy`` inputs give
+    (``onnx_options``: ``onnx_cmd.OnnxOptions``)."""
     from irkernel.cli import onnx_cmd
 
     if onnx_cmd.is_onnx(path):
-        return onnx_cmd.read_onnx(path, shapes, dims=dims, inputs=inputs)
+        return onnx_cmd.read_onnx(path, onnx_options, inputs=inputs)
     from irkernel.text.parser import parse
 
     text = read_text(path)
@@ -139,16 +139,16 @@ def cmd_print(args: argparse.Namespace, out: TextIO) -> int:
     """Print a module; an .onnx model with symbolic dims and no --dim: its dims."""
     from irkernel.cli import onnx_cmd
 
-    shapes, dims = _onnx_options(args)
+    options = _onnx_options(args)
     header = ""
     if onnx_cmd.is_onnx(args.file):
-        model = onnx_cmd.open_onnx(args.file, shapes)
-        if model.dims and not dims:
+        model = onnx_cmd.open_onnx(args.file, options)
+        if model.dims and not options.dims:
             out.write(f"# symbolic dims: {', '.join(model.dims)} "
                       f"({model.symbolic.describe()})\n# give --dim NAME=VALUE for each to "
                       "print the graph at that binding\n")
             return 0
-        values = onnx_cmd.binding(model, args.file, dims)
+        values = onnx_cmd.binding(model, args.file, options.dims)
         mod = onnx_cmd.bind_model(model, args.file, values)
         header = onnx_cmd.dims_header(model, values)
     else:

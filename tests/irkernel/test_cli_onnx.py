@@ -164,3 +164,55 @@ def test_import_and_print_at_a_binding(shared_path, tmp_path, capsys):
     mod = ik.parse(target.read_text())  # the header is a comment of the text format
     f = mod["main"]
     assert [f.shapes[int(f.shape_id[p])] for p in f.params.tolist()] == [(1, 4), (1, 4)]
+
+
+@pytest.fixture
+def branch_model_path(tmp_path):
+    """An If on a run-time input (silero-vad picks its 16 kHz or 8 kHz branch from ``sr``)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])
+    sr = helper.make_tensor_value_info("sr", TensorProto.INT64, [])
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])
+
+    def branch(name: str, op: str) -> onnx.GraphProto:
+        return helper.make_graph([helper.make_node(op, ["x", "x"], [f"{name}_y"])], name, [],
+                                 [helper.make_tensor_value_info(f"{name}_y", TensorProto.FLOAT,
+                                                                [3])])
+    k = numpy_helper.from_array(np.array(16000, np.int64), "k")
+    g = helper.make_graph([helper.make_node("Equal", ["sr", "k"], ["c"]),
+                           helper.make_node("If", ["c"], ["y"], then_branch=branch("t", "Add"),
+                                            else_branch=branch("e", "Mul"))],
+                          "g", [x, sr], [out], [k])
+    path = tmp_path / "branch.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_const_binds_an_input_that_picks_a_branch(branch_model_path, tmp_path, capsys):
+    rc, _ = _cli("run", str(branch_model_path), "--random")
+    err = capsys.readouterr().err
+    assert rc == 1 and "must be a constant" in err and "--const NAME=VALUE" in err
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    np.save(tmp_path / "x.npy", x)
+    for sr, want in ((16000, x + x), (8000, x * x)):
+        target = tmp_path / f"y{sr}.npz"
+        rc, text = _cli("run", str(branch_model_path), "--const", f"sr={sr}", "--inputs",
+                        str(tmp_path / "x.npy"), "-o", str(target))
+        assert rc == 0, text
+        np.testing.assert_array_equal(np.load(target)["output0"], want)
+
+
+def test_const_values_take_the_declared_type_and_bad_ones_are_named(branch_model_path, capsys):
+    from irkernel.frontend.onnx import from_onnx
+    from irkernel.frontend.onnx.dynamic import DynamicModel
+
+    dm = DynamicModel(str(branch_model_path), const_inputs={"sr": 8000})
+    assert dm.input_names == ("x",)
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    np.testing.assert_array_equal(dm.build()["main"](x)[0], x * x)
+    with pytest.raises(ValueError, match=r"const_inputs\['sr'\]: float64 value does not fit"):
+        from_onnx(str(branch_model_path), const_inputs={"sr": 16000.5})
+    with pytest.raises(ValueError, match="'rate' is not an input of the graph"):
+        DynamicModel(str(branch_model_path), const_inputs={"rate": 1})
+    for bad in ("sr", "sr=", "=3", "sr=1,x"):
+        assert _cli("run", str(branch_model_path), "--const", bad, "--random")[0] == 2
+        assert f"--const {bad!r}" in capsys.readouterr().err

@@ -91,6 +91,10 @@ class DynamicModel:
     bounds : mapping, optional
         ``{dim: (low, high)}``, inclusive, either end ``None``: a binding outside is a
         :class:`~irkernel.frontend.onnx.dims.DimError` naming the dim (and the input).
+    const_inputs : mapping, optional
+        ``{input: array}`` binding graph inputs to constants, as for ``from_onnx``: they
+        are not inputs of ``main`` (silero-vad's sample rate ``sr``, which picks an ``If``
+        branch).
     max_modules : int
         How many imported modules :meth:`bind` keeps (each holds the weights).
 
@@ -104,12 +108,18 @@ class DynamicModel:
     def __init__(self, model: Any, shape_dict: Mapping[str, Sequence[Any]] | None = None,
                  dtype_dict: Mapping[str, Any] | None = None, opset: int | None = None,
                  bounds: Mapping[str, tuple[int | None, int | None]] | None = None, *,
-                 max_modules: int = 4) -> None:
+                 const_inputs: Mapping[str, Any] | None = None, max_modules: int = 4) -> None:
         self.model = load_model(model)
-        self._import_options = {"dtype_dict": dict(dtype_dict or {}), "opset": opset}
-        initializers = {i.name for i in self.model.graph.initializer}
-        given = {k: v for k, v in (shape_dict or {}).items() if k not in initializers}
-        self.symbolic = SymbolicDims(self.model.graph, given, bounds, skip=initializers)
+        self._import_options = {"dtype_dict": dict(dtype_dict or {}), "opset": opset,
+                                "const_inputs": dict(const_inputs or {})}
+        inputs = {i.name for i in self.model.graph.input}
+        stray = sorted(set(const_inputs or {}) - inputs)
+        if stray:
+            raise ValueError(f"const_inputs: {', '.join(map(repr, stray))} is not an input of "
+                             f"the graph (inputs: {', '.join(sorted(inputs)) or 'none'})")
+        constant = {i.name for i in self.model.graph.initializer} | set(const_inputs or {})
+        given = {k: v for k, v in (shape_dict or {}).items() if k not in constant}
+        self.symbolic = SymbolicDims(self.model.graph, given, bounds, skip=constant)
         self._modules: _Recent[IRModule] = _Recent(max_modules, "max_modules")
 
     @property

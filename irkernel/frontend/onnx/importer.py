@@ -32,6 +32,7 @@ the node: never an AssertionError, IndexError, KeyError or NumPy error.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections import Counter
@@ -161,6 +162,31 @@ def load_model(model: Any) -> onnx.ModelProto:
     load_external_data(model, folder)
     check_tensors(model)
     return model
+
+
+def _declared_const(name: str, value: Any, info: onnx.ValueInfoProto) -> np.ndarray:
+    """A ``const_inputs`` value as the input declares it: of its element type (``16000``
+    for an int64 ``sr``; a value that type cannot hold exactly is an error, never
+    rounded), and of its static shape when the sizes agree (``[3]`` for a ``[1, 3]``)."""
+    array = np.asarray(value)
+    ttype = info.type.tensor_type if info.type.HasField("tensor_type") else None
+    if ttype is not None and ttype.elem_type in ONNX_DTYPES and \
+            ONNX_DTYPES[ttype.elem_type] != "bfloat16":  # NumPy has no bfloat16
+        dtype = np.dtype(ONNX_DTYPES[ttype.elem_type])
+        if array.dtype != dtype:
+            with np.errstate(all="ignore"):
+                cast = array.astype(dtype)
+            if not np.array_equal(cast, array, equal_nan=array.dtype.kind in "fc"):
+                raise ValueError(f"from_onnx: const_inputs[{name!r}]: {array.dtype} value does "
+                                 f"not fit the input's type {dtype} exactly")
+            array = cast
+    if ttype is not None and ttype.HasField("shape"):
+        dims = ttype.shape.dim
+        if all(d.HasField("dim_value") for d in dims):
+            shape = tuple(int(d.dim_value) for d in dims)
+            if array.shape != shape and array.size == math.prod(shape):
+                array = array.reshape(shape)
+    return array
 
 
 def _input_type(info: onnx.ValueInfoProto, shape: tuple[int, ...],
@@ -330,9 +356,10 @@ def _bind_inputs(ctx: Context, graph: onnx.GraphProto, shapes: dict[str, tuple[i
         env[init.name] = ctx.const(array)
     if len(graph.sparse_initializer):
         raise ONNXImportError("sparse initializers are not supported")
+    infos = {i.name: i for i in graph.input}
     for name, value in const_inputs.items():
         ctx.where = f"const_inputs[{name!r}]"
-        env[name] = ctx.const(np.asarray(value))
+        env[name] = ctx.const(_declared_const(name, value, infos[name]))
     inputs = [i for i in graph.input if i.name not in env]
     for info, pname in zip(inputs, sanitize_names([i.name for i in inputs]), strict=True):
         shape = shapes[info.name]
