@@ -37,7 +37,6 @@ Imports irkernel.tir, ``passes.topi.vector`` and ``passes.topi.conv``'s helpers.
 
 # no `from __future__ import annotations`: T.prim_func evaluates the closures in annotations
 
-import math
 from functools import lru_cache
 
 from irkernel.tir import script as T
@@ -49,7 +48,8 @@ from passes.topi.vector import vector_bits, vector_columns
 #: longer rows are a serial loop that LLVM vectorizes with shuffles (measured on Zen 4,
 #: 3x3 stride 2: gathers 1.5-2x faster at 13 and 27 outputs, 15-20% slower at 55 and 56).
 GATHER_OUTPUTS = 32
-#: Most taps of a window (wider ones keep the canonical loop: one expression per store).
+#: Most taps along one axis of a window (the vertical and the horizontal pass each take
+#: one max of that many values per store; wider windows keep the canonical loop).
 MAX_TAPS = 64
 
 
@@ -57,9 +57,10 @@ def pool_ok(x_shape: tuple[int, ...], kernel: tuple[int, ...], strides: tuple[in
             pad_begin: tuple[int, ...], dilation: tuple[int, ...], out_size: tuple[int, ...],
             dtype: str) -> bool:
     """Whether this schedule covers a max_pool: float32, 2-D (NCHW), at most ``MAX_TAPS``
-    taps, and every output row's window has a tap inside the image (always unless the
-    padding reaches past the whole dilated kernel)."""
-    if dtype != "float32" or len(x_shape) != 4 or math.prod(kernel) > MAX_TAPS:
+    taps along each axis (the passes cost kh + kw taps per output, so YOLO's 13x13
+    spatial pyramid pools are cheap here), and every output row's window has a tap
+    inside the image (always unless the padding reaches past the whole dilated kernel)."""
+    if dtype != "float32" or len(x_shape) != 4 or max(kernel) > MAX_TAPS:
         return False
     h, (kh, sh, pt, dh, oh) = x_shape[2], (kernel[0], strides[0], pad_begin[0],
                                            dilation[0], out_size[0])

@@ -55,6 +55,18 @@ def test_squeezenet_pools(shape) -> None:
                                "max_pool_rows", 1)
 
 
+@pytest.mark.parametrize("k", [5, 9, 13])
+def test_spp_pools_of_wide_windows(k) -> None:
+    """YOLO's spatial pyramid pools: k x k, stride 1, padding k // 2, on a 13x13 map. The
+    row passes cost kh + kw taps per output, so 9x9 and 13x13 windows (81 and 169 taps)
+    are theirs too (the canonical loop ran them at 0.04 GB/s, 5.9 ms for one pool)."""
+    bb = ik.GraphBuilder("main")
+    x = bb.param("x", (1, 6, 13, 13), "float32")
+    y = bb.max_pool(x, kernel=[k, k], strides=[1, 1], padding=[k // 2] * 4)
+    assert_scheduled_and_exact(ik.IRModule({"main": bb.finish([y])}), {"topi.vector_bits": 512},
+                               "max_pool_rows", k)
+
+
 def test_nan_and_signed_infinities_propagate() -> None:
     bb = ik.GraphBuilder("main")
     x = bb.param("x", (1, 1, 4, 70), "float32")
