@@ -37,6 +37,9 @@ from irkernel.ir.ids import (
 from irkernel.ir.operands import operand_list
 from irkernel.ir.ops.registry import find_op
 from irkernel.ir.pools import AttrTable, ConstPoolBuilder, ShapeTable
+from irkernel.ir.symbols import SymbolTable, encode_expr, expr_of
+from irkernel.ir.symdim import DEFAULT_LOWER, DimVars, Key, SymDim, make_dim
+from irkernel.ir.symtypes import refuse_symbolic
 from irkernel.ir.typecheck import SignatureTable
 from irkernel.ir.validate import mark_validated
 from irkernel.ir.verify import mark_verified
@@ -44,7 +47,7 @@ from irkernel.ir.verify import mark_verified
 Shape = tuple[int, ...]
 
 
-def _fmt_type(code: int, shape: Shape) -> str:
+def _fmt_type(code: int, shape: tuple[Any, ...]) -> str:
     return f"{DTYPE_NAMES[code]}[{', '.join(map(str, shape))}]"
 
 
@@ -132,28 +135,83 @@ class GraphBuilder:
         self._default_attr_id: dict[int, int] = {}
         self._consts = ConstPoolBuilder()
         self._type_cache: dict[tuple[Any, ...], tuple[int, int]] = {}
+        # shape variables and the symbolic dims interned so far (irkernel.ir.symbols)
+        self._dims = DimVars()
+        self._sym_keys: list[Key] = []
+        self._sym_index: dict[Key, int] = {}
         self._sigs = SignatureTable()
         self._finished = False
 
     # -- tables -------------------------------------------------------------
-    def intern_shape(self, shape: Iterable[int]) -> int:
-        """Shape id of ``shape`` in this function's table."""
+    def intern_shape(self, shape: Iterable[Any]) -> int:
+        """Shape id of ``shape`` in this function's table.
+
+        A dim is a non-negative int, a symbolic dim of this builder (:meth:`dim`, and
+        arithmetic on it) or a variable's name (declared with the default bounds if new).
+        """
         key = tuple(shape)
         sid = self._shape_index.get(key)
         if sid is None:
             if not all(isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_))
                        for d in key):
-                raise TypeError(f"shape {key} must be a sequence of ints")
+                key = self._encode_symbolic(key)
+                sid = self._shape_index.get(key)
+                if sid is not None:
+                    return sid
             key = tuple(int(d) for d in key)
-            if any(d < 0 for d in key):
+            if any(d < 0 for d in key) and not self._dims.names:
                 raise ValueError(f"shape {key} has a negative dimension")
-            problem = shape_problem(key)  # rank, dims and element count within int64
+            problem = (shape_problem(key) if not self._dims.names else
+                       shape_problem(tuple(d for d in key if d >= 0)))
             if problem is not None:
                 raise ValueError(f"shape {key}: {problem}")
             sid = self._shape_index.setdefault(key, len(self._shapes))
             if sid == len(self._shapes):
                 self._shapes.append(key)
         return sid
+
+    def dim(self, name: str, lower: int = DEFAULT_LOWER, upper: int | None = None) -> SymDim:
+        """Declare the shape variable ``name`` with inclusive bounds (``upper`` None:
+        unbounded) and return it as a symbolic dim for shapes (``2 * b``, ``h // 2``...).
+
+        Declaring a name again with the same bounds returns the same variable.
+        """
+        self._dims.add(name, lower, upper)
+        return self._dims.var(name)
+
+    def find_dim(self, name: str) -> SymDim | None:
+        """The declared shape variable ``name`` as a symbolic dim, or None."""
+        return self._dims.var(name) if name in self._dims.index else None
+
+    def _encode_symbolic(self, dims: tuple[Any, ...]) -> tuple[int, ...]:
+        """A shape with symbolic dims as the table stores it (``symbols.SYM_BASE - e``)."""
+        out = []
+        for d in dims:
+            if isinstance(d, str):
+                d = self.dim(d) if d not in self._dims.index else self._dims.var(d)
+            if isinstance(d, SymDim):
+                if d.dims is not self._dims:
+                    raise ValueError(f"dim {d} belongs to another function's variables")
+                e = self._sym_index.get(d.key)
+                if e is None:
+                    e = self._sym_index[d.key] = len(self._sym_keys)
+                    self._sym_keys.append(d.key)
+                out.append(encode_expr(e))
+            elif isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_)):
+                if d < 0:
+                    raise ValueError(f"shape {dims} has a negative dimension")
+                out.append(int(d))
+            else:
+                raise TypeError(f"shape {dims} must be a sequence of ints and symbolic dims")
+        return tuple(out)
+
+    def _decoded(self, shape_id: int) -> tuple[Any, ...]:
+        """A shape with its symbolic dims as :class:`SymDim` (the type rules' view)."""
+        shape = self._shapes[shape_id]
+        if not self._dims.names or all(d >= 0 for d in shape):
+            return shape
+        return tuple(d if d >= 0 else make_dim(self._dims, self._sym_keys[expr_of(d)])
+                     for d in shape)
 
     def intern_attrs(self, op: str | int, **attrs: Any) -> int:
         """Attribute id of ``attrs`` (checked and normalized for ``op``)."""
@@ -172,7 +230,7 @@ class GraphBuilder:
         """(dtype name, shape) of a node added so far (frontends read types as they build)."""
         if not isinstance(node_id, (int, np.integer)) or not 0 <= node_id < len(self._kind):
             raise ValueError(f"node_type: {node_id!r} is not a node id in [0, {len(self._kind)})")
-        return DTYPE_NAMES[self._dtype[node_id]], self._shapes[self._shape_id[node_id]]
+        return DTYPE_NAMES[self._dtype[node_id]], self._decoded(self._shape_id[node_id])
 
     def _check_open(self) -> None:
         if self._finished:
@@ -299,8 +357,13 @@ class GraphBuilder:
                                  f"got {v!r}")
 
     def _infer(self, opdef: ops.OpDef, attr_id: int, operands: Sequence[int]) -> tuple[int, int]:
-        types = [(self._dtype[v], self._shapes[self._shape_id[v]]) for v in operands]
+        if self._dims.names:
+            types = [(self._dtype[v], self._decoded(self._shape_id[v])) for v in operands]
+        else:
+            types = [(self._dtype[v], self._shapes[self._shape_id[v]]) for v in operands]
         try:
+            if self._dims.names:
+                refuse_symbolic(opdef, types)
             code, shape = opdef.infer(types, dict(self._records[attr_id]))
         except TypeInferenceError as exc:
             args = ", ".join(f"%{v}: {_fmt_type(*t)}" for v, t in zip(operands, types))
@@ -352,6 +415,8 @@ class GraphBuilder:
                 self._shapes):
             raise ValueError("add_tensor_consts: shape_ids holds an unknown shape id")
         distinct, inverse = np.unique(shape_ids, return_inverse=True)
+        if self._dims.names and any(d < 0 for s in distinct.tolist() for d in self._shapes[s]):
+            raise ValueError("add_tensor_consts: a constant can not have a symbolic shape")
         sizes = np.array([math.prod(self._shapes[s]) for s in distinct.tolist()] or [0],
                          np.int64)[inverse]
         flat = _convert_exact("add_tensor_consts", np.asarray(flat).ravel(), code)
@@ -508,7 +573,7 @@ class GraphBuilder:
                                    v["dtype_w"], v["shape_id_w"], pool[0], pool[1], start, check,
                                    type_of)
             if bad >= 0:
-                got = _fmt_type(int(v["dtype"][bad]), self._shapes[int(v["shape_id"][bad])])
+                got = _fmt_type(int(v["dtype"][bad]), self._decoded(int(v["shape_id"][bad])))
                 raise ValueError(f"add_nodes: node {bad} ({ops.get_op(int(v['kind'][bad])).name})"
                                  f": given type {got} differs from the inferred one")
         finally:
@@ -519,6 +584,11 @@ class GraphBuilder:
         return operand_list(opdef.encoding, int(v["a0"][i]), int(v["a1"][i]), v["extra"])
 
     # -- finish -------------------------------------------------------------
+    def _shape_table(self) -> ShapeTable:
+        if not self._dims.names:
+            return ShapeTable(self._shapes)
+        return ShapeTable(self._shapes, SymbolTable.from_keys(self._dims, self._sym_keys))
+
     def finish(self, outputs: int | Sequence[int]) -> Function:
         """Freeze the graph with these outputs into an immutable Function."""
         self._check_open()
@@ -544,7 +614,7 @@ class GraphBuilder:
             shape_id=col(self._shape_id, np.int32), attr_id=col(self._attr_id, np.int32),
             extra=col(self._extra, np.int32), params=np.array(self._params, np.int32),
             outputs=np.array(outs, np.int32), param_names=tuple(self._param_names),
-            shapes=ShapeTable(self._shapes), attr_table=AttrTable(self._records),
+            shapes=self._shape_table(), attr_table=AttrTable(self._records),
             consts=self._consts.freeze(), attrs=self._attrs)
         # The Function holds the only reference to the buffers: the builder lets go of
         # them, so nothing can write to a finished Function's columns through it.

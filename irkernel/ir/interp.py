@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from irkernel.ir import narrow, ops
+from irkernel.ir.binding import bind_dims, concrete_shapes
 from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
 from irkernel.ir.hooks import Hook
@@ -63,11 +64,19 @@ def check_inputs(func: Function, name: str, inputs: Sequence[Any]) -> list[np.nd
         if arr.dtype != want_dtype:
             raise TypeError(f"{name}: input {pos} ({pname!r}) must have dtype {want_dtype.name}, "
                             f"got {arr.dtype}")
-        if arr.shape != want_shape:
-            raise ValueError(f"{name}: input {pos} ({pname!r}) must have shape {want_shape}, "
+        if arr.shape != want_shape and not _fits_symbolic(arr.shape, want_shape, func):
+            shown = (want_shape if not func.shapes.symbols else
+                     "(" + func.shapes.shape_text(int(func.shape_id[node])) + ")")
+            raise ValueError(f"{name}: input {pos} ({pname!r}) must have shape {shown}, "
                              f"got {arr.shape}")
         arrays.append(arr)
     return arrays
+
+
+def _fits_symbolic(got: tuple[int, ...], want: tuple[int, ...], func: Function) -> bool:
+    """Same rank and the same static dims (the symbolic ones are bound afterwards)."""
+    return bool(func.shapes.symbols) and len(got) == len(want) and all(
+        w < 0 or g == w for g, w in zip(got, want, strict=True))
 
 
 def _run(mod: IRModule | None, func: Function, name: str, inputs: list[np.ndarray],
@@ -82,6 +91,9 @@ def _run(mod: IRModule | None, func: Function, name: str, inputs: list[np.ndarra
     all_ops = ops.all_ops()
     attrs_of = [dict(r) for r in func.attr_table.records]
     values: list[Any] = [None] * func.num_nodes
+    # symbolic dims take their values from the inputs' shapes (irkernel.ir.binding)
+    shapes = (concrete_shapes(func, bind_dims(func, name, inputs)) if func.shapes.symbols
+              else func.shapes.shapes)
     for i, k in enumerate(kinds):
         if k == ops.OP_PARAM:
             out = inputs[a0s[i]]
@@ -109,9 +121,9 @@ def _run(mod: IRModule | None, func: Function, name: str, inputs: list[np.ndarra
             want = NUMPY_DTYPES[dtypes[i]]
             if out.dtype != want:
                 out = out.astype(want)
-            if out.shape != func.shapes[shape_ids[i]]:
+            if out.shape != shapes[shape_ids[i]]:
                 raise IRError(f"{name}: node {i} ({opdef.name}): result shape {out.shape} differs "
-                              f"from the declared {func.shapes[shape_ids[i]]}")
+                              f"from the declared {shapes[shape_ids[i]]}")
         values[i] = out
     return [np.array(values[int(o)], copy=True) for o in func.outputs]
 

@@ -85,7 +85,9 @@ from irkernel.ir.function import Function
 from irkernel.ir.ids import DTYPE_NAMES, ENC_BINARY, ENC_PARAM, ENC_UNARY
 from irkernel.ir.module import IRModule
 from irkernel.text.fastpath import BodyScan, Form, Lines, RunColumns
+from irkernel.ir.symdim import DEFAULT_LOWER
 from irkernel.text.lexer import (
+    INT_LITERAL,
     Cursor,
     Token,
     attr_dict,
@@ -326,11 +328,39 @@ class _FunctionParser:
             cur.expect_end()
             self.outputs = [self.lookup(a, lineno) for a in args]
             return False
+        if tok[0] == "ident" and tok[1] == "dim":
+            self._dim(cur)
+            return False
         if tok[0] != "var":
-            raise cur.error("expected a statement ('%name = ...', 'return ...' or '}'), "
-                            f"got {describe(tok)}")
+            raise cur.error("expected a statement ('%name = ...', 'dim ...', 'return ...' or "
+                            f"'}}'), got {describe(tok)}")
         self._definition(cur)
         return False
+
+    def _dim(self, cur: Cursor) -> None:
+        """``dim NAME [in [LO, HI]]``: declare a shape variable (HI may be ``inf``)."""
+        cur.take()
+        name = cur.expect_kind("ident", "a dim variable name")
+        bounds: list[int | None] = [DEFAULT_LOWER, None]
+        if cur.accept("in") is not None:
+            cur.expect("[", "to open the bounds")
+            for k in range(2):
+                tok = cur.take()
+                if k == 1 and tok[:2] == ("ident", "inf"):
+                    bounds[k] = None
+                elif tok[0] == "number" and INT_LITERAL.match(tok[1]) and len(tok[1]) <= 18:
+                    bounds[k] = int(tok[1])
+                else:
+                    raise cur.error(f"expected an integer bound{' or inf' if k else ''}, got "
+                                    f"{describe(tok)}", tok)
+                cur.expect("," if k == 0 else "]", "in the bounds")
+        cur.expect_end()
+        if self.bb.find_dim(name[1]) is not None:
+            raise cur.error(f"redefinition of dim {name[1]}", name)
+        try:
+            self.bb.dim(name[1], bounds[0], bounds[1])  # type: ignore[arg-type]
+        except ValueError as exc:
+            raise cur.error(str(exc), name) from None
 
     def _definition(self, cur: Cursor) -> None:
         lineno = cur.lineno
@@ -347,7 +377,7 @@ class _FunctionParser:
     def _typed_end(self, cur: Cursor) -> tuple[int, tuple[int, ...], int]:
         """``: type`` then end of line; returns (code, shape, type index)."""
         cur.expect(":", "before the type")
-        code, shape, tok = parse_type(cur)
+        code, shape, tok = parse_type(cur, self.bb.find_dim)
         key = cur.slice_from(tok)
         cur.expect_end()
         return code, shape, self.type_index(key, code, shape)
@@ -411,8 +441,8 @@ class _FunctionParser:
         lineno = self.node_line[node]
         toks = Cursor(lines[lineno - 1], lineno).toks
         colon = max(j for j, t in enumerate(toks) if t[:2] == ("punct", ":"))
-        want = format_type(int(codes[node]), func.shapes[int(sids[node])])
-        got = format_type(int(func.dtype[node]), func.shapes[int(func.shape_id[node])])
+        want = format_type(int(codes[node]), func.shapes.decode(int(sids[node])))
+        got = format_type(int(func.dtype[node]), func.shapes.decode(int(func.shape_id[node])))
         return ParseError(f"declared type {want} of {toks[0][1]} differs from the inferred "
                           f"type {got} ({func.op(node).name})", lineno, toks[colon + 1][2])
 

@@ -173,6 +173,9 @@ class OpDef:
     #: ``legalize(operand types, attrs, result type) -> tir.PrimFunc`` (canonical form, attrs
     #: ``op_pattern``/``op_name``); the built-ins' live in ``passes.topi``.
     legalize: Callable[..., Any] | None = field(default=None, compare=False)
+    #: The rule takes symbolic dims (``irkernel.ir.symdim``): it gives the right symbolic
+    #: result or raises. Operands with symbolic dims reach no other op's rule.
+    symbolic: bool = False
 
     def normalize_attrs(self, given: Mapping[str, object]) -> tuple[tuple[str, object], ...]:
         """Canonical sorted (name, value) pairs with defaults filled; TypeError on a bad key."""

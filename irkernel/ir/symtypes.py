@@ -1,0 +1,49 @@
+"""Type rules over symbolic shapes: which ops take them, and results back to table dims.
+
+The builder and ``verify`` give an op's rule the operand shapes with their symbolic dims
+as :class:`~irkernel.ir.symdim.SymDim` objects (one conversion per distinct signature,
+never per node). Only rows with ``OpDef.symbolic`` see them: every other op gets a
+clear :class:`~irkernel.ir.symdim.UndecidableDim` naming the dim, so no rule written
+for ints can give a wrong static answer. Imports ``irkernel.ir`` basics only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from irkernel.ir.ops.opdef import OpDef
+from irkernel.ir.symbols import SymbolTable, encode_expr
+from irkernel.ir.symdim import SymDim, UndecidableDim
+
+
+def refuse_symbolic(opdef: OpDef, types: Sequence[tuple[int, tuple[Any, ...]]]) -> None:
+    """UndecidableDim when an operand has a symbolic dim and the op's rule does not
+    support symbolic dims (``OpDef.symbolic``)."""
+    if opdef.symbolic:
+        return
+    for pos, (_, shape) in enumerate(types):
+        for axis, d in enumerate(shape):
+            if isinstance(d, SymDim):
+                raise UndecidableDim(f"{opdef.name} does not support symbolic dims: dim {d} "
+                                     f"(axis {axis} of operand {pos})")
+
+
+def lookup_shape(symbols: SymbolTable, shape: Sequence[Any]) -> tuple[int, ...] | None:
+    """A rule's result shape as table dims, or None when one of its expressions is not in
+    ``symbols`` (so no node of the function can have that type)."""
+    out = []
+    for d in shape:
+        if isinstance(d, SymDim):
+            if d.dims is not symbols.dim_vars:
+                return None
+            e = symbols.index.get(d.key)
+            if e is None:
+                return None
+            out.append(encode_expr(e))
+        else:
+            out.append(int(d))
+    return tuple(out)
+
+
+__all__ = ["lookup_shape", "refuse_symbolic"]
