@@ -39,7 +39,7 @@ from irkernel.ir.ops.registry import find_op
 from irkernel.ir.pools import AttrTable, ConstPoolBuilder, ShapeTable
 from irkernel.ir.symbols import SymbolTable, encode_expr, expr_of
 from irkernel.ir.symdim import DEFAULT_LOWER, DimVars, Key, SymDim, make_dim
-from irkernel.ir.symtypes import refuse_symbolic
+from irkernel.ir.symtypes import map_dims_attrs, refuse_symbolic
 from irkernel.ir.typecheck import SignatureTable
 from irkernel.ir.validate import mark_validated
 from irkernel.ir.verify import mark_verified
@@ -205,6 +205,24 @@ class GraphBuilder:
                 raise TypeError(f"shape {dims} must be a sequence of ints and symbolic dims")
         return tuple(out)
 
+    def _encode_dims_attrs(self, opdef: ops.OpDef, attrs: dict[str, Any]) -> dict[str, Any]:
+        """``A_DIMS`` attributes (a reshape target) with their symbolic dims and variable
+        names encoded as the shape table stores them; ``-1`` and ints stay."""
+        for spec in opdef.attrs:
+            value = attrs.get(spec.name)
+            if spec.kind == ops.A_DIMS and isinstance(value, (tuple, list)) and any(
+                    isinstance(d, (SymDim, str)) for d in value):
+                out = []
+                for d in value:
+                    if isinstance(d, str) and d not in self._dims.index:
+                        raise ValueError(f"{opdef.name}: attribute {spec.name!r} names the "
+                                         f"undeclared dim variable {d!r}")
+                    sym = self._dims.var(d) if isinstance(d, str) else d
+                    out.append(self._encode_symbolic((sym,))[0] if isinstance(sym, SymDim)
+                               else sym)
+                attrs = {**attrs, spec.name: tuple(out)}
+        return attrs
+
     def _decoded(self, shape_id: int) -> tuple[Any, ...]:
         """A shape with its symbolic dims as :class:`SymDim` (the type rules' view)."""
         shape = self._shapes[shape_id]
@@ -215,7 +233,10 @@ class GraphBuilder:
 
     def intern_attrs(self, op: str | int, **attrs: Any) -> int:
         """Attribute id of ``attrs`` (checked and normalized for ``op``)."""
-        record = ops.get_op(op).normalize_attrs(attrs)
+        opdef = ops.get_op(op)
+        if self._dims.names:
+            attrs = self._encode_dims_attrs(opdef, attrs)
+        record = opdef.normalize_attrs(attrs)
         aid = self._record_index.get(record)
         if aid is None:
             aid = self._record_index[record] = len(self._records)
@@ -362,9 +383,12 @@ class GraphBuilder:
         else:
             types = [(self._dtype[v], self._shapes[self._shape_id[v]]) for v in operands]
         try:
+            attrs = dict(self._records[attr_id])
             if self._dims.names:
                 refuse_symbolic(opdef, types)
-            code, shape = opdef.infer(types, dict(self._records[attr_id]))
+                attrs = map_dims_attrs(opdef, attrs, lambda d: make_dim(
+                    self._dims, self._sym_keys[expr_of(d)]))
+            code, shape = opdef.infer(types, attrs)
         except TypeInferenceError as exc:
             args = ", ".join(f"%{v}: {_fmt_type(*t)}" for v, t in zip(operands, types))
             raise ValueError(f"{opdef.name}: {exc} (operands {args})") from None

@@ -22,6 +22,8 @@ from irkernel.ir.hooks import Hook
 from irkernel.ir.ids import NUMPY_DTYPES, dtype_code
 from irkernel.ir.module import IRModule, is_prim_func
 from irkernel.ir.operands import operand_csr, use_counts
+from irkernel.ir.symbols import expr_of
+from irkernel.ir.symtypes import map_dims_attrs
 from irkernel.ir.verify import verify, verify_function
 
 #: ``run(prim_func, *arrays)``: the TIR reference interpreter, installed by ``irkernel.tir``.
@@ -92,8 +94,14 @@ def _run(mod: IRModule | None, func: Function, name: str, inputs: list[np.ndarra
     attrs_of = [dict(r) for r in func.attr_table.records]
     values: list[Any] = [None] * func.num_nodes
     # symbolic dims take their values from the inputs' shapes (irkernel.ir.binding)
-    shapes = (concrete_shapes(func, bind_dims(func, name, inputs)) if func.shapes.symbols
-              else func.shapes.shapes)
+    shapes = func.shapes.shapes
+    if func.shapes.symbols:
+        binding = bind_dims(func, name, inputs)
+        shapes = concrete_shapes(func, binding)
+        dim_values = func.shapes.symbols.values(binding)
+        attrs_of = [dict(r) for r in func.attr_table.records]
+        for k, a in set(zip(kinds, attr_ids, strict=True)):  # shape attributes: their values
+            map_dims_attrs(all_ops[k], attrs_of[a], lambda d: dim_values[expr_of(d)])
     for i, k in enumerate(kinds):
         if k == ops.OP_PARAM:
             out = inputs[a0s[i]]

@@ -6,13 +6,15 @@ constant ``k >= 2``. That covers what conv and pool output sizes, concat, pad an
 reshape need (``2*batch``, ``seq + 1``, ``(h - 1) // 2 + 1``) and nothing else: a
 product of two symbolic dims is refused (:class:`UndecidableDim`).
 
-Canonical form (why): two dims are equal exactly when their keys are equal, so the
-type rules can compare dims with ``==`` and the tables intern one entry per
-expression. A key is ``(terms, const)``, ``terms`` a sorted tuple of ``(atom,
-coefficient)`` with non-zero coefficients; a variable atom is ``(0, index)`` and a
-floor-div atom ``(1, k, inner key)`` whose inner coefficients and constant lie in
-``[0, k)`` with no common factor with ``k`` (multiples of ``k`` are pulled out:
-``(h - 1) // 2 + 1`` and ``(h + 1) // 2`` are one key). A dim whose key has no term is
+Canonical form (why): equal keys mean equal values for every binding, so the type
+rules can compare dims with ``==`` and the tables intern one entry per expression.
+(With floor-divs the converse can fail, ``h // 2 + (h + 1) // 2`` is ``h``: such dims
+compare unequal and a rule reports it cannot decide, never a wrong answer.) A key is
+``(terms, const)``, ``terms`` a sorted tuple of ``(atom, coefficient)`` with non-zero
+coefficients; a variable atom is ``(0, index)`` and a floor-div atom ``(1, k, inner
+key)`` whose inner coefficients and constant lie in ``[0, k)`` with no common factor
+with ``k`` (multiples of ``k`` are pulled out: ``(h - 1) // 2 + 1`` and ``(h + 1) // 2``
+are one key; nested floor-divs merge: ``(h // 2 + 3) // 5`` is ``(h + 6) // 10``). A dim whose key has no term is
 a plain Python int: constants never become objects.
 
 Semantics of the operators on :class:`SymDim` (the "never a wrong static answer"
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 from irkernel.ir.errors import TypeInferenceError
@@ -143,20 +146,58 @@ def floordiv_key(a: Key, d: int) -> Key:
     q0, r0 = divmod(a[1], d)
     if not inner:  # r0 // d == 0
         return tuple(sorted(outer.items())), q0
+    if len(inner) == 1 and inner[0][1] == 1 and inner[0][0][0] == 1:
+        _, k, e = inner[0][0]  # floor((floor(e / k) + r0) / d) = floor((e + r0*k) / (k*d))
+        nested = floordiv_key(add_keys(e, ((), r0 * k)), k * d)
+        return add_keys((tuple(sorted(outer.items())), q0), nested)
     g = math.gcd(d, r0, *(c for _, c in inner))  # < d: every inner coefficient is in (0, d)
     d, r0 = d // g, r0 // g
-    inner = [(atom, c // g) for atom, c in inner]
-    if len(inner) == 1 and inner[0][1] == 1 and r0 == 0 and inner[0][0][0] == 1:
-        _, k, e = inner[0][0]  # floor(floor(e / k) / d) = floor(e / (k*d))
-        atom: Any = (1, k * d, e)
-    else:
-        atom = (1, d, (tuple(inner), r0))
+    atom: Any = (1, d, (tuple((a, c // g) for a, c in inner), r0))
     outer[atom] = outer.get(atom, 0) + 1
     return tuple(sorted(outer.items())), q0
 
 
 def key_interval(key: Key, dims: DimVars) -> tuple[float, float]:
-    """(lowest, highest) value of ``key`` over the variables' bounds (``inf`` unbounded)."""
+    """(lowest, highest) value of ``key`` over the variables' bounds (``inf`` unbounded).
+
+    Two sound estimates, intersected: interval arithmetic over the atoms, and the same
+    after writing each ``e // k`` as ``(e - r) / k`` with ``r`` in ``[0, k - 1]``, which
+    lets ``2*(h // 2) - h`` cancel to ``-r`` (so ``2*(h // 2) <= h`` is decided)."""
+    lo, hi = _atom_sum_interval(key, dims)
+    coeffs: dict[int, Fraction] = {}
+    rests: list[tuple[Fraction, int]] = []
+    const = _expand(key, Fraction(1), coeffs, rests)
+    elo = ehi = const
+    for v, c in coeffs.items():
+        if not c:
+            continue  # cancelled (and 0 * inf would be nan)
+        upper = dims.upper[v]
+        vlo, vhi = Fraction(dims.lower[v]), (math.inf if upper is None else Fraction(upper))
+        elo, ehi = (elo + c * vlo, ehi + c * vhi) if c > 0 else (elo + c * vhi, ehi + c * vlo)
+    for c, k in rests:  # c * r with r in [0, k - 1]
+        elo, ehi = (elo, ehi + c * (k - 1)) if c > 0 else (elo + c * (k - 1), ehi)
+    # the value is an integer: round the expanded bounds inward
+    lo = max(lo, math.ceil(elo) if math.isfinite(elo) else elo)
+    hi = min(hi, math.floor(ehi) if math.isfinite(ehi) else ehi)
+    return lo, hi
+
+
+def _expand(key: Key, scale: Fraction, coeffs: dict[int, Fraction],
+            rests: list[tuple[Fraction, int]]) -> Fraction:
+    """Add ``scale * key`` to ``coeffs`` (per variable) and ``rests`` (each floor-div's
+    remainder), floor-divs written as ``(e - r) / k``; returns the constant part."""
+    const = scale * key[1]
+    for atom, c in key[0]:
+        if atom[0] == 0:
+            coeffs[atom[1]] = coeffs.get(atom[1], Fraction(0)) + scale * c
+        else:
+            part = scale * c / atom[1]
+            const += _expand(atom[2], part, coeffs, rests)
+            rests.append((-part, atom[1]))
+    return const
+
+
+def _atom_sum_interval(key: Key, dims: DimVars) -> tuple[float, float]:
     lo = hi = float(key[1])
     for atom, c in key[0]:
         alo, ahi = _atom_interval(atom, dims)
@@ -180,8 +221,10 @@ def key_text(key: Key, names: Sequence[str]) -> str:
     """The canonical spelling (the text format's): ``2*batch + seq - 1``, ``(h + 1) // 2``."""
     parts: list[str] = []
     for atom, c in key[0]:
-        body = names[atom[1]] if atom[0] == 0 else f"({key_text(atom[2], names)}) // {atom[1]}"
+        body = names[atom[1]] if atom[0] == 0 else f"{_operand_text(atom[2], names)} // {atom[1]}"
         mag = abs(c)
+        if atom[0] == 1 and (mag != 1 or (c < 0 and not parts)):
+            body = f"({body})"  # ``2*((h + 1) // 2)``: ``*`` and ``//`` group to the left
         term = body if mag == 1 else f"{mag}*{body}"
         parts.append(("-" if c < 0 else "") + term if not parts else
                      (" - " if c < 0 else " + ") + term)
@@ -189,6 +232,14 @@ def key_text(key: Key, names: Sequence[str]) -> str:
         parts.append(str(key[1]) if not parts else
                      (" - " if key[1] < 0 else " + ") + str(abs(key[1])))
     return "".join(parts)
+
+
+def _operand_text(key: Key, names: Sequence[str]) -> str:
+    """The dividend of a floor-div: bare when it is one variable, else in parentheses."""
+    terms, const = key
+    if not const and len(terms) == 1 and terms[0][1] == 1 and terms[0][0][0] == 0:
+        return names[terms[0][0][1]]
+    return f"({key_text(key, names)})"
 
 
 def key_value(key: Key, values: Sequence[int]) -> int:

@@ -9,10 +9,10 @@ for ints can give a wrong static answer. Imports ``irkernel.ir`` basics only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from irkernel.ir.ops.opdef import OpDef
+from irkernel.ir.ops.opdef import A_DIMS, OpDef
 from irkernel.ir.symbols import SymbolTable, encode_expr
 from irkernel.ir.symdim import SymDim, UndecidableDim
 
@@ -46,4 +46,16 @@ def lookup_shape(symbols: SymbolTable, shape: Sequence[Any]) -> tuple[int, ...] 
     return tuple(out)
 
 
-__all__ = ["lookup_shape", "refuse_symbolic"]
+def map_dims_attrs(opdef: OpDef, attrs: dict[str, Any], dim: Callable[[int], Any]
+                   ) -> dict[str, Any]:
+    """``attrs`` with every symbolic dim (``<= -2``) of its ``A_DIMS`` attributes mapped
+    by ``dim``: to a ``SymDim`` for the type rules, to its value for the interpreter."""
+    for spec in opdef.attrs:
+        if spec.kind == A_DIMS:
+            value = attrs.get(spec.name)
+            if value is not None and any(d <= -2 for d in value):
+                attrs[spec.name] = tuple(d if d > -2 else dim(d) for d in value)
+    return attrs
+
+
+__all__ = ["lookup_shape", "map_dims_attrs", "refuse_symbolic"]

@@ -39,7 +39,7 @@ from irkernel.ir.module import IRModule
 from irkernel.ir.operands import operand_list
 from irkernel.ir.pools import AttrTable, ConstPool, ShapeTable, symbolic_shape_problem
 from irkernel.ir.symbols import SymbolTable
-from irkernel.ir.symtypes import lookup_shape, refuse_symbolic
+from irkernel.ir.symtypes import lookup_shape, map_dims_attrs, refuse_symbolic
 from irkernel.ir.typecheck import SignatureTable
 from irkernel.ir.validate import symbol_problem, validate_function
 
@@ -207,9 +207,11 @@ class _TypeRule:
         else:
             types = [(int(f.dtype[v]), f.shapes[int(f.shape_id[v])]) for v in operands]
         try:
+            attrs = dict(record)
             if symbols:
                 refuse_symbolic(opdef, types)
-            code, shape = opdef.infer(types, dict(record))
+                attrs = map_dims_attrs(opdef, attrs, symbols.dim)
+            code, shape = opdef.infer(types, attrs)
         except TypeInferenceError as exc:
             args = ", ".join(f"%{v}: {_type_str(*t)}" for v, t in zip(operands, types))
             raise _fail(self.fname, i, opdef.name, f"{exc} (operands {args})",

@@ -53,6 +53,7 @@ INT_LITERAL = re.compile(r"-?[0-9]+\Z")
 NUMBER_START = frozenset("-.0123456789")
 # Smallest magnitude that rounds to inf in each float dtype (round half to even at the top).
 OVERFLOW = {FLOAT32: float.fromhex("0x1.ffffffp+127"), FLOAT64: math.inf}
+_DIM_OPS = ("+", "-", "*", "//")
 KEYWORD_VALUES = {"true": True, "false": False, "none": None, "nan": math.nan, "inf": math.inf}
 
 
@@ -169,23 +170,33 @@ def scalar_value(cur: Cursor, bare_strings: bool) -> Any:
     raise cur.error(f"bad attribute value {describe(tok)}", tok)
 
 
-def attr_value(cur: Cursor, bare_strings: bool) -> Any:
+def attr_value(cur: Cursor, bare_strings: bool, dim_of: DimOf | None = None) -> Any:
+    """A scalar or a flat list; with ``dim_of``, list items may be dim expressions (the
+    symbolic dims of a reshape target: ``[batch, seq, 8, 64]``)."""
     if cur.accept("[") is None:
         return scalar_value(cur, bare_strings)
     items = []
     if cur.accept("]") is None:
         while True:
-            if cur.peek()[1] == "[" and cur.peek()[0] == "punct":
+            tok, nxt = cur.peek(), cur.toks[cur.pos + 1]
+            if tok[1] == "[" and tok[0] == "punct":
                 raise cur.error("nested lists are not supported in attributes")
-            items.append(scalar_value(cur, bare_strings))
+            if dim_of is not None and (
+                    (tok[0] == "ident" and tok[1] not in KEYWORD_VALUES)
+                    or tok[:2] == ("punct", "(")
+                    or (tok[0] == "number" and nxt[0] == "punct" and nxt[1] in _DIM_OPS)):
+                items.append(parse_dim_sum(cur, dim_of))
+            else:
+                items.append(scalar_value(cur, bare_strings))
             if cur.accept("]") is not None:
                 break
             cur.expect(",", "or ']' in list")
     return tuple(items)
 
 
-def attr_dict(cur: Cursor, node_attrs: bool) -> dict[str, Any]:
-    """``{key = value, ...}`` (the ``{`` already taken); keys unique."""
+def attr_dict(cur: Cursor, node_attrs: bool, dim_of: DimOf | None = None) -> dict[str, Any]:
+    """``{key = value, ...}`` (the ``{`` already taken); keys unique. ``dim_of``: see
+    :func:`attr_value`."""
     out: dict[str, Any] = {}
     if cur.accept("}") is not None:
         return out
@@ -200,7 +211,7 @@ def attr_dict(cur: Cursor, node_attrs: bool) -> dict[str, Any]:
         if key in out:
             raise cur.error(f"duplicate attribute {key!r}", tok)
         cur.expect("=", f"after attribute {key!r}")
-        out[key] = attr_value(cur, node_attrs)
+        out[key] = attr_value(cur, node_attrs, dim_of)
         if cur.accept("}") is not None:
             return out
         cur.expect(",", "or '}' in attributes")

@@ -411,7 +411,7 @@ class _FunctionParser:
         ids = [self.lookup(a, lineno) for a in operand_tokens(cur)]
         kw: dict[str, Any] = {}
         if cur.accept("{") is not None:
-            kw = attr_dict(cur, node_attrs=True)
+            kw = attr_dict(cur, node_attrs=True, dim_of=self.bb.find_dim)
         _, _, tidx = self._typed_end(cur)
         try:
             node = self.bb.call(op_tok[1], *ids, **kw)

@@ -128,15 +128,21 @@ def _format_node_attr(spec: ops.AttrSpec, value: Any) -> str:
     return str(int(value))
 
 
-def format_node_attrs(opdef: ops.OpDef, record: tuple[tuple[str, Any], ...]) -> str:
-    """`` {name = value, ...}`` of one normalized record (empty string for no attributes)."""
+def format_node_attrs(opdef: ops.OpDef, record: tuple[tuple[str, Any], ...],
+                      symbols: SymbolTable | None = None) -> str:
+    """`` {name = value, ...}`` of one normalized record (empty string for no attributes);
+    with ``symbols``, the symbolic dims of shape attributes (``A_DIMS``) by their names."""
     if not record:
         return ""
     specs = {s.name: s for s in opdef.attrs}
     parts = []
     for name, value in record:
         spec = specs.get(name, ops.AttrSpec(name, ops.A_STR))
-        parts.append(f"{name} = {_format_node_attr(spec, value)}")
+        if symbols and spec.kind == ops.A_DIMS and any(d <= -2 for d in value):
+            text = "[" + ", ".join(symbols.text(d) if d <= -2 else str(d) for d in value) + "]"
+        else:
+            text = _format_node_attr(spec, value)
+        parts.append(f"{name} = {text}")
     return " {" + ", ".join(parts) + "}"
 
 
@@ -330,7 +336,7 @@ def _tails(func: Function) -> tuple[np.ndarray, list[str]]:
         attrs = attr_cache.get((kind, attr_id))  # one per distinct tail
         if attrs is None:
             attrs = attr_cache[(kind, attr_id)] = format_node_attrs(
-                ops.get_op(kind), func.attr_table[attr_id])
+                ops.get_op(kind), func.attr_table[attr_id], func.shapes.symbols)
         texts.append(f"{attrs} : {DTYPE_NAMES[code]}[{func.shapes.shape_text(shape_id)}]")
     tail_of.flags.writeable = False
     return tail_of, texts
