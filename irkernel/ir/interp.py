@@ -184,7 +184,10 @@ def interpret(mod: IRModule | Function, *inputs: Any, entry: str = "main") -> li
     mod : IRModule or Function
         The program. A lone Function cannot use ``call_func``.
     *inputs : array_like
-        One array per parameter, of exactly the parameter's dtype and shape.
+        One array per parameter, of exactly the parameter's dtype and shape. A
+        function with symbolic dims binds its shape variables from the inputs'
+        shapes first (``irkernel.ir.binding``: consistent across inputs, within
+        each variable's bounds).
     entry : str
         Name of the function to run.
 
@@ -196,7 +199,9 @@ def interpret(mod: IRModule | Function, *inputs: Any, entry: str = "main") -> li
     Raises
     ------
     TypeError, ValueError
-        Wrong number, dtype or shape of inputs (naming the parameter).
+        Wrong number, dtype or shape of inputs (naming the parameter), or shapes
+        that contradict a symbolic dim or its bounds (naming the input, axis and
+        variable).
     IRError
         The program does not verify (``ik.verify``: checked before anything runs), or
         it cannot be evaluated (an op without a NumPy reference).

@@ -92,8 +92,9 @@ class ShapeTable:
         if not isinstance(symbols, SymbolTable):
             raise TypeError(f"ShapeTable: symbols must be a SymbolTable, got "
                             f"{type(symbols).__name__}")
+        symbolic = bool(symbols)
         for sid, s in enumerate(shapes):  # one step per distinct shape (tables are small)
-            problem = shape_problem(s) if not symbols else symbolic_shape_problem(s, symbols)
+            problem = symbolic_shape_problem(s, symbols) if symbolic else shape_problem(s)
             if problem is not None:
                 raise ValueError(f"shape {sid} {list(s)}: {problem}")
         self.shapes = shapes

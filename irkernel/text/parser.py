@@ -53,6 +53,14 @@ The format is line oriented: one statement per line.
   ``GraphBuilder.call``, so defaults and checks are the op table's.
 - A type is ``dtype[d0, d1, ...]``; ``float32[]`` is a scalar. The declared
   type of an op node must equal the inferred one.
+- Symbolic dims: ``dim NAME in [LO, HI]`` (``HI`` may be ``inf``; ``dim NAME``
+  alone is ``[1, inf]``) declares a shape variable before its first use; a dim
+  of a type, or of a shape attribute (``reshape {shape = [batch, -1]}``), is then
+  an expression of variables: sums, products by integers and floor-divisions by
+  integers, ``float32[batch, 2*seq + 1, (h + 1) // 2]``. The printer writes the
+  declarations first and each expression in its canonical form, so the text
+  round-trips exactly (:mod:`irkernel.ir.symbols`). Such lines take the careful
+  path.
 - ``return %a, %b`` is the last statement of a body.
 
 Speed: the text is scanned as UTF-8 bytes by Numba kernels
