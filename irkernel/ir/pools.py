@@ -50,6 +50,7 @@ from irkernel.ir import narrow
 from irkernel.ir.symbols import EMPTY_SYMBOLS, SYM_BASE, SymbolTable, expr_of
 from irkernel.ir.ids import (
     DTYPE_NAMES,
+    MAX_ELEMENTS,
     FLOAT_DTYPES,
     NARROW_FLOAT_DTYPES,
     NUMPY_DTYPES,
@@ -63,6 +64,12 @@ AttrRecord = tuple[tuple[str, Any], ...]
 #: Constants of at least this many bytes are held by reference (see the module docstring).
 LARGE_CONST_BYTES = 1 << 16
 _NO_EXTERNAL: Mapping[int, np.ndarray] = MappingProxyType({})
+
+
+#: ``ShapeTable.size`` of a symbolic shape: more elements than any static shape may hold
+#: (``MAX_ELEMENTS + 1``), so every "small enough to fold / materialize" test of a pass
+#: written for static shapes leaves it alone, and bytes (x 8) still fit in int64.
+SYMBOLIC_SIZE = MAX_ELEMENTS + 1
 
 
 def _frozen(arr: np.ndarray) -> np.ndarray:
@@ -79,7 +86,7 @@ class ShapeTable:
     fit in int64; a bad shape is a ValueError naming it. With shape variables
     (``symbols``, :mod:`irkernel.ir.symbols`) a dim may also be a symbolic dim
     ``<= -2`` naming an expression of ``symbols``; such a shape has no static size
-    (:attr:`size` is -1 for it). Without variables nothing of this is looked at.
+    (:attr:`size` is :data:`SYMBOLIC_SIZE` for it). Without variables nothing of this is looked at.
     """
 
     __slots__ = ("__dict__", "shapes", "symbols")
@@ -137,11 +144,13 @@ class ShapeTable:
 
     @cached_property
     def size(self) -> np.ndarray:
-        """int64[s]: element count of each shape (-1 for a symbolic shape)."""
+        """int64[s]: element count of each shape; :data:`SYMBOLIC_SIZE` for a symbolic one."""
         # math.prod is exact; the shapes were checked to fit (np.prod would wrap silently)
-        size = np.array([math.prod(s) for s in self.shapes], dtype=np.int64)
-        if self.symbols:
-            size[self.is_symbolic] = -1
+        if not self.symbols:
+            return _frozen(np.array([math.prod(s) for s in self.shapes], dtype=np.int64))
+        size = np.array([math.prod(s) if not sym else SYMBOLIC_SIZE
+                         for s, sym in zip(self.shapes, self.is_symbolic.tolist(), strict=True)],
+                        dtype=np.int64)
         return _frozen(size)
 
     @cached_property

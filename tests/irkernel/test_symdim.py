@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from irkernel.ir.pools import ShapeTable
+from irkernel.ir.pools import SYMBOLIC_SIZE, ShapeTable
 from irkernel.ir.symbols import EMPTY_SYMBOLS, SymbolTable, encode_expr
 from irkernel.ir.symdim import DimVars, SymDim, UndecidableDim, key_value
 
@@ -127,7 +127,7 @@ def test_shape_table_with_symbols() -> None:
     dims, h, _ = _vars()
     symbols = SymbolTable.from_keys(dims, [h.key])
     table = ShapeTable([(), (encode_expr(0), 3), (2, 3)], symbols)
-    assert table.size.tolist() == [1, -1, 6]
+    assert table.size.tolist() == [1, SYMBOLIC_SIZE, 6]
     assert table.is_symbolic.tolist() == [False, True, False]
     assert table.shape_text(1) == "h, 3"
     dim, three = table.decode(1)
