@@ -37,9 +37,9 @@ from irkernel.ir.ids import (
 from irkernel.ir.operands import operand_list
 from irkernel.ir.ops.registry import find_op
 from irkernel.ir.pools import AttrTable, ConstPoolBuilder, ShapeTable
-from irkernel.ir.symbols import SymbolTable, encode_expr, expr_of
-from irkernel.ir.symdim import DEFAULT_LOWER, DimVars, Key, SymDim, make_dim
-from irkernel.ir.symtypes import map_dims_attrs, refuse_symbolic
+from irkernel.ir.symbols import SymbolBuilder
+from irkernel.ir.symdim import DEFAULT_LOWER, SymDim
+from irkernel.ir.symtypes import encode_dims_attrs, map_dims_attrs, refuse_symbolic
 from irkernel.ir.typecheck import SignatureTable
 from irkernel.ir.validate import mark_validated
 from irkernel.ir.verify import mark_verified
@@ -136,9 +136,8 @@ class GraphBuilder:
         self._consts = ConstPoolBuilder()
         self._type_cache: dict[tuple[Any, ...], tuple[int, int]] = {}
         # shape variables and the symbolic dims interned so far (irkernel.ir.symbols)
-        self._dims = DimVars()
-        self._sym_keys: list[Key] = []
-        self._sym_index: dict[Key, int] = {}
+        self._sym = SymbolBuilder()
+        self._dims = self._sym.dims
         self._sigs = SignatureTable()
         self._finished = False
 
@@ -158,9 +157,10 @@ class GraphBuilder:
                 sid = self._shape_index.get(key)
                 if sid is not None:
                     return sid
-            key = tuple(int(d) for d in key)
-            if any(d < 0 for d in key) and not self._dims.names:
-                raise ValueError(f"shape {key} has a negative dimension")
+            else:
+                key = tuple(int(d) for d in key)
+                if any(d < 0 for d in key):
+                    raise ValueError(f"shape {key} has a negative dimension")
             problem = (shape_problem(key) if not self._dims.names else
                        shape_problem(tuple(d for d in key if d >= 0)))
             if problem is not None:
@@ -176,8 +176,7 @@ class GraphBuilder:
 
         Declaring a name again with the same bounds returns the same variable.
         """
-        self._dims.add(name, lower, upper)
-        return self._dims.var(name)
+        return self._sym.declare(name, lower, upper)
 
     def find_dim(self, name: str) -> SymDim | None:
         """The declared shape variable ``name`` as a symbolic dim, or None."""
@@ -185,57 +184,23 @@ class GraphBuilder:
 
     def _encode_symbolic(self, dims: tuple[Any, ...]) -> tuple[int, ...]:
         """A shape with symbolic dims as the table stores it (``symbols.SYM_BASE - e``)."""
-        out = []
-        for d in dims:
-            if isinstance(d, str):
-                d = self.dim(d) if d not in self._dims.index else self._dims.var(d)
-            if isinstance(d, SymDim):
-                if d.dims is not self._dims:
-                    raise ValueError(f"dim {d} belongs to another function's variables")
-                e = self._sym_index.get(d.key)
-                if e is None:
-                    e = self._sym_index[d.key] = len(self._sym_keys)
-                    self._sym_keys.append(d.key)
-                out.append(encode_expr(e))
-            elif isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_)):
-                if d < 0:
-                    raise ValueError(f"shape {dims} has a negative dimension")
-                out.append(int(d))
-            else:
-                raise TypeError(f"shape {dims} must be a sequence of ints and symbolic dims")
-        return tuple(out)
-
-    def _encode_dims_attrs(self, opdef: ops.OpDef, attrs: dict[str, Any]) -> dict[str, Any]:
-        """``A_DIMS`` attributes (a reshape target) with their symbolic dims and variable
-        names encoded as the shape table stores them; ``-1`` and ints stay."""
-        for spec in opdef.attrs:
-            value = attrs.get(spec.name)
-            if spec.kind == ops.A_DIMS and isinstance(value, (tuple, list)) and any(
-                    isinstance(d, (SymDim, str)) for d in value):
-                out = []
-                for d in value:
-                    if isinstance(d, str) and d not in self._dims.index:
-                        raise ValueError(f"{opdef.name}: attribute {spec.name!r} names the "
-                                         f"undeclared dim variable {d!r}")
-                    sym = self._dims.var(d) if isinstance(d, str) else d
-                    out.append(self._encode_symbolic((sym,))[0] if isinstance(sym, SymDim)
-                               else sym)
-                attrs = {**attrs, spec.name: tuple(out)}
-        return attrs
+        try:
+            return tuple(self._sym.encode(d) for d in dims)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"shape {dims}: {exc}") from None
 
     def _decoded(self, shape_id: int) -> tuple[Any, ...]:
         """A shape with its symbolic dims as :class:`SymDim` (the type rules' view)."""
         shape = self._shapes[shape_id]
         if not self._dims.names or all(d >= 0 for d in shape):
             return shape
-        return tuple(d if d >= 0 else make_dim(self._dims, self._sym_keys[expr_of(d)])
-                     for d in shape)
+        return tuple(self._sym.decode(d) for d in shape)
 
     def intern_attrs(self, op: str | int, **attrs: Any) -> int:
         """Attribute id of ``attrs`` (checked and normalized for ``op``)."""
         opdef = ops.get_op(op)
         if self._dims.names:
-            attrs = self._encode_dims_attrs(opdef, attrs)
+            attrs = encode_dims_attrs(opdef, attrs, self._sym)
         record = opdef.normalize_attrs(attrs)
         aid = self._record_index.get(record)
         if aid is None:
@@ -386,8 +351,7 @@ class GraphBuilder:
             attrs = dict(self._records[attr_id])
             if self._dims.names:
                 refuse_symbolic(opdef, types)
-                attrs = map_dims_attrs(opdef, attrs, lambda d: make_dim(
-                    self._dims, self._sym_keys[expr_of(d)]))
+                attrs = map_dims_attrs(opdef, attrs, self._sym.decode)
             code, shape = opdef.infer(types, attrs)
         except TypeInferenceError as exc:
             args = ", ".join(f"%{v}: {_fmt_type(*t)}" for v, t in zip(operands, types))
@@ -611,7 +575,7 @@ class GraphBuilder:
     def _shape_table(self) -> ShapeTable:
         if not self._dims.names:
             return ShapeTable(self._shapes)
-        return ShapeTable(self._shapes, SymbolTable.from_keys(self._dims, self._sym_keys))
+        return ShapeTable(self._shapes, self._sym.freeze())
 
     def finish(self, outputs: int | Sequence[int]) -> Function:
         """Freeze the graph with these outputs into an immutable Function."""

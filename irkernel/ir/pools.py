@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from irkernel.ir import narrow
-from irkernel.ir.symbols import EMPTY_SYMBOLS, SYM_BASE, SymbolTable, expr_of
+from irkernel.ir.symbols import EMPTY_SYMBOLS, SymbolTable, expr_of, symbolic_shape_problem
 from irkernel.ir.ids import (
     DTYPE_NAMES,
     MAX_ELEMENTS,
@@ -196,17 +196,6 @@ class ShapeTable:
     def __repr__(self) -> str:
         sym = f", {self.symbols!r}" if self.symbols else ""
         return f"ShapeTable({len(self.shapes)} shapes{sym})"
-
-
-def symbolic_shape_problem(shape: Shape, symbols: SymbolTable) -> str | None:
-    """:func:`ids.shape_problem` for a shape that may hold symbolic dims of ``symbols``:
-    each negative dim must name one of its expressions; the static dims are checked
-    as usual (the element count at run time is the interpreter's and runtime's)."""
-    for d in shape:
-        if d < 0 and not 0 <= expr_of(d) < len(symbols):
-            return (f"dimension {d} is negative and names no dim expression (symbolic dims "
-                    f"are {SYM_BASE} - e for expression e in [0, {len(symbols)}))")
-    return shape_problem(tuple(d for d in shape if d >= 0))
 
 
 class AttrTable:

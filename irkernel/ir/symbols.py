@@ -13,8 +13,9 @@ table (``-1`` is left free: it means "infer" in a reshape target). Layout:
 Every expression is stored in the canonical form of :mod:`irkernel.ir.symdim`, so equal
 expressions have one id and equal symbolic shapes one shape id (the type sweep and CSE
 compare shape ids). A plain variable is an expression too (``VAR i``). A function
-without variables has the empty table and pays nothing. Imports numpy and
-``irkernel.ir.symdim``/``errors`` only.
+without variables has the empty table and pays nothing. :class:`SymbolBuilder` is the
+growable form a ``GraphBuilder`` keeps. Imports numpy and ``irkernel.ir.ids``/``symdim``
+only.
 """
 
 from __future__ import annotations
@@ -25,8 +26,12 @@ from typing import Any
 
 import numpy as np
 
+from irkernel.ir.ids import shape_problem
+
 from irkernel.ir.symdim import (
+    DEFAULT_LOWER,
     DimVars,
+    SymDim,
     Key,
     add_keys,
     floordiv_key,
@@ -231,5 +236,57 @@ def _frozen(arr: np.ndarray) -> np.ndarray:
     return arr
 
 
+def symbolic_shape_problem(shape: Sequence[int], symbols: SymbolTable) -> str | None:
+    """:func:`ids.shape_problem` for a shape that may hold symbolic dims of ``symbols``:
+    each negative dim must name one of its expressions; the static dims are checked
+    as usual (the element count at run time is the interpreter's and runtime's)."""
+    for d in shape:
+        if d < 0 and not 0 <= expr_of(d) < len(symbols):
+            return (f"dimension {d} is negative and names no dim expression (symbolic dims "
+                    f"are {SYM_BASE} - e for expression e in [0, {len(symbols)}))")
+    return shape_problem(tuple(d for d in shape if d >= 0))
+
+
 #: The table of every function without shape variables.
 EMPTY_SYMBOLS = SymbolTable()
+
+
+class SymbolBuilder:
+    """The variables and dim expressions of a function being built (``GraphBuilder``);
+    :meth:`freeze` makes its :class:`SymbolTable` (one entry per distinct expression)."""
+
+    def __init__(self) -> None:
+        self.dims = DimVars()
+        self.keys: list[Key] = []
+        self._index: dict[Key, int] = {}
+
+    def encode(self, dim: Any) -> int:
+        """A shape's dim as the table stores it: a non-negative int stays; a variable's
+        name (declared with the default bounds when new) or a ``SymDim`` of these
+        variables becomes ``SYM_BASE - e``. ValueError/TypeError naming the dim."""
+        if isinstance(dim, str):
+            dim = self.dims.var(dim) if dim in self.dims.index else self.declare(dim)
+        if isinstance(dim, SymDim):
+            if dim.dims is not self.dims:
+                raise ValueError(f"dim {dim} belongs to another function's variables")
+            e = self._index.get(dim.key)
+            if e is None:
+                e = self._index[dim.key] = len(self.keys)
+                self.keys.append(dim.key)
+            return encode_expr(e)
+        if isinstance(dim, (int, np.integer)) and not isinstance(dim, (bool, np.bool_)):
+            if dim < 0:
+                raise ValueError(f"dimension {dim} is negative")
+            return int(dim)
+        raise TypeError(f"a dim must be an int or a symbolic dim, got {dim!r}")
+
+    def declare(self, name: str, lower: int = DEFAULT_LOWER, upper: int | None = None
+                ) -> SymDim:
+        self.dims.add(name, lower, upper)
+        return self.dims.var(name)
+
+    def decode(self, value: int) -> Any:
+        return value if value >= 0 else make_dim(self.dims, self.keys[expr_of(value)])
+
+    def freeze(self) -> SymbolTable:
+        return SymbolTable.from_keys(self.dims, self.keys) if self.dims.names else EMPTY_SYMBOLS

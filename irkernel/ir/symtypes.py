@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from irkernel.ir.ops.opdef import A_DIMS, OpDef
-from irkernel.ir.symbols import SymbolTable, encode_expr
+from irkernel.ir.symbols import SymbolBuilder, SymbolTable, encode_expr
 from irkernel.ir.symdim import SymDim, UndecidableDim
 
 
@@ -58,4 +58,21 @@ def map_dims_attrs(opdef: OpDef, attrs: dict[str, Any], dim: Callable[[int], Any
     return attrs
 
 
-__all__ = ["lookup_shape", "map_dims_attrs", "refuse_symbolic"]
+def encode_dims_attrs(opdef: OpDef, attrs: dict[str, Any], symbols: SymbolBuilder
+                      ) -> dict[str, Any]:
+    """``A_DIMS`` attributes (a reshape target) given with symbolic dims or declared
+    variables' names, encoded as the shape table stores them; ``-1`` and ints stay."""
+    for spec in opdef.attrs:
+        value = attrs.get(spec.name)
+        if spec.kind == A_DIMS and isinstance(value, (tuple, list)) and any(
+                isinstance(d, (SymDim, str)) for d in value):
+            for d in value:
+                if isinstance(d, str) and d not in symbols.dims.index:
+                    raise ValueError(f"{opdef.name}: attribute {spec.name!r} names the "
+                                     f"undeclared dim variable {d!r}")
+            attrs = {**attrs, spec.name: tuple(
+                symbols.encode(d) if isinstance(d, (SymDim, str)) else d for d in value)}
+    return attrs
+
+
+__all__ = ["encode_dims_attrs", "lookup_shape", "map_dims_attrs", "refuse_symbolic"]

@@ -37,8 +37,8 @@ from irkernel.ir.function import _COLUMNS, Function
 from irkernel.ir.ids import DTYPE_NAMES, NUMPY_DTYPES, shape_problem
 from irkernel.ir.module import IRModule
 from irkernel.ir.operands import operand_list
-from irkernel.ir.pools import AttrTable, ConstPool, ShapeTable, symbolic_shape_problem
-from irkernel.ir.symbols import SymbolTable
+from irkernel.ir.pools import AttrTable, ConstPool, ShapeTable
+from irkernel.ir.symbols import SymbolTable, symbolic_shape_problem
 from irkernel.ir.symtypes import lookup_shape, map_dims_attrs, refuse_symbolic
 from irkernel.ir.typecheck import SignatureTable
 from irkernel.ir.validate import symbol_problem, validate_function
