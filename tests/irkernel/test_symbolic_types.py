@@ -29,6 +29,9 @@ def test_elementwise_broadcasting(bb: ik.GraphBuilder) -> None:
     assert _shape(bb, bb.multiply(x, bb.param("z", (3,), "float32"))) == "batch, seq, 3"
     assert _shape(bb, bb.add(x, x)) == "batch, seq, 3"
     assert _shape(bb, bb.tanh(x)) == "batch, seq, 3"
+    assert _shape(bb, bb.astype(x, dtype="float64")) == "batch, seq, 3"
+    cond = bb.param("c", (b, 1, 1), "bool")
+    assert _shape(bb, bb.where(cond, x, bb.const(np.float32(0)))) == "batch, seq, 3"
     with pytest.raises(ValueError, match="cannot decide whether dims batch and 4 broadcast"):
         bb.add(x, bb.param("w", (4, 1, 1), "float32"))
     with pytest.raises(ValueError, match="cannot decide whether dims batch and seq broadcast"):
@@ -205,3 +208,20 @@ def test_hand_written_symbolic_text() -> None:
     (out,) = ik.interpret(f, np.ones((2, 3, 4), np.float32))
     np.testing.assert_array_equal(out, np.full(2, 24, np.float32))
     assert "dim seq in [1, inf]" in f.script()
+
+
+def test_non_canonical_text_prints_canonically_and_then_round_trips() -> None:
+    text = textwrap.dedent("""\
+        @main = graph {
+          dim h in [3, inf]
+          %x = param x : float32[1, 2, h, (h - 1) // 2 + 1 + h - h]
+          %w = const [1.0, 2.0, 3.0, 4.0, 5.0, 6.0] : float32[1, 2, 3, 1]
+          %c = conv %x, %w {padding = [1, 0, 1, 0]} : float32[1, 1, h, (2*h+2)//4 + 0]
+          return %c
+        }
+        """)
+    f = ik.parse(text)["main"]
+    printed = f.script()
+    assert "float32[1, 2, h, (h + 1) // 2]" in printed
+    assert "float32[1, 1, h, (h + 1) // 2]" in printed
+    assert ik.parse(printed).script() == printed
