@@ -205,6 +205,18 @@ def _phase(name: str, mod: IRModule, ctx: transform.PassContext,
     return made[0]
 
 
+def _refuse_symbolic(mod: IRModule) -> None:
+    """Modules with shape variables are not compiled yet (one executable for every
+    binding is the next step of symbolic dims): a clear error before any pass runs."""
+    for name, func in mod.functions.items():
+        symbols = getattr(getattr(func, "shapes", None), "symbols", None)
+        if symbols:
+            raise NotImplementedError(
+                f"build: function {name!r} has symbolic dims ({', '.join(symbols.var_names)}); "
+                "modules with shape variables are not built yet: run them with "
+                "irkernel.interpret, or fix every dim (e.g. frontend shape_dict) and build that")
+
+
 def build(mod: IRModule | PrimFunc, opt_level: int | None = None, *,
           cache: bool | DiskCache = True, progress: Progress | None = None,
           engine: Any = None) -> Executable:
@@ -248,6 +260,9 @@ def build(mod: IRModule | PrimFunc, opt_level: int | None = None, *,
         When a function does not verify, or a lowered graph node cannot run.
     ValueError
         When two PrimFuncs share a symbol.
+    NotImplementedError
+        When a graph Function has symbolic dims (shape variables): such modules run
+        in ``ik.interpret`` but are not built yet.
 
     Examples
     --------
@@ -269,6 +284,7 @@ def build(mod: IRModule | PrimFunc, opt_level: int | None = None, *,
         raise TypeError(f"build: expected an IRModule or PrimFunc, got {type(mod).__name__}")
     if progress is not None and not callable(progress):
         raise TypeError(f"build: progress must be callable(done, total), got {progress!r}")
+    _refuse_symbolic(mod)
     disk = cache if isinstance(cache, DiskCache) else (DiskCache() if cache else None)
     module = mod
 

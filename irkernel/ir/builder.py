@@ -37,6 +37,9 @@ from irkernel.ir.ids import (
 from irkernel.ir.operands import operand_list
 from irkernel.ir.ops.registry import find_op
 from irkernel.ir.pools import AttrTable, ConstPoolBuilder, ShapeTable
+from irkernel.ir.symbols import SymbolBuilder
+from irkernel.ir.symdim import DEFAULT_LOWER, SymDim
+from irkernel.ir.symtypes import encode_dims_attrs, map_dims_attrs, refuse_symbolic
 from irkernel.ir.typecheck import SignatureTable
 from irkernel.ir.validate import mark_validated
 from irkernel.ir.verify import mark_verified
@@ -44,7 +47,7 @@ from irkernel.ir.verify import mark_verified
 Shape = tuple[int, ...]
 
 
-def _fmt_type(code: int, shape: Shape) -> str:
+def _fmt_type(code: int, shape: tuple[Any, ...]) -> str:
     return f"{DTYPE_NAMES[code]}[{', '.join(map(str, shape))}]"
 
 
@@ -132,22 +135,34 @@ class GraphBuilder:
         self._default_attr_id: dict[int, int] = {}
         self._consts = ConstPoolBuilder()
         self._type_cache: dict[tuple[Any, ...], tuple[int, int]] = {}
+        # shape variables and the symbolic dims interned so far (irkernel.ir.symbols)
+        self._sym = SymbolBuilder()
+        self._dims = self._sym.dims
         self._sigs = SignatureTable()
         self._finished = False
 
     # -- tables -------------------------------------------------------------
-    def intern_shape(self, shape: Iterable[int]) -> int:
-        """Shape id of ``shape`` in this function's table."""
+    def intern_shape(self, shape: Iterable[Any]) -> int:
+        """Shape id of ``shape`` in this function's table.
+
+        A dim is a non-negative int, a symbolic dim of this builder (:meth:`dim`, and
+        arithmetic on it) or a variable's name (declared with the default bounds if new).
+        """
         key = tuple(shape)
         sid = self._shape_index.get(key)
         if sid is None:
             if not all(isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_))
                        for d in key):
-                raise TypeError(f"shape {key} must be a sequence of ints")
-            key = tuple(int(d) for d in key)
-            if any(d < 0 for d in key):
-                raise ValueError(f"shape {key} has a negative dimension")
-            problem = shape_problem(key)  # rank, dims and element count within int64
+                key = self._encode_symbolic(key)
+                sid = self._shape_index.get(key)
+                if sid is not None:
+                    return sid
+            else:
+                key = tuple(int(d) for d in key)
+                if any(d < 0 for d in key):
+                    raise ValueError(f"shape {key} has a negative dimension")
+            problem = (shape_problem(key) if not self._dims.names else
+                       shape_problem(tuple(d for d in key if d >= 0)))
             if problem is not None:
                 raise ValueError(f"shape {key}: {problem}")
             sid = self._shape_index.setdefault(key, len(self._shapes))
@@ -155,9 +170,38 @@ class GraphBuilder:
                 self._shapes.append(key)
         return sid
 
+    def dim(self, name: str, lower: int = DEFAULT_LOWER, upper: int | None = None) -> SymDim:
+        """Declare the shape variable ``name`` with inclusive bounds (``upper`` None:
+        unbounded) and return it as a symbolic dim for shapes (``2 * b``, ``h // 2``...).
+
+        Declaring a name again with the same bounds returns the same variable.
+        """
+        return self._sym.declare(name, lower, upper)
+
+    def find_dim(self, name: str) -> SymDim | None:
+        """The declared shape variable ``name`` as a symbolic dim, or None."""
+        return self._dims.var(name) if name in self._dims.index else None
+
+    def _encode_symbolic(self, dims: tuple[Any, ...]) -> tuple[int, ...]:
+        """A shape with symbolic dims as the table stores it (``symbols.SYM_BASE - e``)."""
+        try:
+            return tuple(self._sym.encode(d) for d in dims)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"shape {dims}: {exc}") from None
+
+    def _decoded(self, shape_id: int) -> tuple[Any, ...]:
+        """A shape with its symbolic dims as :class:`SymDim` (the type rules' view)."""
+        shape = self._shapes[shape_id]
+        if not self._dims.names or all(d >= 0 for d in shape):
+            return shape
+        return tuple(self._sym.decode(d) for d in shape)
+
     def intern_attrs(self, op: str | int, **attrs: Any) -> int:
         """Attribute id of ``attrs`` (checked and normalized for ``op``)."""
-        record = ops.get_op(op).normalize_attrs(attrs)
+        opdef = ops.get_op(op)
+        if self._dims.names:
+            attrs = encode_dims_attrs(opdef, attrs, self._sym)
+        record = opdef.normalize_attrs(attrs)
         aid = self._record_index.get(record)
         if aid is None:
             aid = self._record_index[record] = len(self._records)
@@ -172,7 +216,7 @@ class GraphBuilder:
         """(dtype name, shape) of a node added so far (frontends read types as they build)."""
         if not isinstance(node_id, (int, np.integer)) or not 0 <= node_id < len(self._kind):
             raise ValueError(f"node_type: {node_id!r} is not a node id in [0, {len(self._kind)})")
-        return DTYPE_NAMES[self._dtype[node_id]], self._shapes[self._shape_id[node_id]]
+        return DTYPE_NAMES[self._dtype[node_id]], self._decoded(self._shape_id[node_id])
 
     def _check_open(self) -> None:
         if self._finished:
@@ -299,9 +343,16 @@ class GraphBuilder:
                                  f"got {v!r}")
 
     def _infer(self, opdef: ops.OpDef, attr_id: int, operands: Sequence[int]) -> tuple[int, int]:
-        types = [(self._dtype[v], self._shapes[self._shape_id[v]]) for v in operands]
+        if self._dims.names:
+            types = [(self._dtype[v], self._decoded(self._shape_id[v])) for v in operands]
+        else:
+            types = [(self._dtype[v], self._shapes[self._shape_id[v]]) for v in operands]
         try:
-            code, shape = opdef.infer(types, dict(self._records[attr_id]))
+            attrs = dict(self._records[attr_id])
+            if self._dims.names:
+                refuse_symbolic(opdef, types)
+                attrs = map_dims_attrs(opdef, attrs, self._sym.decode)
+            code, shape = opdef.infer(types, attrs)
         except TypeInferenceError as exc:
             args = ", ".join(f"%{v}: {_fmt_type(*t)}" for v, t in zip(operands, types))
             raise ValueError(f"{opdef.name}: {exc} (operands {args})") from None
@@ -352,6 +403,8 @@ class GraphBuilder:
                 self._shapes):
             raise ValueError("add_tensor_consts: shape_ids holds an unknown shape id")
         distinct, inverse = np.unique(shape_ids, return_inverse=True)
+        if self._dims.names and any(d < 0 for s in distinct.tolist() for d in self._shapes[s]):
+            raise ValueError("add_tensor_consts: a constant can not have a symbolic shape")
         sizes = np.array([math.prod(self._shapes[s]) for s in distinct.tolist()] or [0],
                          np.int64)[inverse]
         flat = _convert_exact("add_tensor_consts", np.asarray(flat).ravel(), code)
@@ -508,7 +561,7 @@ class GraphBuilder:
                                    v["dtype_w"], v["shape_id_w"], pool[0], pool[1], start, check,
                                    type_of)
             if bad >= 0:
-                got = _fmt_type(int(v["dtype"][bad]), self._shapes[int(v["shape_id"][bad])])
+                got = _fmt_type(int(v["dtype"][bad]), self._decoded(int(v["shape_id"][bad])))
                 raise ValueError(f"add_nodes: node {bad} ({ops.get_op(int(v['kind'][bad])).name})"
                                  f": given type {got} differs from the inferred one")
         finally:
@@ -519,6 +572,11 @@ class GraphBuilder:
         return operand_list(opdef.encoding, int(v["a0"][i]), int(v["a1"][i]), v["extra"])
 
     # -- finish -------------------------------------------------------------
+    def _shape_table(self) -> ShapeTable:
+        if not self._dims.names:
+            return ShapeTable(self._shapes)
+        return ShapeTable(self._shapes, self._sym.freeze())
+
     def finish(self, outputs: int | Sequence[int]) -> Function:
         """Freeze the graph with these outputs into an immutable Function."""
         self._check_open()
@@ -544,7 +602,7 @@ class GraphBuilder:
             shape_id=col(self._shape_id, np.int32), attr_id=col(self._attr_id, np.int32),
             extra=col(self._extra, np.int32), params=np.array(self._params, np.int32),
             outputs=np.array(outs, np.int32), param_names=tuple(self._param_names),
-            shapes=ShapeTable(self._shapes), attr_table=AttrTable(self._records),
+            shapes=self._shape_table(), attr_table=AttrTable(self._records),
             consts=self._consts.freeze(), attrs=self._attrs)
         # The Function holds the only reference to the buffers: the builder lets go of
         # them, so nothing can write to a finished Function's columns through it.

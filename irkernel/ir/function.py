@@ -27,7 +27,13 @@ from irkernel.ir.errors import IRError
 from irkernel.ir.hooks import Hook
 from irkernel.ir.ids import DTYPE_NAMES
 from irkernel.ir.operands import operand_list
-from irkernel.ir.pickling import pool_from_state, pool_state, readonly, tables_from_state
+from irkernel.ir.pickling import (
+    pool_from_state,
+    pool_state,
+    readonly,
+    tables_from_state,
+    tables_state,
+)
 from irkernel.ir.pools import AttrTable, ConstPool, ShapeTable
 
 #: ``print_function(func, name) -> str``, installed by the text layer.
@@ -144,10 +150,10 @@ class Function:
     def node_attrs(self, node_id: int) -> dict[str, Any]:
         return self.attr_table.as_dict(int(self.attr_id[node_id]))
 
-    def node_type(self, node_id: int) -> tuple[str, tuple[int, ...]]:
-        """(dtype name, shape) of a node's value."""
+    def node_type(self, node_id: int) -> tuple[str, tuple[Any, ...]]:
+        """(dtype name, shape) of a node's value; symbolic dims are ``SymDim`` objects."""
         return (DTYPE_NAMES[int(self.dtype[node_id])],
-                self.shapes[int(self.shape_id[node_id])])
+                self.shapes.decode(int(self.shape_id[node_id])))
 
     def const_value(self, node_id: int) -> np.ndarray:
         """The value of a CONST node."""
@@ -164,7 +170,7 @@ class Function:
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """``(load_function, state)``: columns as arrays (out of band with protocol 5)."""
         return (load_function, (*(getattr(self, name) for name in _COLUMNS), self.param_names,
-                                self.shapes.shapes, self.attr_table.records,
+                                *tables_state(self.shapes, self.attr_table),
                                 pool_state(self.consts), dict(self.attrs)))
 
     # -- text ---------------------------------------------------------------

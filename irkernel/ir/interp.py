@@ -15,12 +15,15 @@ from typing import Any
 import numpy as np
 
 from irkernel.ir import narrow, ops
+from irkernel.ir.binding import bind_dims, concrete_shapes
 from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
 from irkernel.ir.hooks import Hook
 from irkernel.ir.ids import NUMPY_DTYPES, dtype_code
 from irkernel.ir.module import IRModule, is_prim_func
 from irkernel.ir.operands import operand_csr, use_counts
+from irkernel.ir.symbols import expr_of
+from irkernel.ir.symtypes import map_dims_attrs
 from irkernel.ir.verify import verify, verify_function
 
 #: ``run(prim_func, *arrays)``: the TIR reference interpreter, installed by ``irkernel.tir``.
@@ -63,11 +66,19 @@ def check_inputs(func: Function, name: str, inputs: Sequence[Any]) -> list[np.nd
         if arr.dtype != want_dtype:
             raise TypeError(f"{name}: input {pos} ({pname!r}) must have dtype {want_dtype.name}, "
                             f"got {arr.dtype}")
-        if arr.shape != want_shape:
-            raise ValueError(f"{name}: input {pos} ({pname!r}) must have shape {want_shape}, "
+        if arr.shape != want_shape and not _fits_symbolic(arr.shape, want_shape, func):
+            shown = (want_shape if not func.shapes.symbols else
+                     "(" + func.shapes.shape_text(int(func.shape_id[node])) + ")")
+            raise ValueError(f"{name}: input {pos} ({pname!r}) must have shape {shown}, "
                              f"got {arr.shape}")
         arrays.append(arr)
     return arrays
+
+
+def _fits_symbolic(got: tuple[int, ...], want: tuple[int, ...], func: Function) -> bool:
+    """Same rank and the same static dims (the symbolic ones are bound afterwards)."""
+    return bool(func.shapes.symbols) and len(got) == len(want) and all(
+        w < 0 or g == w for g, w in zip(got, want, strict=True))
 
 
 def _run(mod: IRModule | None, func: Function, name: str, inputs: list[np.ndarray],
@@ -82,6 +93,15 @@ def _run(mod: IRModule | None, func: Function, name: str, inputs: list[np.ndarra
     all_ops = ops.all_ops()
     attrs_of = [dict(r) for r in func.attr_table.records]
     values: list[Any] = [None] * func.num_nodes
+    # symbolic dims take their values from the inputs' shapes (irkernel.ir.binding)
+    shapes = func.shapes.shapes
+    if func.shapes.symbols:
+        binding = bind_dims(func, name, inputs)
+        shapes = concrete_shapes(func, binding)
+        dim_values = func.shapes.symbols.values(binding)
+        attrs_of = [dict(r) for r in func.attr_table.records]
+        for k, a in set(zip(kinds, attr_ids, strict=True)):  # shape attributes: their values
+            map_dims_attrs(all_ops[k], attrs_of[a], lambda d: dim_values[expr_of(d)])
     for i, k in enumerate(kinds):
         if k == ops.OP_PARAM:
             out = inputs[a0s[i]]
@@ -109,9 +129,9 @@ def _run(mod: IRModule | None, func: Function, name: str, inputs: list[np.ndarra
             want = NUMPY_DTYPES[dtypes[i]]
             if out.dtype != want:
                 out = out.astype(want)
-            if out.shape != func.shapes[shape_ids[i]]:
+            if out.shape != shapes[shape_ids[i]]:
                 raise IRError(f"{name}: node {i} ({opdef.name}): result shape {out.shape} differs "
-                              f"from the declared {func.shapes[shape_ids[i]]}")
+                              f"from the declared {shapes[shape_ids[i]]}")
         values[i] = out
     return [np.array(values[int(o)], copy=True) for o in func.outputs]
 
@@ -164,7 +184,10 @@ def interpret(mod: IRModule | Function, *inputs: Any, entry: str = "main") -> li
     mod : IRModule or Function
         The program. A lone Function cannot use ``call_func``.
     *inputs : array_like
-        One array per parameter, of exactly the parameter's dtype and shape.
+        One array per parameter, of exactly the parameter's dtype and shape. A
+        function with symbolic dims binds its shape variables from the inputs'
+        shapes first (``irkernel.ir.binding``: consistent across inputs, within
+        each variable's bounds).
     entry : str
         Name of the function to run.
 
@@ -176,7 +199,9 @@ def interpret(mod: IRModule | Function, *inputs: Any, entry: str = "main") -> li
     Raises
     ------
     TypeError, ValueError
-        Wrong number, dtype or shape of inputs (naming the parameter).
+        Wrong number, dtype or shape of inputs (naming the parameter), or shapes
+        that contradict a symbolic dim or its bounds (naming the input, axis and
+        variable).
     IRError
         The program does not verify (``ik.verify``: checked before anything runs), or
         it cannot be evaluated (an op without a NumPy reference).

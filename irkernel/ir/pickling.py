@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from irkernel.ir.pools import AttrTable, ConstPool, ShapeTable
+from irkernel.ir.symbols import SymbolTable
 
 #: Byte alignment the constant pool's ``data`` needs (its entries are 16-byte aligned).
 _DATA_ALIGN = ConstPool.ALIGN
@@ -100,11 +101,19 @@ def pool_from_state(state: PoolState) -> ConstPool:
 
 
 def tables_state(shapes: ShapeTable, attr_table: AttrTable) -> tuple[Any, Any]:
-    """The shape and attribute tables as the tuples they intern."""
+    """The shape and attribute tables as the tuples they intern; a shape table with
+    shape variables is a dict that holds its symbol table's columns too."""
+    if shapes.symbols:
+        return {"shapes": shapes.shapes, "symbols": shapes.symbols.state()}, attr_table.records
     return shapes.shapes, attr_table.records
 
 
 def tables_from_state(shapes: Any, records: Any) -> tuple[ShapeTable, AttrTable]:
+    if isinstance(shapes, dict):
+        if set(shapes) != {"shapes", "symbols"}:
+            raise TypeError(f"a pickled shape table has the keys shapes and symbols, got "
+                            f"{sorted(shapes)}")
+        return ShapeTable(shapes["shapes"], SymbolTable(*shapes["symbols"])), AttrTable(records)
     return ShapeTable(shapes), AttrTable(records)
 
 

@@ -33,7 +33,7 @@ their bytes. Alternatives considered: hashing the bytes to deduplicate equal
 weights (about a second per 500 MB at every pool extension; the frontend
 deduplicates what it creates itself) and a memory-mapped ``data`` (still a
 second copy of arrays that already exist).
-Imports numpy, irkernel.ir.ids and irkernel.ir.narrow only.
+Imports numpy, irkernel.ir.ids, narrow and symbols only.
 """
 
 from __future__ import annotations
@@ -47,8 +47,10 @@ from typing import Any
 import numpy as np
 
 from irkernel.ir import narrow
+from irkernel.ir.symbols import EMPTY_SYMBOLS, SymbolTable, expr_of, symbolic_shape_problem
 from irkernel.ir.ids import (
     DTYPE_NAMES,
+    MAX_ELEMENTS,
     FLOAT_DTYPES,
     NARROW_FLOAT_DTYPES,
     NUMPY_DTYPES,
@@ -64,6 +66,12 @@ LARGE_CONST_BYTES = 1 << 16
 _NO_EXTERNAL: Mapping[int, np.ndarray] = MappingProxyType({})
 
 
+#: ``ShapeTable.size`` of a symbolic shape: more elements than any static shape may hold
+#: (``MAX_ELEMENTS + 1``), so every "small enough to fold / materialize" test of a pass
+#: written for static shapes leaves it alone, and bytes (x 8) still fit in int64.
+SYMBOLIC_SIZE = MAX_ELEMENTS + 1
+
+
 def _frozen(arr: np.ndarray) -> np.ndarray:
     arr = np.ascontiguousarray(arr)
     arr.setflags(write=False)
@@ -75,20 +83,29 @@ class ShapeTable:
 
     Every shape is checked here (``ids.shape_problem``: rank, non-negative dims, element
     count within ``MAX_ELEMENTS``), so :attr:`size` and every byte size derived from it
-    fit in int64; a bad shape is a ValueError naming it.
+    fit in int64; a bad shape is a ValueError naming it. With shape variables
+    (``symbols``, :mod:`irkernel.ir.symbols`) a dim may also be a symbolic dim
+    ``<= -2`` naming an expression of ``symbols``; such a shape has no static size
+    (:attr:`size` is :data:`SYMBOLIC_SIZE` for it). Without variables nothing of this is looked at.
     """
 
-    __slots__ = ("__dict__", "shapes")
+    __slots__ = ("__dict__", "shapes", "symbols")
 
-    def __init__(self, shapes: Sequence[Shape] = ((),)) -> None:
+    def __init__(self, shapes: Sequence[Shape] = ((),),
+                 symbols: SymbolTable = EMPTY_SYMBOLS) -> None:
         shapes = tuple(tuple(int(d) for d in s) for s in shapes)
         if not shapes or shapes[0] != ():
             raise ValueError("shape id 0 must be the scalar shape ()")
+        if not isinstance(symbols, SymbolTable):
+            raise TypeError(f"ShapeTable: symbols must be a SymbolTable, got "
+                            f"{type(symbols).__name__}")
+        symbolic = bool(symbols)
         for sid, s in enumerate(shapes):  # one step per distinct shape (tables are small)
-            problem = shape_problem(s)
+            problem = symbolic_shape_problem(s, symbols) if symbolic else shape_problem(s)
             if problem is not None:
                 raise ValueError(f"shape {sid} {list(s)}: {problem}")
         self.shapes = shapes
+        self.symbols = symbols
 
     def __len__(self) -> int:
         return len(self.shapes)
@@ -111,7 +128,7 @@ class ShapeTable:
                 index[s] = len(added)
                 added.append(s)
             ids.append(index[s])
-        return (self if len(added) == len(self.shapes) else ShapeTable(added)), ids
+        return (self if len(added) == len(self.shapes) else ShapeTable(added, self.symbols)), ids
 
     @cached_property
     def ndim(self) -> np.ndarray:
@@ -119,10 +136,45 @@ class ShapeTable:
         return _frozen(np.array([len(s) for s in self.shapes], dtype=np.int32))
 
     @cached_property
+    def is_symbolic(self) -> np.ndarray:
+        """bool[s]: whether each shape has a symbolic dim."""
+        if not self.symbols:
+            return _frozen(np.zeros(len(self.shapes), bool))
+        return _frozen(np.array([any(d < 0 for d in s) for s in self.shapes], bool))
+
+    @cached_property
     def size(self) -> np.ndarray:
-        """int64[s]: element count of each shape."""
+        """int64[s]: element count of each shape; :data:`SYMBOLIC_SIZE` for a symbolic one."""
         # math.prod is exact; the shapes were checked to fit (np.prod would wrap silently)
-        return _frozen(np.array([math.prod(s) for s in self.shapes], dtype=np.int64))
+        if not self.symbols:
+            return _frozen(np.array([math.prod(s) for s in self.shapes], dtype=np.int64))
+        size = np.array([math.prod(s) if not sym else SYMBOLIC_SIZE
+                         for s, sym in zip(self.shapes, self.is_symbolic.tolist(), strict=True)],
+                        dtype=np.int64)
+        return _frozen(size)
+
+    @cached_property
+    def keys(self) -> tuple[tuple[Any, ...], ...]:
+        """Each shape with its symbolic dims as their canonical expression keys, so shapes
+        of two functions with the same variables compare by value (structural equality);
+        :attr:`shapes` itself without variables."""
+        if not self.symbols:
+            return self.shapes
+        keys = self.symbols.keys
+        return tuple(tuple(d if d >= 0 else ("sym", keys[expr_of(d)]) for d in s)
+                     for s in self.shapes)
+
+    def decode(self, shape_id: int) -> tuple[Any, ...]:
+        """The shape as the type rules see it: ints and symbolic dims (``SymDim``)."""
+        shape = self.shapes[shape_id]
+        return self.symbols.decode(shape) if self.symbols else shape
+
+    def shape_text(self, shape_id: int) -> str:
+        """``2, batch, (h + 1) // 2``: the dims as the text format spells them."""
+        shape = self.shapes[shape_id]
+        if not self.symbols:
+            return ", ".join(map(str, shape))
+        return ", ".join(self.symbols.text(d) for d in shape)
 
     @cached_property
     def ptr(self) -> np.ndarray:
@@ -131,17 +183,19 @@ class ShapeTable:
 
     @cached_property
     def dims(self) -> np.ndarray:
-        """int64[D]: all dims, concatenated."""
+        """int64[D]: all dims, concatenated (symbolic dims are their values ``<= -2``)."""
         return _frozen(np.array([d for s in self.shapes for d in s], dtype=np.int64))
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, ShapeTable) and self.shapes == other.shapes
+        return (isinstance(other, ShapeTable) and self.shapes == other.shapes
+                and self.symbols == other.symbols)
 
     def __hash__(self) -> int:
         return hash(self.shapes)
 
     def __repr__(self) -> str:
-        return f"ShapeTable({len(self.shapes)} shapes)"
+        sym = f", {self.symbols!r}" if self.symbols else ""
+        return f"ShapeTable({len(self.shapes)} shapes{sym})"
 
 
 class AttrTable:

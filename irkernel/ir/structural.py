@@ -108,6 +108,14 @@ def _operand_columns(func: Function) -> tuple[np.ndarray, np.ndarray]:
     return a0, enc
 
 
+def _variables(func: Function) -> tuple[Any, ...]:
+    """The shape variables (names and bounds, in order) that symbolic shape keys index."""
+    sym = func.shapes.symbols
+    if not sym:
+        return ()
+    return sym.var_names, tuple(sym.var_lower.tolist()), tuple(sym.var_upper.tolist())
+
+
 def _function_equal(a: Function, b: Function) -> bool:
     if a is b:
         return True
@@ -123,7 +131,9 @@ def _function_equal(a: Function, b: Function) -> bool:
     a0b, _ = _operand_columns(b)
     if not np.array_equal(a0a, a0b):
         return False
-    sa, sb = _canonical(list(a.shapes.shapes), list(b.shapes.shapes))
+    if _variables(a) != _variables(b):
+        return False
+    sa, sb = _canonical(list(a.shapes.keys), list(b.shapes.keys))
     if not np.array_equal(sa[a.shape_id], sb[b.shape_id]):
         return False
     ra, rb = _canonical(list(a.attr_table.records), list(b.attr_table.records))
@@ -159,7 +169,7 @@ def _function_hash(func: Function) -> bytes:
     validate_function(func, "structural_hash")  # every id below indexes its table
     h = hashlib.blake2b(digest_size=16)
     a0, enc = _operand_columns(func)
-    shape_d = _digest_values(list(func.shapes.shapes))
+    shape_d = _digest_values(list(func.shapes.keys))
     attr_h = _digest_values(list(func.attr_table.records))[func.attr_id]
     is_const = enc == ENC_CONST
     cids, c_dtype, c_shape, c_sval, big = _const_columns(func, is_const, shape_d)
@@ -173,6 +183,8 @@ def _function_hash(func: Function) -> bytes:
         h.update(b"|")
     h.update(repr((func.param_names, sorted((k, repr(v)) for k, v in func.attrs.items())))
              .encode())
+    if func.shapes.symbols:
+        h.update(repr(_variables(func)).encode())
     return h.digest()
 
 

@@ -4,7 +4,8 @@ Rules, in the order they are checked (later rules may index with ids the
 earlier ones validated, so no kernel ever sees an out-of-range id):
 
 1. columns: dtypes, lengths, C-contiguity, read-only;
-2. tables: shape dims non-negative, const pool ids consistent;
+2. tables: shape dims non-negative or symbolic dims of the table's expressions (see
+   ``irkernel.ir.symbols``), const pool ids consistent, constants of static shapes;
 3. structure (one kernel sweep): opcode known, operand ids in range and
    earlier than the node (topological order), arity and unused slots per the
    op's encoding, const/param/shape/attr ids in range;
@@ -37,6 +38,8 @@ from irkernel.ir.ids import DTYPE_NAMES, NUMPY_DTYPES, shape_problem
 from irkernel.ir.module import IRModule
 from irkernel.ir.operands import operand_list
 from irkernel.ir.pools import AttrTable, ConstPool, ShapeTable
+from irkernel.ir.symbols import SymbolTable, symbolic_shape_problem
+from irkernel.ir.symtypes import lookup_shape, map_dims_attrs, refuse_symbolic
 from irkernel.ir.typecheck import SignatureTable
 from irkernel.ir.validate import symbol_problem, validate_function
 
@@ -46,7 +49,7 @@ def _fail(fname: str, node: int | None, op: str | None, what: str, rule: str) ->
     return IRError(f"{where}{what} (rule: {rule})")
 
 
-def _type_str(code: int, shape: tuple[int, ...]) -> str:
+def _type_str(code: int, shape: tuple[Any, ...]) -> str:
     name = DTYPE_NAMES[code] if 0 <= code < len(DTYPE_NAMES) else f"dtype#{code}"
     return f"{name}[{', '.join(map(str, shape))}]"
 
@@ -75,13 +78,20 @@ def _check_tables(fname: str, func: Function) -> None:
         if not isinstance(getattr(func, field), cls):
             raise _fail(fname, None, None, f"{field} is {type(getattr(func, field)).__name__}, "
                         f"not a {cls.__name__}", "tables")
+    symbols = func.shapes.symbols
+    if not isinstance(symbols, SymbolTable):
+        raise _fail(fname, None, None, f"shapes.symbols is {type(symbols).__name__}, not a "
+                    "SymbolTable", "tables")
     for sid, shape in enumerate(func.shapes.shapes):  # one step per distinct shape
-        if any(d < 0 for d in shape):
+        if any(d < 0 for d in shape) and not symbols:
             raise _fail(fname, None, None, "shape table holds a negative dimension", "shapes")
-        problem = shape_problem(shape)
+        problem = shape_problem(shape) if not symbols else symbolic_shape_problem(shape, symbols)
         if problem is not None:
             raise _fail(fname, None, None, f"shape {sid}: {problem}", "shapes")
     pool = func.consts
+    if symbols and len(pool) and np.any(func.shapes.is_symbolic[
+            np.clip(pool.shape_id, 0, len(func.shapes) - 1)]):
+        raise _fail(fname, None, None, "a constant has a symbolic shape", "const pool")
     if len(pool) and (pool.dtype.min() < 0 or pool.dtype.max() >= len(DTYPE_NAMES)
                       or pool.shape_id.min() < 0 or pool.shape_id.max() >= len(func.shapes)):
         raise _fail(fname, None, None, "const pool has a bad dtype or shape id", "const pool")
@@ -191,13 +201,24 @@ class _TypeRule:
             raise _fail(self.fname, i, opdef.name, f"attributes {dict(record)} are not the op's "
                         f"normalized set {dict(normalized)}", "attributes")
         operands = self.operands(i, opdef)
-        types = [(int(f.dtype[v]), f.shapes[int(f.shape_id[v])]) for v in operands]
+        symbols = f.shapes.symbols
+        if symbols:
+            types = [(int(f.dtype[v]), f.shapes.decode(int(f.shape_id[v]))) for v in operands]
+        else:
+            types = [(int(f.dtype[v]), f.shapes[int(f.shape_id[v])]) for v in operands]
         try:
-            code, shape = opdef.infer(types, dict(record))
+            attrs = dict(record)
+            if symbols:
+                refuse_symbolic(opdef, types)
+                attrs = map_dims_attrs(opdef, attrs, symbols.dim)
+            code, shape = opdef.infer(types, attrs)
         except TypeInferenceError as exc:
             args = ", ".join(f"%{v}: {_type_str(*t)}" for v, t in zip(operands, types))
             raise _fail(self.fname, i, opdef.name, f"{exc} (operands {args})",
                         "dtype and shape rule") from None
+        if symbols:
+            found = lookup_shape(symbols, shape)
+            return code, -2 if found is None else f.shapes.index.get(found, -2)
         if opdef.opcode == ops.OP_CALL_FUNC and self.mod is not None:
             self.check_call(i, dict(record), types, (code, shape))
         if opdef.opcode == ops.OP_CALL_TIR and self.mod is not None:
@@ -256,13 +277,13 @@ def _check_types(fname: str, func: Function, mod: IRModule | None) -> None:
     if bad < 0:
         return
     opdef = ops.get_op(int(func.kind[bad]))
-    got = _type_str(int(func.dtype[bad]), func.shapes[int(func.shape_id[bad])])
+    got = _type_str(int(func.dtype[bad]), func.shapes.decode(int(func.shape_id[bad])))
     if opdef.opcode == ops.OP_CONST:
         cid = int(func.a0[bad])
         want = _type_str(int(func.consts.dtype[cid]), func.shapes[int(func.consts.shape_id[cid])])
     else:
         code, sid = rule(bad)
-        want = _type_str(code, func.shapes[sid]) if sid >= 0 else "a shape not in the table"
+        want = _type_str(code, func.shapes.decode(sid)) if sid >= 0 else "a shape not in the table"
     raise _fail(fname, bad, opdef.name, f"declared type {got} differs from the inferred {want}",
                 "dtype and shape rule")
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from irkernel.ir import narrow
-from irkernel.ir.errors import ParseError
+from irkernel.ir.errors import ParseError, TypeInferenceError
 from irkernel.ir.ids import (
     BFLOAT16,
     BOOL,
@@ -33,6 +34,7 @@ from irkernel.ir.ids import (
 )
 
 Token = tuple[str, str, int]  # (kind, text, 1-based column)
+DimOf = Callable[[str], Any]  # a shape variable's name -> its symbolic dim, or None
 
 _TOKEN = re.compile(r"""
     (?P<ws>[ \t\r\f\v]+)
@@ -43,7 +45,7 @@ _TOKEN = re.compile(r"""
   | (?P<number>(?:-inf|-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)(?![\w.]))
   | (?P<string>"(?:[^"\\]|\\.)*")
   | (?P<ident>[^\W\d]\w*)
-  | (?P<punct>[=,:\[\]{}()])
+  | (?P<punct>//|[=,:\[\]{}()+*-])
   | (?P<bad>[^\s=,:\[\]{}()\#"]+)
 """, re.VERBOSE)
 
@@ -51,6 +53,7 @@ INT_LITERAL = re.compile(r"-?[0-9]+\Z")
 NUMBER_START = frozenset("-.0123456789")
 # Smallest magnitude that rounds to inf in each float dtype (round half to even at the top).
 OVERFLOW = {FLOAT32: float.fromhex("0x1.ffffffp+127"), FLOAT64: math.inf}
+_DIM_OPS = ("+", "-", "*", "//")
 KEYWORD_VALUES = {"true": True, "false": False, "none": None, "nan": math.nan, "inf": math.inf}
 
 
@@ -167,23 +170,33 @@ def scalar_value(cur: Cursor, bare_strings: bool) -> Any:
     raise cur.error(f"bad attribute value {describe(tok)}", tok)
 
 
-def attr_value(cur: Cursor, bare_strings: bool) -> Any:
+def attr_value(cur: Cursor, bare_strings: bool, dim_of: DimOf | None = None) -> Any:
+    """A scalar or a flat list; with ``dim_of``, list items may be dim expressions (the
+    symbolic dims of a reshape target: ``[batch, seq, 8, 64]``)."""
     if cur.accept("[") is None:
         return scalar_value(cur, bare_strings)
     items = []
     if cur.accept("]") is None:
         while True:
-            if cur.peek()[1] == "[" and cur.peek()[0] == "punct":
+            tok, nxt = cur.peek(), cur.toks[cur.pos + 1]
+            if tok[1] == "[" and tok[0] == "punct":
                 raise cur.error("nested lists are not supported in attributes")
-            items.append(scalar_value(cur, bare_strings))
+            if dim_of is not None and (
+                    (tok[0] == "ident" and tok[1] not in KEYWORD_VALUES)
+                    or tok[:2] == ("punct", "(")
+                    or (tok[0] == "number" and nxt[0] == "punct" and nxt[1] in _DIM_OPS)):
+                items.append(parse_dim_sum(cur, dim_of))
+            else:
+                items.append(scalar_value(cur, bare_strings))
             if cur.accept("]") is not None:
                 break
             cur.expect(",", "or ']' in list")
     return tuple(items)
 
 
-def attr_dict(cur: Cursor, node_attrs: bool) -> dict[str, Any]:
-    """``{key = value, ...}`` (the ``{`` already taken); keys unique."""
+def attr_dict(cur: Cursor, node_attrs: bool, dim_of: DimOf | None = None) -> dict[str, Any]:
+    """``{key = value, ...}`` (the ``{`` already taken); keys unique. ``dim_of``: see
+    :func:`attr_value`."""
     out: dict[str, Any] = {}
     if cur.accept("}") is not None:
         return out
@@ -198,14 +211,18 @@ def attr_dict(cur: Cursor, node_attrs: bool) -> dict[str, Any]:
         if key in out:
             raise cur.error(f"duplicate attribute {key!r}", tok)
         cur.expect("=", f"after attribute {key!r}")
-        out[key] = attr_value(cur, node_attrs)
+        out[key] = attr_value(cur, node_attrs, dim_of)
         if cur.accept("}") is not None:
             return out
         cur.expect(",", "or '}' in attributes")
 
 
-def parse_type(cur: Cursor) -> tuple[int, tuple[int, ...], Token]:
-    """``dtype[d0, ...]`` -> (dtype code, shape, first token)."""
+def parse_type(cur: Cursor, dim_of: DimOf | None = None) -> tuple[int, tuple[Any, ...], Token]:
+    """``dtype[d0, ...]`` -> (dtype code, shape, first token).
+
+    With ``dim_of`` (a variable's name -> its symbolic dim, or None when undeclared) a
+    dim may also be an expression of shape variables (:func:`parse_dim`).
+    """
     tok = cur.peek()
     if tok[0] != "ident":
         raise cur.error(f"expected a type like float32[4], got {describe(tok)}")
@@ -214,24 +231,101 @@ def parse_type(cur: Cursor) -> tuple[int, tuple[int, ...], Token]:
         raise cur.error(f"unknown dtype {tok[1]!r} (expected one of "
                         f"{', '.join(DTYPE_NAMES)})", tok)
     cur.expect("[", f"after dtype {tok[1]!r} (scalars are {tok[1]}[])")
-    dims: list[int] = []
+    dims: list[Any] = []
     if cur.accept("]") is None:
         while True:
             dim = cur.peek()
-            if dim[0] != "number" or not INT_LITERAL.match(dim[1]) or dim[1][0] == "-":
-                raise cur.error(f"bad dimension {describe(dim)} in type "
-                                "(expected a non-negative integer)")
-            if len(dim[1]) > 18:
-                raise cur.error(f"dimension {dim[1]} is too large")
-            dims.append(int(cur.take()[1]))
+            if dim_of is not None and (dim[0] != "number" or cur.toks[cur.pos + 1][1] not in
+                                       (",", "]")):
+                dims.append(parse_dim(cur, dim_of))
+            else:
+                if dim[0] != "number" or not INT_LITERAL.match(dim[1]) or dim[1][0] == "-":
+                    raise cur.error(f"bad dimension {describe(dim)} in type "
+                                    "(expected a non-negative integer)")
+                if len(dim[1]) > 18:
+                    raise cur.error(f"dimension {dim[1]} is too large")
+                dims.append(int(cur.take()[1]))
             if cur.accept("]") is not None:
                 break
             cur.expect(",", "or ']' in type")
-    problem = shape_problem(tuple(dims))  # rank, element count: what NumPy and int64 hold
+    problem = shape_problem(tuple(d for d in dims if isinstance(d, int)))  # rank, count
     if problem is not None:
         shown = ", ".join(map(str, dims)) if len(dims) <= 8 else f"... {len(dims)} dims"
         raise cur.error(f"type {tok[1]}[{shown}]: {problem}", tok)
     return DTYPE_NAMES.index(tok[1]), tuple(dims), tok
+
+
+def parse_dim(cur: Cursor, dim_of: DimOf) -> Any:
+    """A dim expression: ``term (('+' | '-') term)*``, a term ``factor ('*' factor |
+    '//' INT)*``, a factor an int, a declared variable, ``-factor`` or ``(expr)``.
+    The value is an int or a symbolic dim (``irkernel.ir.symdim``); a dim outside the
+    algebra (``a * b``) or a negative constant dim is an error at its column."""
+    start = cur.peek()
+    value = parse_dim_sum(cur, dim_of)
+    if isinstance(value, int) and value < 0:
+        raise cur.error(f"dimension {value} is negative", start)
+    return value
+
+
+def _dim_op(cur: Cursor, tok: Token, a: Any, b: Any, op: str) -> Any:
+    try:
+        return a + b if op == "+" else a - b if op == "-" else a * b if op == "*" else a // b
+    except (TypeInferenceError, ValueError) as exc:
+        raise cur.error(str(exc), tok) from None
+
+
+def _dim_term(cur: Cursor, dim_of: DimOf) -> Any:
+    value = _dim_factor(cur, dim_of)
+    while True:
+        tok = cur.peek()
+        if tok[:2] == ("punct", "*"):
+            cur.take()
+            value = _dim_op(cur, tok, value, _dim_factor(cur, dim_of), "*")
+        elif tok[:2] == ("punct", "//"):
+            cur.take()
+            k = cur.peek()
+            if k[0] != "number" or not INT_LITERAL.match(k[1]) or int(k[1]) < 1:
+                raise cur.error(f"expected a constant divisor >= 1 after '//', got "
+                                f"{describe(k)}")
+            value = _dim_op(cur, tok, value, int(cur.take()[1]), "//")
+        else:
+            return value
+
+
+def _dim_factor(cur: Cursor, dim_of: DimOf) -> Any:
+    tok = cur.peek()
+    if tok[0] == "number" and INT_LITERAL.match(tok[1]) and len(tok[1]) <= 19:
+        return int(cur.take()[1])
+    if tok[0] == "ident":
+        dim = dim_of(tok[1])
+        if dim is None:
+            raise cur.error(f"unknown dim variable {tok[1]!r} (declare it first: "
+                            f"'dim {tok[1]} in [1, inf]')", tok)
+        cur.take()
+        return dim
+    if tok[:2] == ("punct", "-"):
+        cur.take()
+        return _dim_op(cur, tok, 0, _dim_factor(cur, dim_of), "-")
+    if cur.accept("(") is not None:
+        value = parse_dim_sum(cur, dim_of)
+        cur.expect(")", "to close the dim expression")
+        return value
+    raise cur.error(f"expected a dim (an integer, a dim variable or an expression of them), "
+                    f"got {describe(tok)}")
+
+
+def parse_dim_sum(cur: Cursor, dim_of: DimOf) -> Any:
+    """:func:`parse_dim` without the check that a constant result is non-negative."""
+    value = _dim_term(cur, dim_of)
+    while True:
+        tok = cur.peek()
+        if tok[0] == "punct" and tok[1] in "+-":
+            cur.take()
+            value = _dim_op(cur, tok, value, _dim_term(cur, dim_of), tok[1])
+        elif tok[0] == "number" and INT_LITERAL.match(tok[1]) and tok[1][0] == "-":
+            value = _dim_op(cur, tok, value, _dim_term(cur, dim_of), "+")
+        else:
+            return value
 
 
 def operand_tokens(cur: Cursor) -> list[Token]:

@@ -53,6 +53,14 @@ The format is line oriented: one statement per line.
   ``GraphBuilder.call``, so defaults and checks are the op table's.
 - A type is ``dtype[d0, d1, ...]``; ``float32[]`` is a scalar. The declared
   type of an op node must equal the inferred one.
+- Symbolic dims: ``dim NAME in [LO, HI]`` (``HI`` may be ``inf``; ``dim NAME``
+  alone is ``[1, inf]``) declares a shape variable before its first use; a dim
+  of a type, or of a shape attribute (``reshape {shape = [batch, -1]}``), is then
+  an expression of variables: sums, products by integers and floor-divisions by
+  integers, ``float32[batch, 2*seq + 1, (h + 1) // 2]``. The printer writes the
+  declarations first and each expression in its canonical form, so the text
+  round-trips exactly (:mod:`irkernel.ir.symbols`). Such lines take the careful
+  path.
 - ``return %a, %b`` is the last statement of a body.
 
 Speed: the text is scanned as UTF-8 bytes by Numba kernels
@@ -85,7 +93,9 @@ from irkernel.ir.function import Function
 from irkernel.ir.ids import DTYPE_NAMES, ENC_BINARY, ENC_PARAM, ENC_UNARY
 from irkernel.ir.module import IRModule
 from irkernel.text.fastpath import BodyScan, Form, Lines, RunColumns
+from irkernel.ir.symdim import DEFAULT_LOWER
 from irkernel.text.lexer import (
+    INT_LITERAL,
     Cursor,
     Token,
     attr_dict,
@@ -326,11 +336,39 @@ class _FunctionParser:
             cur.expect_end()
             self.outputs = [self.lookup(a, lineno) for a in args]
             return False
+        if tok[0] == "ident" and tok[1] == "dim":
+            self._dim(cur)
+            return False
         if tok[0] != "var":
-            raise cur.error("expected a statement ('%name = ...', 'return ...' or '}'), "
-                            f"got {describe(tok)}")
+            raise cur.error("expected a statement ('%name = ...', 'dim ...', 'return ...' or "
+                            f"'}}'), got {describe(tok)}")
         self._definition(cur)
         return False
+
+    def _dim(self, cur: Cursor) -> None:
+        """``dim NAME [in [LO, HI]]``: declare a shape variable (HI may be ``inf``)."""
+        cur.take()
+        name = cur.expect_kind("ident", "a dim variable name")
+        bounds: list[int | None] = [DEFAULT_LOWER, None]
+        if cur.accept("in") is not None:
+            cur.expect("[", "to open the bounds")
+            for k in range(2):
+                tok = cur.take()
+                if k == 1 and tok[:2] == ("ident", "inf"):
+                    bounds[k] = None
+                elif tok[0] == "number" and INT_LITERAL.match(tok[1]) and len(tok[1]) <= 18:
+                    bounds[k] = int(tok[1])
+                else:
+                    raise cur.error(f"expected an integer bound{' or inf' if k else ''}, got "
+                                    f"{describe(tok)}", tok)
+                cur.expect("," if k == 0 else "]", "in the bounds")
+        cur.expect_end()
+        if self.bb.find_dim(name[1]) is not None:
+            raise cur.error(f"redefinition of dim {name[1]}", name)
+        try:
+            self.bb.dim(name[1], bounds[0], bounds[1])  # type: ignore[arg-type]
+        except ValueError as exc:
+            raise cur.error(str(exc), name) from None
 
     def _definition(self, cur: Cursor) -> None:
         lineno = cur.lineno
@@ -347,7 +385,7 @@ class _FunctionParser:
     def _typed_end(self, cur: Cursor) -> tuple[int, tuple[int, ...], int]:
         """``: type`` then end of line; returns (code, shape, type index)."""
         cur.expect(":", "before the type")
-        code, shape, tok = parse_type(cur)
+        code, shape, tok = parse_type(cur, self.bb.find_dim)
         key = cur.slice_from(tok)
         cur.expect_end()
         return code, shape, self.type_index(key, code, shape)
@@ -381,7 +419,7 @@ class _FunctionParser:
         ids = [self.lookup(a, lineno) for a in operand_tokens(cur)]
         kw: dict[str, Any] = {}
         if cur.accept("{") is not None:
-            kw = attr_dict(cur, node_attrs=True)
+            kw = attr_dict(cur, node_attrs=True, dim_of=self.bb.find_dim)
         _, _, tidx = self._typed_end(cur)
         try:
             node = self.bb.call(op_tok[1], *ids, **kw)
@@ -411,8 +449,8 @@ class _FunctionParser:
         lineno = self.node_line[node]
         toks = Cursor(lines[lineno - 1], lineno).toks
         colon = max(j for j, t in enumerate(toks) if t[:2] == ("punct", ":"))
-        want = format_type(int(codes[node]), func.shapes[int(sids[node])])
-        got = format_type(int(func.dtype[node]), func.shapes[int(func.shape_id[node])])
+        want = format_type(int(codes[node]), func.shapes.decode(int(sids[node])))
+        got = format_type(int(func.dtype[node]), func.shapes.decode(int(func.shape_id[node])))
         return ParseError(f"declared type {want} of {toks[0][1]} differs from the inferred "
                           f"type {got} ({func.op(node).name})", lineno, toks[colon + 1][2])
 

@@ -31,6 +31,8 @@ from irkernel.ir.ids import (
     NUMPY_DTYPES,
 )
 from irkernel.ir.pools import scalar_from_bits
+from irkernel.ir.symbols import SymbolTable
+from irkernel.ir.symdim import bounds_text
 from irkernel.ir.module import PRINT_MODULE, IRModule
 from irkernel.ir.validate import validate_function
 from irkernel.text.emit import (
@@ -126,21 +128,36 @@ def _format_node_attr(spec: ops.AttrSpec, value: Any) -> str:
     return str(int(value))
 
 
-def format_node_attrs(opdef: ops.OpDef, record: tuple[tuple[str, Any], ...]) -> str:
-    """`` {name = value, ...}`` of one normalized record (empty string for no attributes)."""
+def format_node_attrs(opdef: ops.OpDef, record: tuple[tuple[str, Any], ...],
+                      symbols: SymbolTable | None = None) -> str:
+    """`` {name = value, ...}`` of one normalized record (empty string for no attributes);
+    with ``symbols``, the symbolic dims of shape attributes (``A_DIMS``) by their names."""
     if not record:
         return ""
     specs = {s.name: s for s in opdef.attrs}
     parts = []
     for name, value in record:
         spec = specs.get(name, ops.AttrSpec(name, ops.A_STR))
-        parts.append(f"{name} = {_format_node_attr(spec, value)}")
+        if symbols and spec.kind == ops.A_DIMS and any(d <= -2 for d in value):
+            text = "[" + ", ".join(symbols.text(d) if d <= -2 else str(d) for d in value) + "]"
+        else:
+            text = _format_node_attr(spec, value)
+        parts.append(f"{name} = {text}")
     return " {" + ", ".join(parts) + "}"
 
 
-def format_type(code: int, shape: tuple[int, ...]) -> str:
-    """``dtype[d0, d1, ...]``; ``float32[]`` for a scalar."""
+def format_type(code: int, shape: tuple[Any, ...]) -> str:
+    """``dtype[d0, d1, ...]``; ``float32[]`` for a scalar. Dims are ints or symbolic dims
+    (``SymDim``, printed in their canonical spelling: ``float32[batch, 2*n + 1]``)."""
     return f"{DTYPE_NAMES[code]}[{', '.join(map(str, shape))}]"
+
+
+def format_dim_lines(symbols: SymbolTable) -> str:
+    """The ``dim NAME in [LO, HI]`` declarations of a function's shape variables."""
+    return "".join(
+        f"  dim {name} in {bounds_text(int(lo), None if hi < 0 else int(hi))}\n"
+        for name, lo, hi in zip(symbols.var_names, symbols.var_lower.tolist(),
+                                symbols.var_upper.tolist(), strict=True))
 
 
 # ---------------------------------------------------------------------------
@@ -319,8 +336,8 @@ def _tails(func: Function) -> tuple[np.ndarray, list[str]]:
         attrs = attr_cache.get((kind, attr_id))  # one per distinct tail
         if attrs is None:
             attrs = attr_cache[(kind, attr_id)] = format_node_attrs(
-                ops.get_op(kind), func.attr_table[attr_id])
-        texts.append(attrs + " : " + format_type(code, func.shapes[shape_id]))
+                ops.get_op(kind), func.attr_table[attr_id], func.shapes.symbols)
+        texts.append(f"{attrs} : {DTYPE_NAMES[code]}[{func.shapes.shape_text(shape_id)}]")
     tail_of.flags.writeable = False
     return tail_of, texts
 
@@ -378,7 +395,8 @@ def print_function(func: Function, name: str) -> str:
     validate_function(func, "script", name)  # every id indexes its table below
     attrs = f"attrs {format_function_attrs(func.attrs)} " if func.attrs else ""
     outputs = ", ".join(f"%{o}" for o in func.outputs.tolist())
-    return _function_text(func, f"@{format_name(name)} = graph {attrs}{{\n",
+    dims = format_dim_lines(func.shapes.symbols) if func.shapes.symbols else ""
+    return _function_text(func, f"@{format_name(name)} = graph {attrs}{{\n{dims}",
                           f"  return {outputs}\n}}\n")
 
 

@@ -26,6 +26,7 @@ from irkernel.ir.ops.opcodes import BUILTIN_OP_NAMES
 from irkernel.ir.ops.opdef import (
     A_AXES,
     A_BOOL,
+    A_DIMS,
     A_DTYPE,
     A_FLOAT,
     A_FLOATS,
@@ -60,7 +61,8 @@ from irkernel.ir.ops.table import BUILTIN_OPS
 from irkernel.ir.ops.type_rules import broadcast_shapes, normalize_axes, permutation
 
 __all__ = [  # the op-table names and the OP_<NAME> constants
-    "A_AXES", "A_BOOL", "A_DTYPE", "A_FLOAT", "A_FLOATS", "A_INT", "A_INTS", "A_STR", "BROADCAST",
+    "A_AXES", "A_BOOL", "A_DIMS", "A_DTYPE", "A_FLOAT", "A_FLOATS", "A_INT", "A_INTS", "A_STR",
+    "BROADCAST",
     "BUILTIN_OPS", "ELEMWISE", "INJECTIVE", "OPAQUE", "OUT_EWISE_FUSABLE", "PATTERN_NAMES",
     "REDUCE", "AttrSpec", "FloatAttr", "OpArrays", "OpDef", "Shape", "TensorType", "all_ops",
     "astype_reference", "broadcast_shapes", "get_op", "normalize_attr", "normalize_axes",

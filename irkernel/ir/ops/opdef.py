@@ -14,6 +14,7 @@ into the canonical, hashable value that attribute tables intern:
             so ``0.0`` and ``-0.0`` are different attributes and a NaN equals a
             NaN (every NaN is stored as the canonical NaN: payloads are not kept)
 ``ints``    a tuple of ints
+``dims``    a tuple of ints holding a shape; ``<= -2`` is a symbolic dim (see ``A_DIMS``)
 ``floats``  a tuple of :class:`FloatAttr` (ints accepted), e.g. one parameter per slot
 ``axes``    None or a tuple of ints (an int is a one-axis tuple)
 ``dtype``   a dtype name
@@ -52,6 +53,10 @@ PATTERN_NAMES = {ELEMWISE: "elemwise", BROADCAST: "broadcast", INJECTIVE: "injec
 # Attribute kinds: how a keyword value is checked and normalized.
 A_INT, A_BOOL, A_INTS, A_AXES, A_DTYPE, A_STR = "int", "bool", "ints", "axes", "dtype", "str"
 A_FLOAT, A_FLOATS = "float", "floats"
+#: A shape given as an attribute (reshape, broadcast_to): ints, ``-1`` where the op
+#: infers a dim, and symbolic dims stored as the shape table stores them (``<= -2``: an
+#: expression of the function's ``SymbolTable``; the builder encodes ``SymDim`` values).
+A_DIMS = "dims"
 _REQUIRED = object()
 
 
@@ -111,7 +116,8 @@ def _is_int(v: object) -> bool:
 
 
 _EXPECTED = {A_INT: "an int", A_BOOL: "a bool", A_STR: "a str", A_DTYPE: "a dtype name",
-             A_INTS: "a sequence of ints", A_AXES: "None, an int or a sequence of ints",
+             A_INTS: "a sequence of ints", A_DIMS: "a sequence of ints and symbolic dims",
+             A_AXES: "None, an int or a sequence of ints",
              A_FLOAT: "a float (or an int)", A_FLOATS: "a sequence of floats (or ints)"}
 
 
@@ -141,7 +147,7 @@ def normalize_attr(spec: AttrSpec, value: object) -> object:
         return None
     if kind == A_AXES and _is_int(value):
         return (int(value),)  # type: ignore[arg-type]
-    if kind in (A_INTS, A_AXES) and isinstance(value, (tuple, list, np.ndarray)):
+    if kind in (A_INTS, A_AXES, A_DIMS) and isinstance(value, (tuple, list, np.ndarray)):
         items = list(value)
         if all(_is_int(v) for v in items):
             return tuple(int(v) for v in items)
@@ -173,6 +179,9 @@ class OpDef:
     #: ``legalize(operand types, attrs, result type) -> tir.PrimFunc`` (canonical form, attrs
     #: ``op_pattern``/``op_name``); the built-ins' live in ``passes.topi``.
     legalize: Callable[..., Any] | None = field(default=None, compare=False)
+    #: The rule takes symbolic dims (``irkernel.ir.symdim``): it gives the right symbolic
+    #: result or raises. Operands with symbolic dims reach no other op's rule.
+    symbolic: bool = False
 
     def normalize_attrs(self, given: Mapping[str, object]) -> tuple[tuple[str, object], ...]:
         """Canonical sorted (name, value) pairs with defaults filled; TypeError on a bad key."""
@@ -197,7 +206,8 @@ class OpDef:
 
 
 __all__ = [
-    "A_AXES", "A_BOOL", "A_DTYPE", "A_FLOAT", "A_FLOATS", "A_INT", "A_INTS", "A_STR", "BROADCAST",
+    "A_AXES", "A_BOOL", "A_DIMS", "A_DTYPE", "A_FLOAT", "A_FLOATS", "A_INT", "A_INTS", "A_STR",
+    "BROADCAST",
     "ELEMWISE", "INJECTIVE", "OPAQUE", "OUT_EWISE_FUSABLE", "PATTERN_NAMES", "REDUCE",
     "AttrSpec", "FloatAttr", "OpDef", "Shape", "TensorType", "normalize_attr",
 ]

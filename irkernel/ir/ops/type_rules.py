@@ -20,6 +20,7 @@ import numpy as np
 from irkernel.ir.errors import TypeInferenceError
 from irkernel.ir.ids import BOOL, DTYPE_NAMES, INT32, INT64, NUMERIC_DTYPES, dtype_code
 from irkernel.ir.ops.opdef import Shape, TensorType
+from irkernel.ir.symdim import UndecidableDim, is_symbolic
 
 INDEX_DTYPES = frozenset({INT32, INT64})
 
@@ -39,6 +40,11 @@ def broadcast_shapes(*shapes: Shape) -> Shape:
             d = s[k - ndim + len(s)] if k - ndim + len(s) >= 0 else 1
             if d != 1:
                 if dim not in (1, d):
+                    if is_symbolic(dim) or is_symbolic(d):
+                        raise UndecidableDim(
+                            f"cannot decide whether dims {dim} and {d} broadcast (a symbolic "
+                            "dim broadcasts with itself and 1 only): shapes "
+                            + ", ".join(fmt(s) for s in shapes))
                     raise TypeInferenceError(
                         "shapes " + ", ".join(fmt(s) for s in shapes) + " do not broadcast")
                 dim = d
@@ -117,7 +123,7 @@ def reduce_rule(allowed: frozenset[int], empty_ok: bool):
         dtypes_in(allowed, types, "operand")
         dt, shape = types[0]
         axes = normalize_axes(attrs["axis"], len(shape))
-        if not empty_ok and any(shape[a] == 0 for a in axes):
+        if not empty_ok and any(not shape[a] >= 1 for a in axes):  # symbolic: decided or raises
             raise TypeInferenceError(f"reduction over an empty axis of shape {fmt(shape)}")
         if attrs["keepdims"]:
             return dt, tuple(1 if k in axes else d for k, d in enumerate(shape))
@@ -130,7 +136,7 @@ def arg_reduce_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Te
     dtypes_in(NUMERIC_DTYPES, types, "operand")
     _, shape = types[0]
     (axis,) = normalize_axes((attrs["axis"],), len(shape))
-    if shape[axis] == 0:
+    if not shape[axis] >= 1:  # a symbolic dim: decided by its bounds, or raises
         raise TypeInferenceError(f"arg reduction over the empty axis {axis} of shape {fmt(shape)}")
     if attrs["keepdims"]:
         return INT64, shape[:axis] + (1,) + shape[axis + 1:]
@@ -144,9 +150,11 @@ def arg_reduce_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Te
 def reshape_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
     dt, shape = types[0]
     new = attrs["shape"]
-    size = math.prod(shape)  # exact Python ints: a huge target can not wrap to a match
-    if sum(d == -1 for d in new) > 1 or any(d < -1 for d in new):
+    if sum(d == -1 for d in new) > 1 or any(not is_symbolic(d) and d < -1 for d in new):
         raise TypeInferenceError(f"bad reshape target {fmt(new)}")
+    if any(is_symbolic(d) for d in (*shape, *new)):
+        return dt, _symbolic_reshape(shape, new)
+    size = math.prod(shape)  # exact Python ints: a huge target can not wrap to a match
     known = math.prod(d for d in new if d != -1)
     if -1 in new:
         if known == 0 or size % known:
@@ -155,6 +163,44 @@ def reshape_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Tenso
     elif known != size:
         raise TypeInferenceError(f"cannot reshape {fmt(shape)} to {fmt(new)}")
     return dt, tuple(new)
+
+
+def _factors(dims: Sequence[Any]) -> tuple[int, list[Any]]:
+    """A product of dims as (constant, symbolic factors): ``2*b + 2`` is 2 x ``b + 1``."""
+    const, syms = 1, []
+    for d in dims:
+        if is_symbolic(d):
+            g = math.gcd(d.const, *(c for _, c in d.terms))
+            const *= g
+            syms.append(d // g)
+        else:
+            const *= d
+    return const, syms
+
+
+def _symbolic_reshape(shape: Shape, new: Sequence[Any]) -> Shape:
+    """Reshape with symbolic dims: decidable when the target's symbolic factors are the
+    input's (as a multiset) and the constant parts match; a ``-1`` takes what is left,
+    which must be a constant times at most one symbolic factor."""
+    const, syms = _factors(shape)
+    known_const, known_syms = _factors([d for d in new if d != -1])
+    rest = list(syms)
+    for f in known_syms:
+        if f not in rest:
+            raise UndecidableDim(f"cannot decide whether {fmt(shape)} reshapes to {fmt(new)}: "
+                                 f"the target's symbolic factor {f} is not one of the input's")
+        rest.remove(f)
+    if -1 not in new:
+        if rest or known_const != const:
+            raise UndecidableDim(f"cannot decide whether {fmt(shape)} reshapes to {fmt(new)} "
+                                 "(their sizes are not provably equal)")
+        return tuple(new)
+    if known_const == 0 or const % known_const or len(rest) > 1:
+        raise UndecidableDim(f"cannot decide the -1 of reshape {fmt(shape)} to {fmt(new)}: "
+                             "it must be a constant times at most one symbolic dim of the "
+                             "input")
+    fill = const // known_const * (rest[0] if rest else 1)
+    return tuple(fill if d == -1 else d for d in new)
 
 
 def permutation(axes: tuple[int, ...] | None, rank: int) -> tuple[int, ...]:
