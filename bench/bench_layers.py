@@ -1,4 +1,4 @@
-"""One-layer ONNX models of the CNN layers issue 24 found slow: stem convs, max pools, SiLU.
+"""One-layer ONNX models of the CNN layers issues 24 and 31 found slow: stem convs, pools, SiLU.
 
 Run as a script (it is not a pytest suite):
 
@@ -9,8 +9,10 @@ Each layer is a one-node (or conv + activation) ONNX model at the shape it has i
 224x224 model: the stem convs of mobilenet_v2 (3 -> 32, 3x3 stride 2 pad 1, relu6),
 squeezenet1_1 (3 -> 64, no pad, relu), efficientnet_b0 (3 -> 32 with SiLU) and resnet18
 (3 -> 64, 7x7 stride 2 pad 3); squeezenet1_1's three 3x3 stride-2 ceil_mode max pools and
-resnet18's padded one; and efficientnet_b0's 1x1 convs with and without SiLU (same conv,
-so their ratio is the epilogue's cost). Per layer and thread count, ours
+resnet18's padded one; YOLO's spatial pyramid max pools (5x5, 9x9, 13x13, stride 1);
+average pools (Inception's 3x3 stride-1 branch pools, DenseNet's 2x2 stride-2
+transitions); and efficientnet_b0's 1x1 convs with and without SiLU (same conv, so their
+ratio is the epilogue's cost). Per layer and thread count, ours
 (``runtime.build(from_onnx(m))``) against onnxruntime (CPU provider, ``intra_op_num_threads``
 = ours, one inter-op thread) through ``irkernel.testing.timing.compare``: each side in
 blocks of its own after warm-ups, medians. Printed: ms of both sides, ``ratio`` = ours /
@@ -32,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 #: name -> (kind, input shape, spec). conv spec: (out channels, kernel, stride, pad,
-#: activation); pool spec: (kernel, stride, pad, ceil_mode).
+#: activation); pool spec: (kernel, stride, pad, ceil_mode); avgpool spec: (kernel,
+#: stride, pad, count_include_pad).
 LAYERS: dict[str, tuple[str, tuple[int, ...], tuple]] = {
     "stem_mobilenet_v2": ("conv", (1, 3, 224, 224), (32, 3, 2, 1, "relu6")),
     "stem_squeezenet1_1": ("conv", (1, 3, 224, 224), (64, 3, 2, 0, "relu")),
@@ -42,6 +45,11 @@ LAYERS: dict[str, tuple[str, tuple[int, ...], tuple]] = {
     "maxpool_squeezenet_2": ("pool", (1, 128, 55, 55), (3, 2, 0, 1)),
     "maxpool_squeezenet_3": ("pool", (1, 256, 27, 27), (3, 2, 0, 1)),
     "maxpool_resnet18": ("pool", (1, 64, 112, 112), (3, 2, 1, 0)),
+    "maxpool_spp_5": ("pool", (1, 192, 13, 13), (5, 1, 2, 0)),
+    "maxpool_spp_13": ("pool", (1, 192, 13, 13), (13, 1, 6, 0)),
+    "avgpool_inception_28": ("avgpool", (1, 192, 28, 28), (3, 1, 1, 0)),
+    "avgpool_inception_14_pad": ("avgpool", (1, 256, 14, 14), (3, 1, 1, 1)),
+    "avgpool_densenet_56": ("avgpool", (1, 128, 56, 56), (2, 2, 0, 0)),
     "conv1x1_96_24_56": ("conv", (1, 96, 56, 56), (24, 1, 1, 0, "none")),
     "conv1x1_24_144_56": ("conv", (1, 24, 56, 56), (144, 1, 1, 0, "none")),
     "conv1x1_24_144_56_silu": ("conv", (1, 24, 56, 56), (144, 1, 1, 0, "silu")),
@@ -75,9 +83,12 @@ def layer_model(kind: str, shape: tuple[int, ...], spec: tuple):
         out_shape = (1, out_c, side, side)
         work = 2 * math.prod(out_shape) * shape[1] * k * k
     else:
-        k, s, p, ceil = spec
-        nodes.append(helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[k, k],
-                                      strides=[s, s], pads=[p] * 4, ceil_mode=ceil))
+        k, s, p, flag = spec
+        ceil = flag if kind == "pool" else 0
+        extra = {"ceil_mode": flag} if kind == "pool" else {"count_include_pad": flag}
+        nodes.append(helper.make_node("MaxPool" if kind == "pool" else "AveragePool", ["x"],
+                                      ["y"], kernel_shape=[k, k], strides=[s, s],
+                                      pads=[p] * 4, **extra))
         span = shape[2] + 2 * p - k
         side = (-(-span // s) if ceil else span // s) + 1
         out_shape = (*shape[:2], side, side)

@@ -51,7 +51,7 @@ from passes.topi.conv import (
 )
 from passes.topi.conv_stem import scheduled_stem, stem_ok
 from passes.topi.conv_transpose import conv_transpose_ok, scheduled_conv_transpose
-from passes.topi.pool import max_pool_rows, pool_ok
+from passes.topi.pool import avg_pool_rows, max_pool_rows, pool_ok
 from passes.topi.winograd import scheduled_winograd, winograd_ok, winograd_worth
 
 
@@ -266,8 +266,18 @@ def avg_pool(types: Sequence[TensorType], attrs: Mapping[str, Any],
              result: TensorType) -> PrimFunc:
     (x,) = _inputs(types)
     win = pool_window(x.shape, attrs)
-    axes = te.reduce_axes(win.kernel)
     cip = attrs["count_include_pad"]
+    (cx, sx), = types
+    if pool_ok(sx, win.kernel, win.strides, win.pad_begin, win.dilation, win.out,
+               DTYPE_NAMES[cx]):
+        divisors = tuple(tuple(pool_divisors(win, a, cip)) for a in range(2))
+        bounds = ((-win.pad_begin[0], win.size[0] + win.pad_end[0], -win.pad_begin[1],
+                   win.size[1] + win.pad_end[1]) if cip else (0, win.size[0], 0, win.size[1]))
+        fast = avg_pool_rows(sx, win.kernel, win.strides, win.pad_begin, win.dilation, win.out,
+                             divisors, bounds)
+        return fast.with_attr("op_name", "avg_pool").with_attr("op_pattern",
+                                                               OUT_EWISE_FUSABLE)
+    axes = te.reduce_axes(win.kernel)
 
     def fcompute(n: PrimExpr, c: PrimExpr, *sp: PrimExpr) -> te.Reduce:
         index, inside = _window_taps(win, sp, [a.var for a in axes])

@@ -95,78 +95,143 @@ def max_pool_rows(x_shape: tuple[int, int, int, int], kernel: tuple[int, int],
                   bits: int = 0) -> PrimFunc:
     """The row-pass max pool ``(x0, out)`` (see the module docstring) for the target's
     vector width (``bits``: 0 for the current target's)."""
-    return _max_pool(tuple(x_shape), tuple(kernel), tuple(strides), tuple(pad_begin),
-                     tuple(dilation), tuple(out_hw), row_chunk(bits or vector_bits()),
-                     (bits or vector_bits()) // 32)
+    return _pool("max", tuple(x_shape), tuple(kernel), tuple(strides), tuple(pad_begin),
+                 tuple(dilation), tuple(out_hw), (), (), row_chunk(bits or vector_bits()),
+                 (bits or vector_bits()) // 32)
+
+
+def avg_pool_rows(x_shape: tuple[int, int, int, int], kernel: tuple[int, int],
+                  strides: tuple[int, int], pad_begin: tuple[int, int],
+                  dilation: tuple[int, int], out_hw: tuple[int, int],
+                  divisors: tuple[tuple[int, ...], tuple[int, ...]], bounds: tuple[int, ...],
+                  bits: int = 0) -> PrimFunc:
+    """The row-pass average pool ``(x0, out)``: sums by the same two passes, each output
+    divided by its window's count, ``divisors[0][oh] * divisors[1][ow]``
+    (``nn_rules.pool_divisors``); ``bounds`` = (top, bottom, left, right): the range of
+    input positions those counts cover (``[-pad, size + pad)`` with count_include_pad,
+    ``[0, size)`` without), from which the kernel computes them."""
+    return _pool("avg", tuple(x_shape), tuple(kernel), tuple(strides), tuple(pad_begin),
+                 tuple(dilation), tuple(out_hw), tuple(map(tuple, divisors)), tuple(bounds),
+                 row_chunk(bits or vector_bits()), (bits or vector_bits()) // 32)
+
+
+def _count(o, lo: int, hi: int, k: int, s: int, pad: int, d: int, counts: tuple[int, ...]):
+    """The taps of window ``o`` (a TIR index) inside ``[lo, hi)``, at least 1, as a float32
+    (exact: a count is far below 2**24): the constant when every window has the same
+    count (the usual case), else computed."""
+    if len(set(counts)) == 1:
+        return T.float32(float(counts[0]))
+    base = o * s - pad
+    first = T.max(T.floordiv(lo - base + d - 1, d), 0)
+    last = T.min(T.floordiv(hi - 1 - base, d), k - 1)
+    return T.cast("float32", T.max(last - first + 1, 1))
 
 
 @lru_cache(maxsize=256)
-def _max_pool(  # noqa: C901 (trace-time specialization)
-        x_shape: tuple[int, int, int, int], kernel: tuple[int, int],
+def _pool(  # noqa: C901 (trace-time specialization)
+        kind: str, x_shape: tuple[int, int, int, int], kernel: tuple[int, int],
         strides: tuple[int, int], pad_begin: tuple[int, int], dilation: tuple[int, int],
-        out_hw: tuple[int, int], step: int, lanes: int) -> PrimFunc:
+        out_hw: tuple[int, int], divisors: tuple[tuple[int, ...], ...],
+        bounds: tuple[int, ...], step: int, lanes: int) -> PrimFunc:
     n_, c_, h_, w_ = x_shape
     kh_, kw_ = kernel
     sh, sw = strides
     dh, dw = dilation
     pt, pl = pad_begin
     oh_, ow_ = out_hw
-    # the scratch row: pl -inf cells, the image row, -inf up to the last window's reach
+    # the scratch row: pl padding cells, the image row, padding up to the last window's
+    # reach; padding is -inf for a max, 0 for a sum
     wp = max(pl + w_, (ow_ - 1) * sw + (kw_ - 1) * dw + 1)
     top = any(_row_taps(o, h_, kh_, sh, pt, dh)[0] > 0 for o in range(oh_))
     bottom = any(_row_taps(o, h_, kh_, sh, pt, dh)[1] < kh_ - 1 for o in range(oh_))
     dtype = "float32"
-    ninf = float("-inf")
+    average = kind == "avg"
+    fill = 0.0 if average else float("-inf")
     serial = sw > 1 and ow_ > GATHER_OUTPUTS
 
     def rows(oh):
         """The input row of each kernel row of output row ``oh``, clamped to the first or
-        last one inside the image where the window can reach past it."""
+        last one inside the image where the window can reach past it, and whether the
+        kernel row is inside (None: always)."""
         base = oh * sh - pt
         out = []
         lo = T.max(T.floordiv(pt - oh * sh + dh - 1, dh), 0) if top else None
         hi = T.min(T.floordiv(h_ - 1 + pt - oh * sh, dh), kh_ - 1) if bottom else None
         for kh in range(kh_):
-            k = kh
+            k, inside = kh, None
             if lo is not None:
-                k = T.max(k, lo)
+                k, inside = T.max(k, lo), lo <= kh
             if hi is not None:
                 k = T.min(k, hi)
-            out.append(base + k * dh)
+                inside = kh <= hi if inside is None else inside & (kh <= hi)
+            out.append((base + k * dh, inside))
         return out
 
-    def hmax(v, j):
-        return max_taps([v[j * sw + kw * dw] for kw in range(kw_)])
+    def vmax(x0, n, c, src, j):
+        return max_taps([x0[n, c, r, j] for r, _ in src])
+
+    def vsum(x0, n, c, src, j):
+        """A clamped row repeats a row inside: it adds 0 instead."""
+        total = None
+        for r, inside in src:
+            v = x0[n, c, r, j]
+            if inside is not None:
+                v = T.select(inside, v, T.float32(0.0))
+            total = v if total is None else total + v
+        return total
+
+    def window(v, j):
+        taps = [v[j * sw + kw * dw] for kw in range(kw_)]
+        if not average:
+            return max_taps(taps)
+        total = taps[0]
+        for t in taps[1:]:
+            total = total + t
+        return total
+
+    vertical_of = vsum if average else vmax
+    if average:
+        top_lo, bottom_hi, left_lo, right_hi = bounds
+        rows_of, cols_of = divisors
+
+    def store(out, n, c, oh, ow, v, rcount):
+        value = window(v, ow)
+        if average:
+            ccount = _count(ow, left_lo, right_hi, kw_, sw, pl, dw, cols_of)
+            value = value / (rcount * ccount)  # the product of two exact counts: exact
+        out[n, c, oh, ow] = value
 
     @T.prim_func(private=True)
-    def max_pool(x0: T.Buffer((n_, c_, h_, w_), dtype),
-                 out: T.Buffer((n_, c_, oh_, ow_), dtype)):
+    def pool(x0: T.Buffer((n_, c_, h_, w_), dtype), out: T.Buffer((n_, c_, oh_, ow_), dtype)):
         for t in parallel_if_worth(n_ * c_ * (h_ * w_ * kh_ + oh_ * ow_ * kw_))(n_ * c_):
             n, c = t // c_, t % c_
             v = T.alloc_buffer((wp,), dtype)
             if pl:
                 for q in T.serial(pl):
-                    v[q] = ninf
+                    v[q] = fill
             if wp > pl + w_:
                 for q in T.serial(wp - pl - w_):
-                    v[pl + w_ + q] = ninf
+                    v[pl + w_ + q] = fill
             for oh in T.serial(oh_):
                 src = rows(oh)
+                rcount = (_count(oh, top_lo, bottom_hi, kh_, sh, pt, dh, rows_of)
+                          if average else None)
 
                 def vertical(j):
-                    v[pl + j] = max_taps([x0[n, c, r, j] for r in src])  # noqa: B023
+                    v[pl + j] = vertical_of(x0, n, c, src, j)  # noqa: B023
 
                 vector_columns(w_, lanes, vertical, step)
                 if serial:
                     for ow in T.serial(ow_):
-                        out[n, c, oh, ow] = hmax(v, ow)
+                        store(out, n, c, oh, ow, v, rcount)
                 else:
                     def horizontal(j):
-                        out[n, c, oh, j] = hmax(v, j)  # noqa: B023
+                        store(out, n, c, oh, j, v, rcount)  # noqa: B023
 
                     vector_columns(ow_, lanes, horizontal, step)
 
-    return max_pool.with_attr("schedule", "max_pool_rows")
+    return pool.with_attr("schedule", f"{kind}_pool_rows")
 
 
-__all__ = ["GATHER_OUTPUTS", "MAX_TAPS", "max_pool_rows", "max_taps", "pool_ok"]
+__all__ = ["GATHER_OUTPUTS", "MAX_TAPS", "avg_pool_rows", "max_pool_rows", "max_taps",
+           "pool_ok"]

@@ -25,6 +25,8 @@ from irkernel.ir import narrow
 #: Ops whose float results may differ from the interpreter by rounding.
 INEXACT_OPS = frozenset({"exp", "log", "tanh", "sigmoid", "power", "sum", "mean", "matmul",
                          "erf", "prod", "conv", "conv_transpose", "lrn", *ops.TRIG_OPS,
+                         # avg_pool_rows sums each window's columns, then the columns
+                         "avg_pool",
                          # np.max over {0.0, -0.0} may return either zero; the kernel is
                          # deterministic, so only the sign of a zero may differ
                          "max", "min"})

@@ -1,7 +1,9 @@
-"""Max pools run as row passes (``passes/topi/pool.py``): bit-identical to the interpreter
-for random shapes, kernels, strides 1-3, dilations, asymmetric padding and ceil_mode, with
-NaN, +-inf and -0.0 in the input, output rows on both sides of ``GATHER_OUTPUTS``, at two
-register widths, with a fused epilogue."""
+"""Max and average pools run as row passes (``passes/topi/pool.py``): max pools
+bit-identical to the interpreter for random shapes, kernels, strides 1-3, dilations,
+asymmetric padding and ceil_mode, with NaN, +-inf and -0.0 in the input, output rows on
+both sides of ``GATHER_OUTPUTS``, at two register widths, with a fused epilogue; average
+pools the same within float32 rounding (they sum in another order), with and without
+count_include_pad."""
 
 from __future__ import annotations
 
@@ -42,6 +44,33 @@ def test_max_pool_rows_equal_the_interpreter(case, bits, seed, relu) -> None:
     y = bb.max_pool(x, **attrs)
     mod = ik.IRModule({"main": bb.finish([bb.relu(y) if relu else y])})
     assert_scheduled_and_exact(mod, {"topi.vector_bits": bits}, "max_pool_rows", seed)
+
+
+@settings(max_examples=30, deadline=None)
+@given(case=pool_cases(), bits=st.sampled_from([256, 512]), seed=st.integers(0, 99),
+       relu=st.booleans(), include_pad=st.booleans())
+def test_avg_pool_rows_match_the_interpreter(case, bits, seed, relu, include_pad) -> None:
+    shape, attrs = case
+    bb = ik.GraphBuilder("main")
+    x = bb.param("x", shape, "float32")
+    y = bb.avg_pool(x, count_include_pad=include_pad, **attrs)
+    mod = ik.IRModule({"main": bb.finish([bb.relu(y) if relu else y])})
+    assert_scheduled_and_exact(mod, {"topi.vector_bits": bits}, "avg_pool_rows", seed)
+
+
+@pytest.mark.parametrize(("shape", "k", "stride", "pad", "include_pad"), [
+    ((1, 192, 28, 28), 3, 1, 1, False),  # Inception's branch pools
+    ((1, 256, 14, 14), 3, 1, 1, True),
+    ((1, 64, 56, 56), 2, 2, 0, False),  # DenseNet's transitions
+    ((1, 3, 24, 80), 3, 1, 1, False),
+])
+def test_model_average_pools(shape, k, stride, pad, include_pad) -> None:
+    bb = ik.GraphBuilder("main")
+    x = bb.param("x", shape, "float32")
+    y = bb.avg_pool(x, kernel=[k, k], strides=[stride, stride], padding=[pad] * 4,
+                    count_include_pad=include_pad)
+    assert_scheduled_and_exact(ik.IRModule({"main": bb.finish([y])}), {"topi.vector_bits": 512},
+                               "avg_pool_rows", 2)
 
 
 @pytest.mark.parametrize("shape", [(1, 64, 111, 111), (1, 128, 55, 55), (1, 256, 27, 27)])

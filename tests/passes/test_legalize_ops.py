@@ -29,7 +29,7 @@ from irkernel.testing import (
 from irkernel.tir import PrimFunc, te
 
 INEXACT = {"exp", "erf", "log", "tanh", "sigmoid", "power", "sum", "mean", "matmul", "prod",
-           "conv", "conv_transpose", "lrn", "sin", "cos", "lstm_recurrence", "gru_recurrence"}
+           "avg_pool", "conv", "conv_transpose", "lrn", "sin", "cos", "lstm_recurrence", "gru_recurrence"}
 #: Ops whose float result may be either signed zero in NumPy (np.max/np.min over {0.0, -0.0}).
 EITHER_ZERO = {"max", "min"}
 EXACT_OPS = tuple(op for op in GENERATED_OPS if op not in INEXACT | EITHER_ZERO)
@@ -50,7 +50,8 @@ def legalize(mod: ik.IRModule | ik.Function) -> ik.IRModule:
             desc = te.extract_compute(f)  # of many parts (a copy loop per part), the
             if desc is None:              # copy-then-scatter of scatter_nd, the scans and the
                 assert f.attrs["op_name"] in ("matmul", "concat", "scatter_nd",  # scheduled
-                                              "conv", "max_pool", "cumsum",  # float32 2-D ones
+                                              "conv", "max_pool", "avg_pool",  # float32 2-D
+                                              "cumsum",
                                               "cumprod", "topk_indices", "lstm_recurrence",
                                               "gru_recurrence"), f.script(name)
             else:
