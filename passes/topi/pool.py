@@ -25,7 +25,8 @@ Here each task takes one (image, channel) plane and, per output row ``oh``:
    vectorizer's vector body hardly runs (27 outputs: one 16-wide iteration and 11 scalar
    ones), and the gathers were 1.5-2x faster than that. (A full-resolution max and a
    scalar decimation lost to both.)
-   The maxima are compare-and-selects with one NaN test per output (``max_taps``).
+   The maxima are compare-and-selects in a balanced tree with one NaN test per output
+   (``max_taps``).
 
 The output store is the only one, so FuseTIR's epilogue goes there. A window with no tap
 inside the image along the rows (a padding at least as large as the dilated kernel) is
@@ -79,14 +80,22 @@ def max_taps(values: list) -> object:
     but with one compare-and-select per tap (x86 ``maxps``) and one NaN test for all:
     ``T.max`` is ``llvm.maximum``, five to six AVX-512 instructions per tap, which made the
     pool twice as slow. (The sign of a zero max may differ from ``llvm.maximum``'s, as
-    it does between NumPy and the canonical template: -0 and +0 compare equal.)"""
-    acc, nan = values[0], T.ne(values[0], values[0])
+    it does between NumPy and the canonical template: -0 and +0 compare equal.)
+
+    The selects form a balanced tree: a select names each operand twice, so a chain
+    ``select(v > acc, v, acc)`` over k taps is a tree of 2**k nodes to every pass that
+    walks it (a 13x13 pool's expression took minutes to print and lower); a balanced
+    tree is about k**2, and its independent selects run in parallel."""
+    nan = T.ne(values[0], values[0])
     for v in values[1:]:
-        acc = T.select(v > acc, v, acc)
         nan = nan | T.ne(v, v)
+    level = list(values)
+    while len(level) > 1:
+        pairs = [T.select(b > a, b, a) for a, b in zip(level[::2], level[1::2])]
+        level = pairs + level[len(pairs) * 2:]
     if len(values) == 1:
-        return acc
-    return T.select(nan, T.float32(float("nan")), acc)
+        return level[0]
+    return T.select(nan, T.float32(float("nan")), level[0])
 
 
 def max_pool_rows(x_shape: tuple[int, int, int, int], kernel: tuple[int, int],

@@ -96,6 +96,16 @@ def test_spp_pools_of_wide_windows(k) -> None:
                                "max_pool_rows", k)
 
 
+def test_wide_windows_stay_small_expressions() -> None:
+    """A select names each operand twice: chained over a 16-tap axis it was a tree of
+    2**16 nodes (a 13x13 pool took minutes to print and lower); the balanced tree stays
+    near k**2 (regression test of that blow-up)."""
+    from passes.topi.pool import max_pool_rows
+
+    func = max_pool_rows((1, 2, 40, 40), (16, 16), (1, 1), (8, 8), (1, 1), (41, 41), bits=512)
+    assert len(func.script()) < 200_000
+
+
 def test_nan_and_signed_infinities_propagate() -> None:
     bb = ik.GraphBuilder("main")
     x = bb.param("x", (1, 1, 4, 70), "float32")
