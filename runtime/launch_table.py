@@ -3,16 +3,22 @@
 A lowered graph Function holds ``param``, ``const``, ``call_tir`` and
 ``call_func`` nodes. Each ``call_tir`` is one *launch* of a compiled kernel,
 whose packed entry takes an ``int64`` slot per parameter and shape var
-(``runtime/lower.py``). The table is three arrays for the native launcher
-(``runtime/launcher.py``): entry addresses, slot starts and the slots. A
-slot's value comes from where its node lives:
+(``runtime/lower.py``). The table stores each launch argument once, as an
+``int32`` index into ``values``, a short ``int64`` array of the distinct values
+the arguments take, which the native launcher (``runtime/launcher.py``)
+resolves into the kernel's slots as it runs. ``values`` is three runs:
 
-* ``const`` nodes: the address of the constant in the module's pool (static);
-* intermediates: an offset in the arena (``runtime/memory_plan.py``), made
-  absolute when an arena is bound;
-* *dynamic values*, known per call: the inputs (one per parameter, in order),
-  the fresh outputs, and the results of ``call_func`` nodes;
-* shape vars of shape-generic kernels: their value, fixed by the call's types.
+* *dynamic values*, known per call (``[0, n_dynamic)``): the inputs (one per
+  parameter, in order), the fresh outputs, and the results of ``call_func`` nodes;
+* the distinct arena offsets of intermediates (``[arena_begin, arena_end)``,
+  ``runtime/memory_plan.py``), made absolute when an arena is bound;
+* static values: the addresses of ``const`` nodes in the module's pool and the
+  shape vars of shape-generic kernels (their value, fixed by the call's types).
+
+A binding (one per concurrent call, ``runtime/executor.py``) copies only
+``values``; the per-launch arrays (kernel index, argument start, arguments,
+node) are shared, so the executor's state is about 4 bytes per argument and 12
+per launch, not an int64 slot per argument in the table and again per binding.
 
 Everything is whole-array NumPy over the nodes. Python runs once per kernel
 and once per distinct (kernel, operand types) signature, which is where each
@@ -41,6 +47,7 @@ from irkernel.ir.pools import scalar_from_bits
 from irkernel.tir.buffer import Buffer
 from irkernel.tir.expr import IntImm, Var
 from runtime.abi import CallingConvention
+from runtime.launcher import HEAD
 from runtime.memory_plan import ALIGN, MemoryPlan
 
 # Where a node's buffer lives (a column over the nodes while the table is built).
@@ -206,20 +213,32 @@ class FreshOutput:
 class LaunchTable:
     """The launches of one graph Function (see the module docstring)."""
 
-    fns: np.ndarray  # int64[steps]: packed entry addresses
-    starts: np.ndarray  # int64[steps + 1]: first slot of each launch
-    slots: np.ndarray  # int64[total]: static values; arena offsets; 0 where dynamic
-    arena_pos: np.ndarray  # int32 (int64 past 2**31 slots): slots holding arena offsets
-    dyn_pos: np.ndarray  # int64: slots holding dynamic values ...
-    dyn_index: np.ndarray  # int64: ... and which (index into the dynamic values)
+    kernel_ids: np.ndarray  # int32[steps]: each launch's kernel, an index into kernel_names
+    fns: np.ndarray  # int64[kernels]: packed entry address of each kernel
+    starts: np.ndarray  # int32[steps + 1] (int64 past 2**31 arguments): first argument
+    args: np.ndarray  # int32[arguments + HEAD]: each launch's arguments, indices into values
+    values: np.ndarray  # int64: dynamic (0 here), arena offsets, static values
+    arena_begin: int  # values[arena_begin:arena_end] are arena offsets
+    arena_end: int
+    width: int  # the most arguments of one launch (a binding's scratch row)
     dyn_align: np.ndarray  # int64[n_dynamic]: alignment every use of a value needs
     segments: list[Segment]
     fresh: list[FreshOutput]
     n_dynamic: int
-    keep: list[Any]  # arrays whose addresses are in ``slots`` (constants)
+    keep: list[Any]  # arrays whose addresses are in ``values`` (constants)
     nodes: np.ndarray  # int32[steps]: the call_tir node of each launch (profiles, errors)
-    kernel_ids: np.ndarray  # int32[steps]: each launch's kernel, an index into kernel_names
     kernel_names: tuple[str, ...]  # the distinct callees, sorted
+
+    @property
+    def wide(self) -> bool:
+        """Whether ``starts`` is int64 (the launcher's other variant)."""
+        return self.starts.dtype == np.int64
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the table's arrays (what every call shares)."""
+        return sum(a.nbytes for a in (self.kernel_ids, self.fns, self.starts, self.args,
+                                      self.values, self.dyn_align, self.nodes))
 
 
 def _const_addresses(func: Function, nodes: np.ndarray, align: np.ndarray,
@@ -368,8 +387,8 @@ def build_table(name: str, func: Function, kernels: dict[str, CompiledKernel],
                            for p in kern.convention.params], np.int64)
         slot_align[pos] = aligns
         nodes = slot_node[pos]
-        values = _flat_check(kern, func.dtype[nodes], sizes[nodes])
-        if values is None:  # not a flat kernel, or a call that does not fit: Python per type
+        var_values = _flat_check(kern, func.dtype[nodes], sizes[nodes])
+        if var_values is None:  # not a flat kernel, or a call that does not fit: Python per type
             keys = type_key[nodes]
             uniq, first, inverse = np.unique(keys, axis=0, return_index=True,
                                              return_inverse=True)
@@ -378,25 +397,21 @@ def build_table(name: str, func: Function, kernels: dict[str, CompiledKernel],
                 types = [(DTYPE_NAMES[int(func.dtype[j])], func.shapes[int(func.shape_id[j])])
                          for j in nodes[row].tolist()]
                 per_type[g] = check_kernel_call(name, int(calls[members[row]]), kern, types)
-            values = per_type[inverse.reshape(-1)]
+            var_values = per_type[inverse.reshape(-1)]
         if n_vars[k]:
             var_pos = starts[members][:, None] + width_k + np.arange(int(n_vars[k]))
-            slots[var_pos] = values
+            slots[var_pos] = var_values
 
-    # -- fill the slots from the nodes' sources --------------------------------
+    # -- each argument once: an index into the distinct values -----------------
     has_node = slot_node >= 0
     node_src = np.where(has_node, src[np.maximum(slot_node, 0)], _NONE)
     node_val = value[np.maximum(slot_node, 0)]
-    # int32 when it can be (the table is executor state held per node; 2**31 slots
-    # would be 16 GiB of them)
     arena_pos = np.nonzero(node_src == _ARENA)[0]
-    arena_pos = arena_pos.astype(np.int32 if len(slots) < 2**31 else np.int64)
     if len(arena_pos) and int(slot_align[arena_pos].max()) > ALIGN:
         k = int(arena_pos[np.argmax(slot_align[arena_pos])])
         raise IRError(f"{name}: node {int(slot_node[k])}: a kernel needs "
                       f"{int(slot_align[k])}-byte aligned buffers; arena offsets are "
                       f"{ALIGN}-byte aligned")
-    slots[arena_pos] = node_val[arena_pos]
     keep: list[Any] = []
     const_pos = np.nonzero(node_src == _CONST)[0]
     if len(const_pos):
@@ -406,14 +421,32 @@ def build_table(name: str, func: Function, kernels: dict[str, CompiledKernel],
     dyn_index = node_val[dyn_pos]
     dyn_align = np.full(n_dynamic, 16, np.int64)
     np.maximum.at(dyn_align, dyn_index, slot_align[dyn_pos])
-    fns = np.array([kernels[c].address for c in names], np.int64)[kid] if len(calls) \
+    # static slots: const addresses, shape var values, 0 for nothing (shape vars and
+    # the rest were written into ``slots`` above)
+    static_pos = np.nonzero((node_src != _ARENA) & (node_src != _DYNAMIC))[0]
+    offsets, arena_of = np.unique(node_val[arena_pos], return_inverse=True)
+    statics, static_of = np.unique(slots[static_pos], return_inverse=True)
+    arena_begin = n_dynamic
+    static_begin = arena_begin + len(offsets)
+    values = np.concatenate([np.zeros(n_dynamic, np.int64), offsets.astype(np.int64),
+                             statics.astype(np.int64) if len(statics) else np.zeros(1, np.int64)])
+    if len(values) >= 2**31:
+        raise IRError(f"{name}: {len(values):,} distinct launch argument values; the "
+                      "launch table indexes them with int32")
+    args = np.zeros(total + HEAD, np.int32)  # the launcher reads HEAD past a launch's start
+    args[dyn_pos] = dyn_index
+    args[arena_pos] = arena_begin + arena_of.reshape(-1)
+    args[static_pos] = static_begin + static_of.reshape(-1)
+    fns = np.array([kernels[c].address for c in names], np.int64) if names \
         else np.zeros(0, np.int64)
     segments = _segments(func, calls, func_nodes, callee_of, src, value, csr)
-    return LaunchTable(fns=np.ascontiguousarray(fns), starts=starts, slots=slots,
-                       arena_pos=arena_pos, dyn_pos=dyn_pos, dyn_index=dyn_index,
+    return LaunchTable(kernel_ids=kid.astype(np.int32), fns=fns,
+                       starts=starts.astype(np.int32 if total < 2**31 else np.int64),
+                       args=args, values=values, arena_begin=arena_begin,
+                       arena_end=static_begin, width=max(int(width.max(initial=0)), HEAD),
                        dyn_align=dyn_align, segments=segments, fresh=fresh,
                        n_dynamic=n_dynamic, keep=keep, nodes=calls.astype(np.int32),
-                       kernel_ids=kid.astype(np.int32), kernel_names=tuple(names))
+                       kernel_names=tuple(names))
 
 
 def _segments(func: Function, calls: np.ndarray, func_nodes: np.ndarray,
