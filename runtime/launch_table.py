@@ -283,6 +283,28 @@ def _const_addresses(func: Function, nodes: np.ndarray, align: np.ndarray,
     return addr
 
 
+def _distinct_small(ids: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct ids ascending, each id's index among them) of ids in ``[0, bound)``, by a
+    dense mark over the range (linear; ``np.unique`` sorts)."""
+    present = np.zeros(bound, bool)
+    present[ids] = True
+    rank = np.cumsum(present, dtype=np.int64) - 1
+    return np.flatnonzero(present), rank[ids]
+
+
+def _distinct_ints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_distinct_small` of any int64 values: dense over their range when it is at
+    most a few times their count (extents, shape var values), else by sort."""
+    if not len(values):
+        return values, values
+    lo, hi = int(values.min()), int(values.max())
+    if hi - lo > 4 * len(values) + 1024:
+        uniq, inverse = np.unique(values, return_inverse=True)
+        return uniq, inverse.reshape(-1)
+    uniq, of = _distinct_small(values - lo, hi - lo + 1)
+    return uniq + lo, of
+
+
 def _aligned(shape: tuple[int, ...], dtype: np.dtype, align: int) -> np.ndarray:
     nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
     raw = np.empty(nbytes + align, np.uint8)
@@ -412,38 +434,45 @@ def build_table(name: str, func: Function, kernels: dict[str, CompiledKernel],
         raise IRError(f"{name}: node {int(slot_node[k])}: a kernel needs "
                       f"{int(slot_align[k])}-byte aligned buffers; arena offsets are "
                       f"{ALIGN}-byte aligned")
-    keep: list[Any] = []
-    const_pos = np.nonzero(node_src == _CONST)[0]
-    if len(const_pos):
-        slots[const_pos] = _const_addresses(func, slot_node[const_pos], slot_align[const_pos],
-                                            keep)
     dyn_pos = np.nonzero(node_src == _DYNAMIC)[0]
     dyn_index = node_val[dyn_pos]
     dyn_align = np.full(n_dynamic, 16, np.int64)
     np.maximum.at(dyn_align, dyn_index, slot_align[dyn_pos])
-    # static slots: const addresses, shape var values, 0 for nothing (shape vars and
-    # the rest were written into ``slots`` above)
-    static_pos = np.nonzero((node_src != _ARENA) & (node_src != _DYNAMIC))[0]
-    offsets, arena_of = np.unique(node_val[arena_pos], return_inverse=True)
-    statics, static_of = np.unique(slots[static_pos], return_inverse=True)
+    # distinct values without a sort (linear): arena slots by storage token, constants by
+    # node, shape var values (and 0 for nothing) by a dense map of their range
+    token = np.zeros(n, np.int64)
+    token[plan.node_ids] = plan.token
+    token_offsets = np.zeros(len(plan.token_bytes), np.int64)
+    token_offsets[plan.token] = plan.offsets
+    keep: list[Any] = []
+    const_pos = np.nonzero(node_src == _CONST)[0]
+    const_nodes, const_of = _distinct_small(slot_node[const_pos], n)
+    const_align = np.ones(n, np.int64)
+    np.maximum.at(const_align, slot_node[const_pos], slot_align[const_pos])
+    const_values = _const_addresses(func, const_nodes, const_align[const_nodes], keep) \
+        if len(const_nodes) else np.zeros(0, np.int64)
+    other_pos = np.nonzero(node_src == _NONE)[0]  # shape var values; 0 for no buffer
+    others, other_of = _distinct_ints(slots[other_pos])
     arena_begin = n_dynamic
-    static_begin = arena_begin + len(offsets)
-    values = np.concatenate([np.zeros(n_dynamic, np.int64), offsets.astype(np.int64),
-                             statics.astype(np.int64) if len(statics) else np.zeros(1, np.int64)])
+    const_begin = arena_begin + len(token_offsets)
+    other_begin = const_begin + len(const_values)
+    values = np.concatenate([np.zeros(n_dynamic, np.int64), token_offsets, const_values,
+                             others if len(others) else np.zeros(1, np.int64)])
     if len(values) >= 2**31:
         raise IRError(f"{name}: {len(values):,} distinct launch argument values; the "
                       "launch table indexes them with int32")
     args = np.zeros(total + HEAD, np.int32)  # the launcher reads HEAD past a launch's start
     args[dyn_pos] = dyn_index
-    args[arena_pos] = arena_begin + arena_of.reshape(-1)
-    args[static_pos] = static_begin + static_of.reshape(-1)
+    args[arena_pos] = arena_begin + token[slot_node[arena_pos]]
+    args[const_pos] = const_begin + const_of
+    args[other_pos] = other_begin + other_of
     fns = np.array([kernels[c].address for c in names], np.int64) if names \
         else np.zeros(0, np.int64)
     segments = _segments(func, calls, func_nodes, callee_of, src, value, csr)
     return LaunchTable(kernel_ids=kid.astype(np.int32), fns=fns,
                        starts=starts.astype(np.int32 if total < 2**31 else np.int64),
                        args=args, values=values, arena_begin=arena_begin,
-                       arena_end=static_begin, width=max(int(width.max(initial=0)), HEAD),
+                       arena_end=const_begin, width=max(int(width.max(initial=0)), HEAD),
                        dyn_align=dyn_align, segments=segments, fresh=fresh,
                        n_dynamic=n_dynamic, keep=keep, nodes=calls.astype(np.int32),
                        kernel_names=tuple(names))
