@@ -36,8 +36,9 @@ from runtime.jit import load_host_ir
 
 SYMBOL = "irkernel_run_launches"
 #: Arguments every launch copies without a loop test (the table's ``args`` are padded by
-#: as many, and ``values`` is never empty): most kernels take two to four.
-HEAD = 4
+#: as many, and ``values`` is never empty): most launches take three to seven (a
+#: shape-generic kernel: its buffers, then its shape vars).
+HEAD = 8
 #: The context's fields, in order (int64 addresses).
 CONTEXT_FIELDS = ("kernel_ids", "fns", "starts", "args", "values", "scratch")
 
