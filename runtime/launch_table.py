@@ -391,6 +391,7 @@ def build_table(name: str, func: Function, kernels: dict[str, CompiledKernel],
                                     + within[is_operand]]
     is_result = within == n_ops_of[slot_call]
     slot_node[is_result] = calls[slot_call[is_result]]
+    del slot_call, within, is_operand, is_result  # the table's build peaks past 500 B/node
     slots = np.zeros(total, np.int64)
     slot_align = np.ones(total, np.int64)
 
@@ -425,30 +426,28 @@ def build_table(name: str, func: Function, kernels: dict[str, CompiledKernel],
             slots[var_pos] = var_values
 
     # -- each argument once: an index into the distinct values -----------------
-    has_node = slot_node >= 0
-    node_src = np.where(has_node, src[np.maximum(slot_node, 0)], _NONE)
-    node_val = value[np.maximum(slot_node, 0)]
-    arena_pos = np.nonzero(node_src == _ARENA)[0]
-    if len(arena_pos) and int(slot_align[arena_pos].max()) > ALIGN:
-        k = int(arena_pos[np.argmax(slot_align[arena_pos])])
+    del type_key, sizes
+    node_src = np.where(slot_node >= 0, src[np.maximum(slot_node, 0)], _NONE).astype(np.int8)
+    misaligned = np.flatnonzero((node_src == _ARENA) & (slot_align > ALIGN))
+    if len(misaligned):
+        k = int(misaligned[0])
         raise IRError(f"{name}: node {int(slot_node[k])}: a kernel needs "
                       f"{int(slot_align[k])}-byte aligned buffers; arena offsets are "
                       f"{ALIGN}-byte aligned")
     dyn_pos = np.nonzero(node_src == _DYNAMIC)[0]
-    dyn_index = node_val[dyn_pos]
+    dyn_index = value[slot_node[dyn_pos]]
     dyn_align = np.full(n_dynamic, 16, np.int64)
     np.maximum.at(dyn_align, dyn_index, slot_align[dyn_pos])
     # distinct values without a sort (linear): arena slots by storage token, constants by
     # node, shape var values (and 0 for nothing) by a dense map of their range
-    token = np.zeros(n, np.int64)
-    token[plan.node_ids] = plan.token
     token_offsets = np.zeros(len(plan.token_bytes), np.int64)
     token_offsets[plan.token] = plan.offsets
     keep: list[Any] = []
     const_pos = np.nonzero(node_src == _CONST)[0]
-    const_nodes, const_of = _distinct_small(slot_node[const_pos], n)
+    const_nodes = np.flatnonzero(np.bincount(slot_node[const_pos], minlength=n))
     const_align = np.ones(n, np.int64)
     np.maximum.at(const_align, slot_node[const_pos], slot_align[const_pos])
+    del const_pos, slot_align
     const_values = _const_addresses(func, const_nodes, const_align[const_nodes], keep) \
         if len(const_nodes) else np.zeros(0, np.int64)
     other_pos = np.nonzero(node_src == _NONE)[0]  # shape var values; 0 for no buffer
@@ -461,10 +460,14 @@ def build_table(name: str, func: Function, kernels: dict[str, CompiledKernel],
     if len(values) >= 2**31:
         raise IRError(f"{name}: {len(values):,} distinct launch argument values; the "
                       "launch table indexes them with int32")
+    # each node's index among the values; one gather makes the arguments
+    index_of = np.zeros(n, np.int32)
+    index_of[plan.node_ids] = arena_begin + plan.token
+    dynamic = src == _DYNAMIC  # after the arena: an output a kernel writes is dynamic
+    index_of[dynamic] = value[dynamic]
+    index_of[const_nodes] = const_begin + np.arange(len(const_nodes))
     args = np.zeros(total + HEAD, np.int32)  # the launcher reads HEAD past a launch's start
-    args[dyn_pos] = dyn_index
-    args[arena_pos] = arena_begin + token[slot_node[arena_pos]]
-    args[const_pos] = const_begin + const_of
+    np.take(index_of, slot_node, out=args[:total], mode="wrap")  # -1: fixed below
     args[other_pos] = other_begin + other_of
     fns = np.array([kernels[c].address for c in names], np.int64) if names \
         else np.zeros(0, np.int64)

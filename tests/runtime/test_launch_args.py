@@ -97,3 +97,14 @@ def test_the_launcher_with_int64_starts_runs_the_same() -> None:
     graph._wide, graph._free = True, []  # noqa: SLF001 (fresh bindings see the new starts)
     for got, ref in zip(graph(*inputs), want, strict=True):
         np.testing.assert_array_equal(got, ref)
+
+
+@pytest.mark.parametrize("family", ["outputs", "consts", "wide"])
+def test_families_run_as_the_interpreter(family: str) -> None:
+    """Outputs kernels write (dynamic values), constants and arena slots, resolved by the
+    launcher, give the interpreter's results."""
+    mod = graph_families.FAMILIES[family](600, 0)
+    ex = runtime.build(mod, cache=False)
+    inputs = random_inputs(mod["main"], seed=2, special_values=False)
+    for got, ref in zip(ex["main"](*inputs), ik.interpret(mod, *inputs), strict=True):
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
