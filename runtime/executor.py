@@ -89,8 +89,8 @@ class _Binding:
 class _FastPlan:
     """What the short path of a call needs, fixed at build time: per parameter (dtype,
     shape, C-contiguous strides, alignment, dynamic index), per output (dtype, shape,
-    alignment, dynamic index), and the launches. Only for functions without ``call_func`` whose outputs are
-    all written by kernels (distinct fresh arrays)."""
+    alignment, dynamic index), and the launches. Only for functions without
+    ``call_func`` whose outputs are all written by kernels (distinct fresh arrays)."""
 
     __slots__ = ("begin", "end", "outputs", "params")
 
