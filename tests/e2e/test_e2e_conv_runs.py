@@ -52,12 +52,15 @@ def short_reductions(draw):
 
 @settings(max_examples=30, deadline=None)
 @given(case=short_reductions(), epilogue=st.sampled_from(["none", "bias_relu6", "residual"]),
-       bits=st.sampled_from([256, 512]), seed=st.integers(0, 99))
-def test_short_reduction_convs_equal_the_interpreter(case, epilogue, bits, seed) -> None:
+       bits=st.sampled_from([256, 512]), l1=st.sampled_from([0, 0, 4096]),
+       seed=st.integers(0, 99))
+def test_short_reduction_convs_equal_the_interpreter(case, epilogue, bits, l1, seed) -> None:
+    """``l1``: the L1 size runs are sized for (``topi.l1d_bytes``; 0: the host's)."""
     xs, ws, strides, pads, dtype = case
     mod = _module(xs, ws, strides, pads, dtype, epilogue)
     inputs = random_inputs(mod, seed=seed, special_values=True)
-    config = {"topi.vector_bits": bits, "runtime.generic_max_elements": 0}
+    config = {"topi.vector_bits": bits, "runtime.generic_max_elements": 0,
+              "topi.l1d_bytes": l1}
     with transform.PassContext(config=config):
         ex = runtime.build(mod)
     assert_close_to_interpreter(mod, inputs, ex["main"](*inputs), "conv run")
@@ -68,7 +71,7 @@ def test_a_mobilenet_expand_conv_runs_tiles_and_equals_the_interpreter() -> None
     mod = _module((1, 16, 112, 112), (96, 16, 1, 1), [1, 1], [0] * 4, "float32",
                   "bias_relu6")
     inputs = random_inputs(mod, seed=3)
-    with transform.PassContext(config={"topi.vector_bits": 512}):
+    with transform.PassContext(config={"topi.vector_bits": 512, "topi.l1d_bytes": 32768}):
         ex = runtime.build(mod)
     tir = ex.get_source("tir")
     assert "conv_implicit_gemm" in tir and "for ri in T.serial(8)" in tir
@@ -93,7 +96,7 @@ def test_float64_runs_take_half_the_lanes() -> None:
     """The same conv in float64: runs of 16-lane tiles, exact against the interpreter."""
     mod = _module((1, 8, 40, 40), (24, 8, 1, 1), [1, 1], [0] * 4, "float64", "bias_relu6")
     inputs = random_inputs(mod, seed=5)
-    with transform.PassContext(config={"topi.vector_bits": 512,
+    with transform.PassContext(config={"topi.vector_bits": 512, "topi.l1d_bytes": 32768,
                                        "runtime.generic_max_elements": 0}):
         ex = runtime.build(mod)
     assert "for ri in T.serial(" in ex.get_source("tir")
