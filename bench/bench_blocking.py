@@ -112,10 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     sess = ort.InferenceSession(model.SerializeToString(), opts,
                                 providers=["CPUExecutionProvider"])
     f_new, f_old = new["main"], old["main"]
-    vs_old = compare(lambda: f_new(*inputs), lambda: f_old(*inputs), repeat=20, warmups=3,
-                     rounds=4)
-    vs_ort = compare(lambda: f_new(*inputs), lambda: sess.run(None, feeds), repeat=20,
-                     warmups=3, rounds=4)
+    vs_old = compare(lambda: f_new(*inputs), lambda: f_old(*inputs), repeat=args.repeat,
+                     warmups=3, rounds=args.rounds)
+    vs_ort = compare(lambda: f_new(*inputs), lambda: sess.run(None, feeds),
+                     repeat=args.repeat, warmups=3, rounds=args.rounds)
     print(f"whole run: new {vs_old.ours.median * 1e3:.3f} ms, old "
           f"{vs_old.ref.median * 1e3:.3f} ms (new / old "
           f"{vs_old.ours.median / vs_old.ref.median:.3f}); new {vs_ort.ours.median * 1e3:.3f}"
