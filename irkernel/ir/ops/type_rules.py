@@ -166,13 +166,14 @@ def reshape_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Tenso
 
 
 def _factors(dims: Sequence[Any]) -> tuple[int, list[Any]]:
-    """A product of dims as (constant, symbolic factors): ``2*b + 2`` is 2 x ``b + 1``."""
+    """A product of dims as (constant, symbolic factors): ``2*b + 2`` is 2 x ``b + 1``,
+    ``b*s`` is ``b`` x ``s`` (``SymDim.factors``)."""
     const, syms = 1, []
     for d in dims:
         if is_symbolic(d):
-            g = math.gcd(d.const, *(c for _, c in d.terms))
+            g, parts = d.factors()
             const *= g
-            syms.append(d // g)
+            syms.extend(parts)
         else:
             const *= d
     return const, syms
@@ -181,7 +182,8 @@ def _factors(dims: Sequence[Any]) -> tuple[int, list[Any]]:
 def _symbolic_reshape(shape: Shape, new: Sequence[Any]) -> Shape:
     """Reshape with symbolic dims: decidable when the target's symbolic factors are the
     input's (as a multiset) and the constant parts match; a ``-1`` takes what is left,
-    which must be a constant times at most one symbolic factor."""
+    a constant times the product of the input's remaining factors (``(b, s, 64) ->
+    (-1, 64)`` gives ``b*s``)."""
     const, syms = _factors(shape)
     known_const, known_syms = _factors([d for d in new if d != -1])
     rest = list(syms)
@@ -195,11 +197,16 @@ def _symbolic_reshape(shape: Shape, new: Sequence[Any]) -> Shape:
             raise UndecidableDim(f"cannot decide whether {fmt(shape)} reshapes to {fmt(new)} "
                                  "(their sizes are not provably equal)")
         return tuple(new)
-    if known_const == 0 or const % known_const or len(rest) > 1:
+    if known_const == 0 or const % known_const:
         raise UndecidableDim(f"cannot decide the -1 of reshape {fmt(shape)} to {fmt(new)}: "
-                             "it must be a constant times at most one symbolic dim of the "
-                             "input")
-    fill = const // known_const * (rest[0] if rest else 1)
+                             "the target's constant part does not divide the input's")
+    fill = const // known_const
+    for f in rest:
+        try:
+            fill = fill * f
+        except UndecidableDim as exc:
+            raise UndecidableDim(f"cannot decide the -1 of reshape {fmt(shape)} to "
+                                 f"{fmt(new)}: {exc}") from None
     return tuple(fill if d == -1 else d for d in new)
 
 
