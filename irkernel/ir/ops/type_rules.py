@@ -18,7 +18,15 @@ from typing import Any
 import numpy as np
 
 from irkernel.ir.errors import TypeInferenceError
-from irkernel.ir.ids import BOOL, DTYPE_NAMES, INT32, INT64, NUMERIC_DTYPES, dtype_code
+from irkernel.ir.ids import (
+    BOOL,
+    DTYPE_NAMES,
+    INT32,
+    INT64,
+    MAX_ELEMENTS,
+    NUMERIC_DTYPES,
+    dtype_code,
+)
 from irkernel.ir.ops.opdef import Shape, TensorType
 from irkernel.ir.symdim import UndecidableDim, is_symbolic
 
@@ -254,10 +262,32 @@ def concat_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Tensor
     return dt, first[:axis] + (sum(s[axis] for _, s in types),) + first[axis + 1:]
 
 
-def slice_range(begin: int, end: int, stride: int, dim: int) -> tuple[int, int]:
+def slice_range(begin: int, end: int, stride: int, dim: Any) -> tuple[Any, Any]:
     """(first index, length) of NumPy's ``x[begin:end:stride]`` on an axis of ``dim``."""
+    if is_symbolic(dim):
+        return _symbolic_slice_range(begin, end, stride, dim)
     start, stop, step = slice(begin, end, stride).indices(dim)
     return start, len(range(start, stop, step))
+
+
+def _symbolic_slice_range(begin: int, end: int, stride: int, dim: Any) -> tuple[Any, Any]:
+    """:func:`slice_range` on a symbolic axis, for a positive stride: NumPy's clamping
+    decided from the bounds (or UndecidableDim); an ``end >= MAX_ELEMENTS`` (ONNX's
+    INT64_MAX) runs to the end of the axis, which no dim exceeds."""
+    if stride < 0:
+        raise UndecidableDim(f"a negative stride slices the symbolic dim {dim}")
+
+    def clamp(i: int, default_end: bool) -> Any:
+        if default_end and i >= MAX_ELEMENTS:
+            return dim
+        at = i if i >= 0 else dim + i
+        # NumPy clamps into [0, dim]; each test decided from the bounds (or UndecidableDim)
+        at = at if at >= 0 else 0
+        return at if at <= dim else dim
+
+    start, stop = clamp(begin, False), clamp(end, True)
+    length = stop - start
+    return start, ((length + stride - 1) // stride if length >= 0 else 0)
 
 
 def strided_slice_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
