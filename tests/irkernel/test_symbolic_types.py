@@ -126,8 +126,36 @@ def test_concat_transpose_and_reductions(bb: ik.GraphBuilder) -> None:
         bb.call("max", x, axis=1)  # s may be 0: max over an empty axis
 
 
+@pytest.mark.parametrize(("begin", "end", "strides", "want"), [
+    ((1, 0), (2, 2**63 - 1), (1, 1), "1, s"),  # to the end of a symbolic axis
+    ((0, 1), (3, -1), (1, 2), "3, (s + 1) // 2 - 1"),
+    ((0, -1), (3, 2**63 - 1), (1, 1), "3, 1"),  # the last element: s >= 2
+    ((0, 0), (3, 1), (1, 1), "3, 1"),
+])
+def test_strided_slice_on_symbolic_axes(bb: ik.GraphBuilder, begin, end, strides,
+                                        want: str) -> None:
+    """NumPy's clamping decided from the bounds; checked against the interpreter."""
+    x = bb.param("x", (3, bb.dim("s", 2, None)), "float32")
+    y = bb.strided_slice(x, begin=begin, end=end, strides=strides)
+    assert _shape(bb, y) == want
+    mod = ik.IRModule({"main": bb.finish([y])})
+    for s in (2, 7):
+        arr = np.arange(3 * s, dtype=np.float32).reshape(3, s)
+        (got,) = ik.interpret(mod, arr)
+        index = tuple(slice(b, e, k) for b, e, k in zip(begin, end, strides, strict=True))
+        np.testing.assert_array_equal(got, arr[index])
+
+
+def test_strided_slice_that_cannot_decide(bb: ik.GraphBuilder) -> None:
+    x = bb.param("x", (bb.dim("s"),), "float32")
+    with pytest.raises(ValueError, match="negative stride slices the symbolic dim s"):
+        bb.strided_slice(x, begin=(-1,), end=(-(2**63),), strides=(-1,))
+    with pytest.raises(ValueError, match=r"cannot decide whether .*s in \[1, inf\]"):
+        bb.strided_slice(x, begin=(0,), end=(4,), strides=(1,))  # s may be below 4
+
+
 @pytest.mark.parametrize("call", [
-    lambda bb, x: bb.strided_slice(x, begin=(0, 0), end=(1, 1), strides=(1, 1)),
+    lambda bb, x: bb.take(x, bb.const(np.array([0], np.int64)), axis=0),
     lambda bb, x: bb.cumsum(x, axis=0),
     lambda bb, x: bb.topk_indices(x, k=1, axis=0),
     lambda bb, x: bb.pad(x, bb.const(np.float32(0)), pad_width=(1, 1, 1, 1)),

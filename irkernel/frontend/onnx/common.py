@@ -259,6 +259,9 @@ class Context:
     def emit(self, op: str, *operands: Value, **attrs: Any) -> Value:
         """The graph op ``op`` of ``operands``; evaluated at import when all are constant."""
         opdef = ops.get_op(op)
+        if any(isinstance(a, (tuple, list)) and any(isinstance(d, SymDim) for d in a)
+               for a in attrs.values()):  # a symbolic target: a graph op (the builder
+            return self._emit_node(op, operands, attrs)  # encodes its dims)
         if operands and all(v.const is not None for v in operands) and any(
                 v.const.dtype == object for v in operands):
             return self._emit_dims(opdef, operands, attrs)
@@ -268,8 +271,6 @@ class Context:
                 code, shape = opdef.infer([(v.dtype, v.shape) for v in operands], normalized)
             except (TypeError, TypeInferenceError) as exc:
                 raise self.error(f"{op}: {exc}") from None
-            if any(isinstance(d, SymDim) for d in shape):  # a symbolic result: a graph op
-                return self._emit_node(op, operands, attrs)
             self.check_shape(shape, f"the result of {op}")
             if op in _MOVEMENT and operands[0].const is not None:
                 fill = self._uniform_value(operands[0].const)

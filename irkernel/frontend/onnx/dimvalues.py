@@ -95,17 +95,16 @@ def evaluate(op: str, arrays: Sequence[np.ndarray], codes: Sequence[int],
         elif op == "divide":
             out = _divide(*arrays)
         elif op == "astype":
-            out = _astype(arrays[0], result_code, sym)
+            out = _astype(arrays[0], result_code)
         elif op in _BY_REFERENCE:
             if op == "abs":
                 out = np.frompyfunc(lambda d: d if d >= 0 else -d, 1, 1)(arrays[0])
             else:
                 out = ops.get_op(op).reference([np.asarray(a) for a in arrays], dict(attrs))
         else:
-            raise DimValueError(f"{op} of the symbolic dim {sym} can not be computed at "
-                                "import")
-    except UndecidableDim as exc:
-        raise DimValueError(f"{op} of the symbolic dim {sym}: {exc}") from None
+            raise DimValueError("the op can not compute dims at import")
+    except (UndecidableDim, DimValueError) as exc:
+        raise DimValueError(f"symbolic dim {sym}: {exc}") from None
     out = np.asarray(out)
     if out.dtype != object and out.dtype.kind in "iu":
         return out.astype(np.int64, copy=False)
@@ -116,17 +115,17 @@ def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Integer division of dims (ONNX truncates, the graph op floors): exact when the
     divisors are positive constants and the dividends provably non-negative."""
     if is_dims(b) or np.any(np.asarray(b) <= 0):
-        raise DimValueError("a symbolic dim divides only by positive constants")
+        raise DimValueError("a dim divides only by positive constants")
     check = np.frompyfunc(lambda d: d >= 0, 1, 1)
-    if not all(check(a).flat):  # raises UndecidableDim when the bounds do not say
-        raise DimValueError("a negative symbolic dim value is divided")
+    if not all(np.asarray(check(a)).flat):  # UndecidableDim when the bounds do not say
+        raise DimValueError("a negative dim value is divided")
     return np.floor_divide(a, b)
 
 
-def _astype(arr: np.ndarray, code: int, sym: SymDim | None) -> np.ndarray:
+def _astype(arr: np.ndarray, code: int) -> np.ndarray:
     if code in FLOAT_DTYPES or DTYPE_NAMES[code] == "bool":
-        raise DimValueError(f"the symbolic dim {sym} becomes a {DTYPE_NAMES[code]} value "
-                            "(dims are integers; a run-time value of a dim is not supported)")
+        raise DimValueError(f"it becomes a {DTYPE_NAMES[code]} value (dims are integers; a "
+                            "run-time value of a dim is not supported)")
     return arr  # a dim fits any integer type the model casts it to (int32, int64)
 
 

@@ -307,10 +307,16 @@ class Slice(OnnxOpConverter):
         for a, b, e, s in zip(norm_axes(ctx, axes, x.rank), starts, ends, steps, strict=True):
             if s == 0:
                 raise ctx.error("slice steps must not be 0")
+            d = x.shape[a]
+            if isinstance(e, SymDim) and e == d:  # ``x[:, :seq]`` of a seq axis: all of it
+                e = _INT64_MAX
+            bound = next((v for v in (b, e) if isinstance(v, SymDim)), None)
+            if bound is not None:
+                raise ctx.error(f"slice bounds of axis {a} (extent {d}) hold the symbolic dim "
+                                f"{bound}: the slice's extent would depend on it at run time")
             # a symbolic axis keeps the bounds (NumPy clamps as ONNX does for a positive
             # step; strided_slice refuses a negative one there)
-            begin[a], end[a] = ((b, e) if isinstance(x.shape[a], SymDim) else
-                                _onnx_bounds(x.shape[a], b, e, s))
+            begin[a], end[a] = (b, e) if isinstance(d, SymDim) else _onnx_bounds(d, b, e, s)
             stride[a] = s
         return strided_slice(ctx, x, begin, end, stride)
 
@@ -327,7 +333,10 @@ class Slice(OnnxOpConverter):
             v = _opt(args, k)
             return None if v is None else [int(i) for i in ctx.const_value(v, what).tolist()]
 
-        starts, ends = ints(1, "input 'starts'"), ints(2, "input 'ends'")
+        def bounds(k: int, what: str) -> list[Any]:  # may hold dims: x[:, :seq]
+            return ctx.dims_value(_opt(args, k), what)
+
+        starts, ends = bounds(1, "input 'starts'"), bounds(2, "input 'ends'")
         assert starts is not None and ends is not None
         return cls._slice(ctx, _first(args), starts, ends, ints(3, "input 'axes'"),
                           ints(4, "input 'steps'"))
