@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from irkernel.ir import ops
-from irkernel.ir.ids import DTYPE_NAMES, FLOAT_DTYPES, INT64, dtype_code
+from irkernel.ir.ids import DTYPE_NAMES, FLOAT_DTYPES
 from irkernel.ir.symdim import SymDim, UndecidableDim
 
 
@@ -129,10 +129,5 @@ def _astype(arr: np.ndarray, code: int) -> np.ndarray:
     return arr  # a dim fits any integer type the model casts it to (int32, int64)
 
 
-def code_of(arr: np.ndarray) -> int:
-    """The dtype code of a constant: int64 for a dim value."""
-    return INT64 if is_dims(arr) else dtype_code(arr.dtype)
-
-
-__all__ = ["DimValueError", "code_of", "evaluate", "first_symbolic", "from_dims", "is_dims",
+__all__ = ["DimValueError", "evaluate", "first_symbolic", "from_dims", "is_dims",
            "normalize"]
