@@ -233,7 +233,7 @@ def _unpacked(batches: int, rows: int, n: int, k: int, dtype: str, odt: str,
               a_t: bool, b_t: bool) -> PrimFunc | None:
     """The schedule reading B as the graph holds it: dot products or streamed rows for a
     few rows, else packed panels."""
-    if b_t and not b_batch and dot_ok(batches, rows):  # x1 2-d: (N, K)
+    if b_t and not b_batch and dot_ok(batches, rows, n, k, target, dtype):  # x1: (N, K)
         return dot_rows(rows, n, k, dtype, odt, finish, a_shape, b_shape, out_shape,
                         row_dims, a_t, target, PARALLEL_MIN_MACS)
     if not b_t and rows_ok(batches, rows, n, target, dtype):
