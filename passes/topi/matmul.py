@@ -73,6 +73,12 @@ MATMUL_B = "matmul_b"
 #: Below this many multiply-adds the canonical (fusable) reduction is used instead.
 MIN_WORK = 16 * 16 * 16
 
+#: Largest K of a *short* matmul (``_schedule``): its tile runs a few fmas per element
+#: stored, so C's stores decide its speed. Tasks then split the rows, not the columns,
+#: each walking whole rows of C (full cache lines, written once, in order) and reading B
+#: in place: ``K x N`` is small, and packing it would cost as much as using it.
+SHORT_K = 8
+
 #: Multiply-adds from which the column panels run on the thread pool (below it a launch
 #: costs more than the second core saves: ~3 us of work at one thread).
 PARALLEL_MIN_MACS = 1 << 16
@@ -282,12 +288,13 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
     itemsize = 4 if dtype == "float32" else 8
     lanes = min(target.lanes(dtype), nr)  # a narrow N tiles with half-width vectors
     blocks, rtail = divmod(m, mr)
-    pack = (blocks + (rtail > 0) > 1 or b_t) and not packed
+    short = k <= SHORT_K and not b_t  # tasks over row chunks, B read in place
+    pack = (blocks + (rtail > 0) > 1 or b_t) and not packed and not short
     full, tail = divmod(n, nr)
     group = _group(full, k, nr, itemsize, target.l2 // 2) if pack else 1
     main = full // group  # main column tasks per (batch, chunk)
-    col_tasks = main + (tail > 0)
-    chunks = _row_chunks(batches * col_tasks, blocks) if pack or packed else 1
+    col_tasks = 1 if short else main + (tail > 0)
+    chunks = _row_chunks(batches * col_tasks, blocks) if pack or packed or short else 1
     per_chunk = -(-blocks // chunks)  # row blocks per chunk (the last may have fewer)
     tasks = batches * chunks * col_tasks
     parallel = batches * m * n * k >= PARALLEL_MIN_MACS and tasks > 1
@@ -425,6 +432,35 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
                               lambda kk, ji: b_at(x1, b, kk, col0 + tvec + ji), "eacc")
                 store(out, acc, b, r, 1, col0 + tvec, tail - tvec)
 
+    def block_row(x0, x1, out, b, row0, height, name):
+        """A short K: rows ``row0 .. row0 + height`` across every column, panel after
+        panel (C written along its rows), B read where it is (unpacked or packed)."""
+        def one(col0, width, stored, b_of, nm):
+            store(out, tile_of(x0, b, row0, height, width, b_of, nm), b, row0, height,
+                  col0, stored)
+        for ct in T.serial(full) if full > 1 else ((0,) if full else ()):
+            one(ct * nr, nr, nr, (lambda kk, ji: x1[(ct * k + kk) * nr + ji]) if packed  # noqa: B023
+                else (lambda kk, ji: b_at(x1, b, kk, ct * nr + ji)), name)  # noqa: B023
+        if tail and packed:  # zero-padded to whole vectors at build time
+            one(full * nr, tpad, tail, lambda kk, ji: x1[full * k * nr + kk * tpad + ji],
+                "t" + name)
+        elif tail:
+            one(full * nr, tail, tail, lambda kk, ji: b_at(x1, b, kk, full * nr + ji),
+                "t" + name)
+
+    def short_rows(x0, x1, out, b, chunk):
+        for jo in T.serial(per_chunk) if per_chunk > 1 else ((0,) if blocks else ()):
+            if blocks % chunks == 0:
+                block_row(x0, x1, out, b, (chunk * per_chunk + jo) * mr, mr, "sacc")
+            else:
+                with T.If(chunk * per_chunk + jo < blocks):
+                    block_row(x0, x1, out, b, (chunk * per_chunk + jo) * mr, mr, "sacc")
+        if rtail and chunks == 1:
+            block_row(x0, x1, out, b, blocks * mr, rtail, "racc")
+        elif rtail:
+            with T.If(T.eq(chunk, chunks - 1)):
+                block_row(x0, x1, out, b, blocks * mr, rtail, "racc")
+
     @T.prim_func(private=True)
     def matmul(x0: T.Buffer(a_shape, dtype), x1: T.Buffer(b_shape, dtype),
                out: T.Buffer(out_shape, odt)):
@@ -433,7 +469,9 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
             rest = task // col_tasks if col_tasks > 1 else task
             chunk = rest % chunks if chunks > 1 else 0
             b = rest // chunks if batches > 1 else 0
-            if not tail:
+            if short:
+                short_rows(x0, x1, out, b, chunk)
+            elif not tail:
                 main_panels(x0, x1, out, b, chunk, ct)
             else:
                 with T.If(ct < main):
