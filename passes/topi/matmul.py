@@ -58,6 +58,7 @@ from passes.topi.matmul_rows import a_element, rows_ok, streamed_rows, unravel
 from passes.topi.matmul_tiles import (
     MIN_TASKS,
     ROW_CHUNK_BLOCKS,
+    PACKED_MAX_ROWS,
     packed_length,
     packed_tile,
     register_tile,
@@ -239,13 +240,15 @@ def _unpacked(batches: int, rows: int, n: int, k: int, dtype: str, odt: str,
               a_t: bool, b_t: bool) -> PrimFunc | None:
     """The schedule reading B as the graph holds it: dot products or streamed rows for a
     few rows, else packed panels."""
-    if b_t and not b_batch and dot_ok(batches, rows, n, k, target, dtype):  # x1: (N, K)
+    if b_t and not b_batch and dot_ok(batches, rows, n, k, target, dtype, a_t):  # x1: (N, K)
         return dot_rows(rows, n, k, dtype, odt, finish, a_shape, b_shape, out_shape,
                         row_dims, a_t, target, PARALLEL_MIN_MACS)
     if not b_t and rows_ok(batches, rows, n, target, dtype):
         return streamed_rows(rows, n, k, dtype, odt, finish, a_shape, b_shape, out_shape,
                              row_dims, target, PARALLEL_MIN_MACS, a_t)
     tile = register_tile(rows, n, k, dtype, target)
+    if tile is None and k <= SHORT_K and not b_t:  # under 4 columns: one narrow vector
+        tile = (min(rows, PACKED_MAX_ROWS), n)
     if tile is None:
         return None
     tile = split_columns(tile, batches, rows, n, b_t, target, dtype)

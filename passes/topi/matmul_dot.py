@@ -48,28 +48,33 @@ MAX_TASKS = 2
 MAX_ROW_TASKS = 8
 
 
-def dot_ok(batches: int, m: int, n: int, k: int, target: CPUTarget, dtype: str) -> bool:
+def dot_ok(batches: int, m: int, n: int, k: int, target: CPUTarget, dtype: str,
+           a_t: bool = False) -> bool:
     """Whether the dot-product schedule takes a transposed-B problem: one batch, and at
     most ``MAX_ACCUMULATORS`` rows (every row in one tile; more rows than accumulators
     would read ``x1`` once per group of rows, and packing wins again), or a narrow N
     (fewer than ``NARROW_VECTORS`` vectors) with K of at least a vector (the dot
     products' lanes are then full, and ``x1``, ``N x K``, is small enough to stay in
-    cache while every row block reads it)."""
+    cache while every row block reads it) and A not transposed (its rows contiguous
+    along K: a transposed A's would be gathers, one per row per vector)."""
     if batches != 1:
         return False
     lanes = target.lanes(dtype)
-    return m <= MAX_ACCUMULATORS or (n < NARROW_VECTORS * lanes and k >= lanes)
+    return m <= MAX_ACCUMULATORS or (n < NARROW_VECTORS * lanes and k >= lanes and not a_t)
 
 
 def dot_tile(m: int, n: int, target: CPUTarget) -> tuple[int, int]:
     """(rows, columns) per step: every row and ``MAX_ACCUMULATORS // m`` columns for a
     few rows; else ``BLOCK_ROWS`` rows and as many columns as the register file holds
     besides the A vectors and one ``x1`` vector (6 with AVX-512's 32 registers: 24
-    accumulators; 2 with 16: 8)."""
+    accumulators; 2 with 16: 8), and when N is narrower than that, more rows (up to
+    ``MAX_ACCUMULATORS``: a GEMV, N = 1, takes 8 rows per pass over its column)."""
     if m <= MAX_ACCUMULATORS:
         return m, max(1, MAX_ACCUMULATORS // m)
-    cols = max(1, (target.vector_registers - BLOCK_ROWS - 2) // BLOCK_ROWS)
-    return BLOCK_ROWS, min(n, cols)
+    cols = min(n, max(1, (target.vector_registers - BLOCK_ROWS - 2) // BLOCK_ROWS))
+    # fewer columns than that (N of 1 to 5): more rows, up to MAX_ACCUMULATORS
+    rows = max(BLOCK_ROWS, min(MAX_ACCUMULATORS, (target.vector_registers - 2) // (cols + 1)))
+    return rows, cols
 
 
 def dot_rows(m: int, n: int, k: int, dtype: str, odt: str,  # noqa: C901

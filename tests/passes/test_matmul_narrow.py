@@ -118,6 +118,8 @@ def test_short_k_every_form(case) -> None:
     ((540, 8), (9, 8), True, "matmul"),              # K under a vector: packed panels
     ((54, 300), (64, 300), True, "matmul"),          # N of four vectors: packed panels
     ((3502, 3), (3, 1639), False, "matmul"),         # a short K: row chunks
+    ((1021, 5), (5, 2), False, "matmul"),            # and under 4 columns: one narrow tile
+    ((300, 500), (3, 500), True, "matmul_dot"),      # 3 columns: 8-row blocks
 ])
 def test_schedule_chosen(a_shape, b_shape, b_t, schedule) -> None:
     mod = _module(a_shape, b_shape, "float32", False, b_t)
