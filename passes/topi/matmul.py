@@ -57,8 +57,9 @@ from passes.topi.matmul_dot import dot_ok, dot_rows
 from passes.topi.matmul_rows import a_element, rows_ok, streamed_rows, unravel
 from passes.topi.matmul_tiles import (
     MIN_TASKS,
-    ROW_CHUNK_BLOCKS,
     PACKED_MAX_ROWS,
+    ROW_CHUNK_BLOCKS,
+    accumulators,
     packed_length,
     packed_tile,
     register_tile,
@@ -79,6 +80,14 @@ MIN_WORK = 16 * 16 * 16
 #: each walking whole rows of C (full cache lines, written once, in order) and reading B
 #: in place: ``K x N`` is small, and packing it would cost as much as using it.
 SHORT_K = 8
+
+#: Widest row of B (bytes) read in place rather than packed per call: the rows of a
+#: panel are then at most this far apart, a few cache lines, sequential enough for the
+#: prefetchers and in as few pages as the packed copy (packing a 2 x 44 x 1079 @ 1079 x
+#: 20 cost as much as its fmas).
+NARROW_ROW_BYTES = 256
+#: The unpacked tail's last columns (under a vector) as a tile of the block's rows.
+TAIL_TILE = True
 
 #: Multiply-adds from which the column panels run on the thread pool (below it a launch
 #: costs more than the second core saves: ~3 us of work at one thread).
@@ -289,10 +298,15 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
     """
     mr, nr = tile
     itemsize = 4 if dtype == "float32" else 8
-    lanes = min(target.lanes(dtype), nr)  # a narrow N tiles with half-width vectors
+    lanes = target.lanes(dtype)  # a narrow N tiles with half-width vectors (powers of two)
+    while lanes > nr:
+        lanes //= 2
     blocks, rtail = divmod(m, mr)
     short = k <= SHORT_K and not b_t  # tasks over row chunks, B read in place
-    pack = (blocks + (rtail > 0) > 1 or b_t) and not packed and not short
+    # B's rows within a few cache lines: read in place, sequentially enough (a packed
+    # copy pays off only when rows of a panel sit pages apart)
+    narrow = n * itemsize <= NARROW_ROW_BYTES and not b_t
+    pack = (blocks + (rtail > 0) > 1 or b_t) and not packed and not short and not narrow
     full, tail = divmod(n, nr)
     group = _group(full, k, nr, itemsize, target.l2 // 2) if pack else 1
     main = full // group  # main column tasks per (batch, chunk)
@@ -303,6 +317,10 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
     parallel = batches * m * n * k >= PARALLEL_MIN_MACS and tasks > 1
     tpad = tail_width(tail, lanes)  # the packed tail panel, zero-padded to whole vectors
     tvec = tail // lanes * lanes      # unpacked: the tail's whole vectors
+    # unpacked, the rest of the tail (power-of-two pieces under a vector) takes a tile of
+    # the block's rows when their accumulators fit the register file (a row at a time,
+    # one short fma chain per row, is bound by the fma latency)
+    tail_tile = TAIL_TILE and mr * len(vector_pieces(tail - tvec, lanes)) <= accumulators(target)
 
     def batch_index(b):
         return () if not batch_dims else unravel(b, batch_dims)
@@ -429,7 +447,10 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
         if tvec:
             row_blocks(x0, out, b, chunk, col0, tvec, tvec,
                        lambda kk, ji: b_at(x1, b, kk, col0 + ji), "tacc")
-        if tail > tvec:
+        if tail > tvec and tail_tile:  # the last columns, under a vector: one tile
+            row_blocks(x0, out, b, chunk, col0 + tvec, tail - tvec, tail - tvec,
+                       lambda kk, ji: b_at(x1, b, kk, col0 + tvec + ji), "eacc")
+        elif tail > tvec:  # too many pieces for the register file: a row at a time
             for r in T.serial(m) if m > 1 else (0,):
                 acc = tile_of(x0, b, r, 1, tail - tvec,
                               lambda kk, ji: b_at(x1, b, kk, col0 + tvec + ji), "eacc")

@@ -28,6 +28,9 @@ WIDE_PANEL_L2_FRACTION = 4
 PACKED_MAX_VECTORS = 8
 #: Most rows one tile takes whole (one pass over B; `register_tile`, `packed_tile`).
 PACKED_MAX_ROWS = 8
+#: Most vector pieces (a vector, then powers of two) of a narrow N taken as one tile
+#: (``register_tile``: N between one and two vectors).
+NARROW_PIECES = 3
 
 
 def accumulators(target: CPUTarget) -> int:
@@ -36,8 +39,8 @@ def accumulators(target: CPUTarget) -> int:
     return target.vector_registers * 3 // 4
 
 
-def register_tile(m: int, n: int, k: int, dtype: str, target: CPUTarget
-                  ) -> tuple[int, int] | None:
+def register_tile(m: int, n: int, k: int, dtype: str, target: CPUTarget,
+                  whole_narrow: bool = True) -> tuple[int, int] | None:
     """(MR, NR) for ``target``'s register file, or None when N is below 4 (fewer columns
     than a vector take vectors of half the width, down to 4 lanes).
 
@@ -49,6 +52,9 @@ def register_tile(m: int, n: int, k: int, dtype: str, target: CPUTarget
     halves V to stay in L2 (a quarter of it). Fewer rows than MR (a batch-1 classifier, a
     GEMV) take wider tiles, up to 8 vectors: independent accumulators hide the FMA latency,
     which a single 1-vector chain exposes (4 cycles per fma on a core that issues two a cycle).
+    Between one and two vectors of columns (20 of 16 lanes), with ``whole_narrow``, the
+    tile takes the whole row as pieces (16 + 4) and fewer rows (``accumulators // pieces``,
+    up to 8), so there is no tail tile.
     """
     itemsize = 4 if dtype == "float32" else 8
     lanes = target.lanes(dtype)
@@ -63,6 +69,13 @@ def register_tile(m: int, n: int, k: int, dtype: str, target: CPUTarget
         wide = max(1, wide // 2)
     v = min(wide, vectors)
     mr = min(budget // v, 8)
+    pieces = vectors + bin(n % lanes).count("1")  # vector_pieces(n, lanes)
+    if whole_narrow and vectors == 1 and 1 < pieces <= NARROW_PIECES and m > PACKED_MAX_ROWS:
+        # one vector and a part, B read unpacked: the whole row in one tile (pieces of
+        # 16 + 4 for 20 columns), not a vector tile and a tail tile that would each run
+        # the K loop, A broadcast twice (B packed at build time pads its tail panel to
+        # whole vectors instead: ``packed_tile``)
+        return min(PACKED_MAX_ROWS, budget // pieces), n
     if m < mr:
         mr = m
         v = min(vectors, budget // m, 24)
@@ -80,7 +93,7 @@ def packed_tile(m: int, n: int, k: int, dtype: str, target: CPUTarget
     once, used by every row: 8 x 3, 4 x 6, 2 x 8 or 1 x 8 vectors with AVX-512), so the
     matmul is one sequential pass over the packed panels, bound by the fmas when B is in
     cache and by its bandwidth when not; more rows take :func:`register_tile`'s tile."""
-    tile = register_tile(m, n, k, dtype, target)
+    tile = register_tile(m, n, k, dtype, target, whole_narrow=False)
     if tile is None:
         return None
     mr, nr = tile
@@ -126,7 +139,7 @@ def split_columns(tile: tuple[int, int], batches: int, m: int, n: int, b_t: bool
     mr, nr = tile
     lanes = target.lanes(dtype)
     budget = accumulators(target)
-    if -(-m // mr) <= 1 and not b_t:  # unpacked: read in place
+    if -(-m // mr) <= 1 and not b_t or nr % lanes:  # unpacked: read in place; or narrow
         return tile
     while (nr > lanes and 2 * ROW_CHUNK_BLOCKS <= m // mr < MIN_TASKS
            and batches * -(-n // nr) < MIN_TASKS):
@@ -135,6 +148,6 @@ def split_columns(tile: tuple[int, int], batches: int, m: int, n: int, b_t: bool
     return mr, nr
 
 
-__all__ = ["MIN_TASKS", "PACKED_MAX_ROWS", "PACKED_MAX_VECTORS", "ROW_CHUNK_BLOCKS",
+__all__ = ["MIN_TASKS", "NARROW_PIECES", "PACKED_MAX_ROWS", "PACKED_MAX_VECTORS", "ROW_CHUNK_BLOCKS",
            "WIDE_PANEL_L2_FRACTION", "accumulators", "packed_length", "packed_tile",
            "register_tile", "split_columns", "tail_width"]
