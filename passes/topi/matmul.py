@@ -477,10 +477,10 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
     def short_rows(x0, x1, out, b, chunk):
         for jo in T.serial(per_chunk) if per_chunk > 1 else ((0,) if blocks else ()):
             if blocks % chunks == 0:
-                block_row(x0, x1, out, b, (chunk * per_chunk + jo) * mr, mr, "sacc")
+                block_row(x0, x1, out, b, (chunk * per_chunk + jo) * mr, mr, "acc")
             else:
                 with T.If(chunk * per_chunk + jo < blocks):
-                    block_row(x0, x1, out, b, (chunk * per_chunk + jo) * mr, mr, "sacc")
+                    block_row(x0, x1, out, b, (chunk * per_chunk + jo) * mr, mr, "acc")
         if rtail and chunks == 1:
             block_row(x0, x1, out, b, blocks * mr, rtail, "racc")
         elif rtail:
