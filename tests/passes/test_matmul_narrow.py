@@ -41,14 +41,16 @@ def _module(a_shape, b_shape, dtype, a_t: bool, b_t: bool, b_value=None):
     return ik.IRModule({"main": bb.finish([y])})
 
 
-def _check(a_shape, b_shape, dtype, a_t, b_t, bits, const_b) -> None:
+def _check(a_shape, b_shape, dtype, a_t, b_t, bits, const_b, target: str = "") -> None:
     rng = np.random.default_rng(sum(a_shape) * 31 + sum(b_shape))
     a = rng.standard_normal(a_shape).astype(dtype)
     b = rng.standard_normal(b_shape).astype(dtype)
     mod = _module(a_shape, b_shape, dtype, a_t, b_t, b if const_b else None)
     args = [a] if const_b else [a, b]
-    with transform.PassContext(config={"topi.vector_bits": bits,
-                                       "runtime.generic_max_elements": 0}):
+    config = {"topi.vector_bits": bits, "runtime.generic_max_elements": 0}
+    if target:  # an ISA level: its own register file and lanes, not only a vector width
+        config = {"target": target, "runtime.generic_max_elements": 0}
+    with transform.PassContext(config=config):
         fn = runtime.build(mod)["main"]
     k = a_shape[-2] if a_t else a_shape[-1]
     want = (np.swapaxes(a, -1, -2) if a_t else a) @ (np.swapaxes(b, -1, -2) if b_t else b)
@@ -146,3 +148,16 @@ def test_weak_shapes_of_the_sweep(a_shape, b_shape, a_t, b_t, const_b, bits) -> 
     """The sweep's weak cases (bench/README.md), float32 and float64."""
     for dtype in ("float32", "float64"):
         _check(a_shape, b_shape, dtype, a_t, b_t, bits, const_b)
+
+
+@pytest.mark.parametrize(("a_shape", "b_shape", "a_t", "b_t", "const_b"), [
+    ((54, 2039), (9, 2039), False, True, False),
+    ((6, 17), (628, 17), False, True, False),
+    ((3, 3502), (3, 1639), True, False, False),
+    ((2, 44, 1079), (2, 1079, 20), False, False, False),
+    ((1633, 19), (19, 14), False, False, True),
+])
+def test_built_for_avx2(a_shape, b_shape, a_t, b_t, const_b) -> None:
+    """Built for x86-64-v3 (AVX2: 8 lanes, 16 registers; runs on any newer host)."""
+    for dtype in ("float32", "float64"):
+        _check(a_shape, b_shape, dtype, a_t, b_t, 0, const_b, "x86-64-v3")
