@@ -56,13 +56,13 @@ from irkernel.target import CPUTarget
 from passes.topi.matmul_dot import dot_ok, dot_rows
 from passes.topi.matmul_rows import a_element, rows_ok, streamed_rows, unravel
 from passes.topi.matmul_tiles import (
-    MIN_TASKS,
     PACKED_MAX_ROWS,
-    ROW_CHUNK_BLOCKS,
     accumulators,
     packed_length,
     packed_tile,
+    panel_group,
     register_tile,
+    row_chunks,
     split_columns,
     tail_width,
 )
@@ -178,24 +178,9 @@ def packed_matmul(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str
     return _cached_packed(tuple(a_shape), tuple(b_shape), dtype, _target(bits), a_t)
 
 
-#: Bytes of each B row a task packs at least (panels are grouped up to this): every row
-#: of a packed panel is a separate page of B when N is large, so a 64-byte panel row
-#: costs a TLB walk per 64 bytes; four panels per pass read 256.
-PACK_ROW_BYTES = 256
 #: K per step of packing a transposed B: a 64-byte line of each of the panel's rows of
 #: ``x1`` (float32), written to that many panel rows (``16 x NR`` elements, in L1).
 TRANSPOSE_BLOCK = 16
-
-
-def _group(full: int, k: int, nr: int, itemsize: int, max_bytes: int) -> int:
-    """Panels per task: up to ``PACK_ROW_BYTES`` per packed row, dividing the panel count,
-    within ``max_bytes`` (half of L2: the panels stay there while the task's row blocks
-    stream) and leaving ``MIN_TASKS`` tasks."""
-    for group in range(max(1, PACK_ROW_BYTES // (nr * itemsize)), 1, -1):
-        if (full % group == 0 and full // group >= MIN_TASKS
-                and group * k * nr * itemsize <= max_bytes):
-            return group
-    return 1
 
 
 def _build(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str, odt: str,
@@ -253,7 +238,7 @@ def _unpacked(batches: int, rows: int, n: int, k: int, dtype: str, odt: str,
     if b_t and not b_batch and dot_ok(batches, rows, n, k, target, dtype, a_t):  # x1: (N, K)
         return dot_rows(rows, n, k, dtype, odt, finish, a_shape, b_shape, out_shape,
                         row_dims, a_t, target, PARALLEL_MIN_MACS)
-    if not b_t and rows_ok(batches, rows, n, target, dtype):
+    if not b_t and not b_batch and rows_ok(batches, rows, n, target, dtype):
         return streamed_rows(rows, n, k, dtype, odt, finish, a_shape, b_shape, out_shape,
                              row_dims, target, PARALLEL_MIN_MACS, a_t)
     tile = register_tile(rows, n, k, dtype, target)
@@ -264,15 +249,6 @@ def _unpacked(batches: int, rows: int, n: int, k: int, dtype: str, odt: str,
     tile = split_columns(tile, batches, rows, n, b_t, target, dtype)
     return _schedule(batches, rows, n, k, tile, dtype, odt, finish, a_shape, b_shape,
                      out_shape, b_batch, row_dims, target, a_t, b_t)
-
-
-def _row_chunks(col_tasks: int, blocks: int) -> int:
-    """Row chunks per column task, so that a matmul with few column panels (N of one or
-    two panels, M in the thousands) still has ``MIN_TASKS`` tasks; each chunk keeps at
-    least two row blocks (a chunk packs its own copy of the panel)."""
-    if col_tasks >= MIN_TASKS:
-        return 1
-    return max(1, min(-(-MIN_TASKS // col_tasks), blocks // ROW_CHUNK_BLOCKS))
 
 
 def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # noqa: C901
@@ -310,10 +286,10 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
     narrow = n * itemsize <= NARROW_ROW_BYTES and not b_t
     pack = (blocks + (rtail > 0) > 1 or b_t) and not packed and not short and not narrow
     full, tail = divmod(n, nr)
-    group = _group(full, k, nr, itemsize, target.l2 // 2) if pack else 1
+    group = panel_group(full, k, nr, itemsize, target.l2 // 2) if pack else 1
     main = full // group  # main column tasks per (batch, chunk)
     col_tasks = 1 if short else main + (tail > 0)
-    chunks = _row_chunks(batches * col_tasks, blocks) if pack or packed or short else 1
+    chunks = row_chunks(batches * col_tasks, blocks) if pack or packed or short else 1
     per_chunk = -(-blocks // chunks)  # row blocks per chunk (the last may have fewer)
     tasks = batches * chunks * col_tasks
     parallel = batches * m * n * k >= PARALLEL_MIN_MACS and tasks > 1
@@ -465,8 +441,11 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
             store(out, tile_of(x0, b, row0, height, width, b_of, nm), b, row0, height,
                   col0, stored)
         for ct in T.serial(full) if full > 1 else ((0,) if full else ()):
-            one(ct * nr, nr, nr, (lambda kk, ji: x1[(ct * k + kk) * nr + ji]) if packed  # noqa: B023
-                else (lambda kk, ji: b_at(x1, b, kk, ct * nr + ji)), name)  # noqa: B023
+            if packed:  # panel ``ct`` of the build-time packing, read in place
+                b_of = lambda kk, ji: x1[(ct * k + kk) * nr + ji]  # noqa: B023, E731
+            else:
+                b_of = lambda kk, ji: b_at(x1, b, kk, ct * nr + ji)  # noqa: B023, E731
+            one(ct * nr, nr, nr, b_of, name)
         if tail and packed:  # zero-padded to whole vectors at build time
             one(full * nr, tpad, tail, lambda kk, ji: x1[full * k * nr + kk * tpad + ji],
                 "t" + name)

@@ -129,7 +129,7 @@ def split_columns(tile: tuple[int, int], batches: int, m: int, n: int, b_t: bool
                   target: CPUTarget, dtype: str) -> tuple[int, int]:
     """The tile, narrowed (half the vectors, more rows) while a packing matmul would
     otherwise be split into row chunks of few row blocks: fewer than ``MIN_TASKS`` column
-    panels and ``2 * ROW_CHUNK_BLOCKS`` to ``MIN_TASKS`` row blocks (``matmul._row_chunks``;
+    panels and ``2 * ROW_CHUNK_BLOCKS`` to ``MIN_TASKS`` row blocks (``row_chunks``;
     with more row blocks the packing is amortized and row chunks cost little).
 
     Why: every row chunk packs its own copy of its panel, so with a few row blocks per
@@ -148,6 +148,33 @@ def split_columns(tile: tuple[int, int], batches: int, m: int, n: int, b_t: bool
     return mr, nr
 
 
-__all__ = ["MIN_TASKS", "NARROW_PIECES", "PACKED_MAX_ROWS", "PACKED_MAX_VECTORS", "ROW_CHUNK_BLOCKS",
-           "WIDE_PANEL_L2_FRACTION", "accumulators", "packed_length", "packed_tile",
-           "register_tile", "split_columns", "tail_width"]
+#: Bytes of each B row a task packs at least (panels are grouped up to this): every row
+#: of a packed panel is a separate page of B when N is large, so a 64-byte panel row
+#: costs a TLB walk per 64 bytes; four panels per pass read 256.
+PACK_ROW_BYTES = 256
+
+
+def panel_group(full: int, k: int, nr: int, itemsize: int, max_bytes: int) -> int:
+    """Panels per task: up to ``PACK_ROW_BYTES`` per packed row, dividing the panel count,
+    within ``max_bytes`` (half of L2: the panels stay there while the task's row blocks
+    stream) and leaving ``MIN_TASKS`` tasks."""
+    for group in range(max(1, PACK_ROW_BYTES // (nr * itemsize)), 1, -1):
+        if (full % group == 0 and full // group >= MIN_TASKS
+                and group * k * nr * itemsize <= max_bytes):
+            return group
+    return 1
+
+
+def row_chunks(col_tasks: int, blocks: int) -> int:
+    """Row chunks per column task, so that a matmul with few column panels (N of one or
+    two panels, M in the thousands) still has ``MIN_TASKS`` tasks; each chunk keeps at
+    least two row blocks (a chunk of a packing schedule packs its own copy of the panel)."""
+    if col_tasks >= MIN_TASKS:
+        return 1
+    return max(1, min(-(-MIN_TASKS // col_tasks), blocks // ROW_CHUNK_BLOCKS))
+
+
+__all__ = ["MIN_TASKS", "NARROW_PIECES", "PACKED_MAX_ROWS", "PACKED_MAX_VECTORS", "PACK_ROW_BYTES",
+           "ROW_CHUNK_BLOCKS", "WIDE_PANEL_L2_FRACTION", "accumulators", "packed_length",
+           "packed_tile", "panel_group", "register_tile", "row_chunks", "split_columns",
+           "tail_width"]

@@ -161,3 +161,11 @@ def test_built_for_avx2(a_shape, b_shape, a_t, b_t, const_b) -> None:
     """Built for x86-64-v3 (AVX2: 8 lanes, 16 registers; runs on any newer host)."""
     for dtype in ("float32", "float64"):
         _check(a_shape, b_shape, dtype, a_t, b_t, 0, const_b, "x86-64-v3")
+
+
+@pytest.mark.parametrize("bits", [128, 256, 512])
+def test_equal_batches_of_one_batch_and_few_rows(bits) -> None:
+    """``a[1, 1, K] @ b[1, K, N]`` (found by hypothesis): a 3-d B is read through its batch
+    index, never by the 2-d streamed-rows schedule (which indexed ``x0`` with 2 indices)."""
+    _check((1, 1, 32), (1, 32, 128), "float32", False, False, bits, False)
+    _check((1, 3, 40), (1, 40, 200), "float64", False, False, bits, False)
