@@ -48,8 +48,9 @@ def _previous_dot_lanes(k: int, lanes: int) -> int:
 
 
 #: (module, attribute, previous value): the decisions this round changed.
-PREVIOUS = ((matmul, "SHORT_K", 0), (matmul, "NARROW_ROW_BYTES", 0),
-            (matmul, "TAIL_TILE", False), (matmul_tiles, "NARROW_PIECES", 1),
+PREVIOUS = ((matmul, "SHORT_K", 0), (matmul_tiles, "SHORT_K", 0),
+            (matmul_tiles, "NARROW_ROW_BYTES", 0), (matmul, "TAIL_TILE", False),
+            (matmul_tiles, "NARROW_PIECES", 1),
             (matmul_dot, "NARROW_VECTORS", 0), (matmul_dot, "dot_lanes", _previous_dot_lanes))
 
 

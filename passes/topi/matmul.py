@@ -57,12 +57,14 @@ from passes.topi.matmul_dot import dot_ok, dot_rows
 from passes.topi.matmul_rows import a_element, rows_ok, streamed_rows, unravel
 from passes.topi.matmul_tiles import (
     PACKED_MAX_ROWS,
+    SHORT_K,
     accumulators,
     packed_length,
     packed_tile,
     panel_group,
     register_tile,
     row_chunks,
+    short_k,
     split_columns,
     tail_width,
 )
@@ -75,18 +77,6 @@ MATMUL_B = "matmul_b"
 #: Below this many multiply-adds the canonical (fusable) reduction is used instead.
 MIN_WORK = 16 * 16 * 16
 
-#: Largest K of a *short* matmul (``_schedule``): its tile runs few fmas per element
-#: stored, so C's stores weigh. Tasks then split the rows, not the columns, each walking
-#: whole rows of C (full cache lines, written once, in order) and reading B in place
-#: (``K x N`` within half of L2), not packing it. Measured old/new in one process, one
-#: thread: K of 9-16 1.2-1.4x, 24-32 1.0-1.16x (3000 x 32 x 1000 with a transposed A).
-SHORT_K = 32
-
-#: Widest row of B (bytes) read in place rather than packed per call: the rows of a
-#: panel are then at most this far apart, a few cache lines, sequential enough for the
-#: prefetchers and in as few pages as the packed copy (packing a 2 x 44 x 1079 @ 1079 x
-#: 20 cost as much as its fmas).
-NARROW_ROW_BYTES = 256
 #: The unpacked tail's last columns (under a vector) as a tile of the block's rows.
 TAIL_TILE = True
 
@@ -279,12 +269,8 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
     while lanes > nr:
         lanes //= 2
     blocks, rtail = divmod(m, mr)
-    # tasks over row chunks, B read in place (and kept in L2 while every row block reads it)
-    short = k <= SHORT_K and not b_t and k * n * itemsize <= target.l2 // 2
-    # B's rows within a few cache lines: read in place, sequentially enough (a packed
-    # copy pays off only when rows of a panel sit pages apart)
-    narrow = n * itemsize <= NARROW_ROW_BYTES and not b_t
-    pack = (blocks + (rtail > 0) > 1 or b_t) and not packed and not short and not narrow
+    short = short_k(k, n, itemsize, target) and not b_t
+    pack = (blocks + (rtail > 0) > 1 or b_t) and not packed and not short
     full, tail = divmod(n, nr)
     group = panel_group(full, k, nr, itemsize, target.l2 // 2) if pack else 1
     main = full // group  # main column tasks per (batch, chunk)
@@ -449,9 +435,20 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
         if tail and packed:  # zero-padded to whole vectors at build time
             one(full * nr, tpad, tail, lambda kk, ji: x1[full * k * nr + kk * tpad + ji],
                 "t" + name)
-        elif tail:
-            one(full * nr, tail, tail, lambda kk, ji: b_at(x1, b, kk, full * nr + ji),
-                "t" + name)
+        elif tail:  # whole vectors, then the rest as in ``tail_panel``
+            col0 = full * nr
+            if tvec:
+                one(col0, tvec, tvec, lambda kk, ji: b_at(x1, b, kk, col0 + ji), "t" + name)
+            rest = tail - tvec
+
+            def b_rest(kk, ji):
+                return b_at(x1, b, kk, col0 + tvec + ji)
+            if rest and tail_tile:
+                one(col0 + tvec, rest, rest, b_rest, "e" + name)
+            elif rest:  # too many pieces for the register file: a row at a time
+                for rr in T.serial(height) if height > 1 else (0,):
+                    store(out, tile_of(x0, b, row0 + rr, 1, rest, b_rest, "x" + name), b,
+                          row0 + rr, 1, col0 + tvec, rest)
 
     def short_rows(x0, x1, out, b, chunk):
         for jo in T.serial(per_chunk) if per_chunk > 1 else ((0,) if blocks else ()):

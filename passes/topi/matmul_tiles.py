@@ -174,7 +174,31 @@ def row_chunks(col_tasks: int, blocks: int) -> int:
     return max(1, min(-(-MIN_TASKS // col_tasks), blocks // ROW_CHUNK_BLOCKS))
 
 
-__all__ = ["MIN_TASKS", "NARROW_PIECES", "PACKED_MAX_ROWS", "PACKED_MAX_VECTORS", "PACK_ROW_BYTES",
-           "ROW_CHUNK_BLOCKS", "WIDE_PANEL_L2_FRACTION", "accumulators", "packed_length",
-           "packed_tile", "panel_group", "register_tile", "row_chunks", "split_columns",
+#: Largest K of a *short* matmul (``matmul._schedule``): its tile runs few fmas per element
+#: stored, so C's stores weigh. Tasks then split the rows, not the columns, each walking
+#: whole rows of C (full cache lines, written once, in order) and reading B in place
+#: (``K x N`` within half of L2), not packing it. Measured old/new in one process, one
+#: thread: K of 9-16 1.2-1.4x, 24-32 1.0-1.16x (3000 x 32 x 1000 with a transposed A).
+SHORT_K = 32
+
+#: Widest row of B (bytes) read in place rather than packed per call: the rows of a
+#: panel are then at most this far apart, a few cache lines, sequential enough for the
+#: prefetchers and in as few pages as the packed copy (packing a 2 x 44 x 1079 @ 1079 x
+#: 20 cost as much as its fmas).
+NARROW_ROW_BYTES = 256
+
+
+def short_k(k: int, n: int, itemsize: int, target: CPUTarget) -> bool:
+    """Whether an untransposed B is read in place by tasks over row chunks (the *short*
+    schedule of ``matmul._schedule``): a short K (``SHORT_K``), or B's rows within a few
+    cache lines (``NARROW_ROW_BYTES``: read in place sequentially enough; a packed copy
+    pays off only when the rows of a panel sit pages apart), and B within half of L2,
+    where it stays while every row block reads it."""
+    return (k <= SHORT_K or n * itemsize <= NARROW_ROW_BYTES) \
+        and k * n * itemsize <= target.l2 // 2
+
+__all__ = ["MIN_TASKS", "NARROW_PIECES", "NARROW_ROW_BYTES", "PACKED_MAX_ROWS",
+           "PACKED_MAX_VECTORS", "PACK_ROW_BYTES", "ROW_CHUNK_BLOCKS", "SHORT_K",
+           "WIDE_PANEL_L2_FRACTION", "accumulators", "packed_length", "packed_tile",
+           "panel_group", "register_tile", "row_chunks", "short_k", "split_columns",
            "tail_width"]

@@ -15,14 +15,10 @@ import irkernel as ik
 import passes
 import runtime
 from irkernel import tir
+from irkernel.target import cpu_target
 from irkernel.tir import script as T
 from passes.tir.parallelize import PARALLEL_MIN_WORK, independent_outer, parallelize, work
-from passes.topi.matmul import (
-    NARROW_ROW_BYTES,
-    SHORT_K,
-    matmul_with_epilogue,
-    scheduled_matmul,
-)
+from passes.topi.matmul import matmul_with_epilogue, scheduled_matmul, short_k
 
 
 def _chain(shape: tuple[int, ...]) -> ik.IRModule:
@@ -142,8 +138,8 @@ def test_scheduled_matmul_variants(m: int, n: int, k: int, dtype: str, bits: int
     packed = any(isinstance(b, tir.Allocate) and b.buffer.name == "panel"
                  for b in tir.post_order(pf.body))
     # several row blocks pack B per task, unless K is short or B's rows narrow (read in place)
-    itemsize = np.dtype(dtype).itemsize
-    assert packed == (-(-m // tile[0]) > 1 and k > SHORT_K and n * itemsize > NARROW_ROW_BYTES)
+    short = short_k(k, n, np.dtype(dtype).itemsize, cpu_target("host").with_vector_bits(bits))
+    assert packed == (-(-m // tile[0]) > 1 and not short)
     rng = np.random.default_rng(m * n + k)
     a = rng.standard_normal((m, k)).astype(dtype)
     b = rng.standard_normal((k, n)).astype(dtype)

@@ -3,7 +3,7 @@ reference interpreter (issue 31: matmul at every shape).
 
 * a narrow N with a transposed B (``a @ w.T``, N under two vectors, any number of rows):
   dot products along K in blocks of rows (``passes/topi/matmul_dot.py``);
-* a short K (at most ``matmul.SHORT_K``): tasks over row chunks, each writing whole rows
+* a short K (at most ``matmul_tiles.SHORT_K``): tasks over row chunks, each writing whole rows
   of C and reading B in place, unpacked or packed at build time (``matmul._schedule``).
 
 Random shapes (hypothesis) with dimensions from 1, primes and tile +- 1, float32 and
@@ -22,7 +22,7 @@ import irkernel as ik
 import runtime
 from irkernel import transform
 from passes.legalize_ops import LegalizeOps
-from passes.topi.matmul import SHORT_K
+from passes.topi.matmul_tiles import SHORT_K
 
 #: 1, primes, and tile edges for 4-, 8- and 16-lane vectors and 4- or 6-row blocks.
 EDGES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 15, 16, 17, 31, 33, 63, 65, 97, 127)
