@@ -15,7 +15,7 @@ graphs, and per module the arena (``planned_bytes``, summed over graph functions
 the live peak (the largest sum of live intermediates at one node) exact and with each
 value in its 64-byte class (the arena's own lower bound; the gap to it is fragmentation),
 the executors' own state per graph node (``GraphExecutor.state_nbytes``: the launch
-table and one binding's slots; target <= 64 B) and the process's peak RSS.
+table and one binding without its arena; target <= 64 B) and the process's peak RSS.
 
 The report prints one table per family: seconds per phase and size, then the growth per
 decade between consecutive sizes as ``k``, the exponent of ``t ~ n**k`` (1.0 linear,

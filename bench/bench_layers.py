@@ -11,8 +11,9 @@ squeezenet1_1 (3 -> 64, no pad, relu), efficientnet_b0 (3 -> 32 with SiLU) and r
 (3 -> 64, 7x7 stride 2 pad 3); squeezenet1_1's three 3x3 stride-2 ceil_mode max pools and
 resnet18's padded one; YOLO's spatial pyramid max pools (5x5, 9x9, 13x13, stride 1);
 average pools (Inception's 3x3 stride-1 branch pools, DenseNet's 2x2 stride-2
-transitions); and efficientnet_b0's 1x1 convs with and without SiLU (same conv, so their
-ratio is the epilogue's cost). Per layer and thread count, ours
+transitions); efficientnet_b0's 1x1 convs with and without SiLU (same conv, so their
+ratio is the epilogue's cost); and mobilenet_v2's small-K 1x1 expand convs (16, 24 and 32
+input channels, relu6). Per layer and thread count, ours
 (``runtime.build(from_onnx(m))``) against onnxruntime (CPU provider, ``intra_op_num_threads``
 = ours, one inter-op thread) through ``irkernel.testing.timing.compare``: each side in
 blocks of its own after warm-ups, medians. Printed: ms of both sides, ``ratio`` = ours /
@@ -55,6 +56,9 @@ LAYERS: dict[str, tuple[str, tuple[int, ...], tuple]] = {
     "conv1x1_24_144_56_silu": ("conv", (1, 24, 56, 56), (144, 1, 1, 0, "silu")),
     "conv1x1_40_240_28": ("conv", (1, 40, 28, 28), (240, 1, 1, 0, "none")),
     "conv1x1_40_240_28_silu": ("conv", (1, 40, 28, 28), (240, 1, 1, 0, "silu")),
+    "conv1x1_16_96_112_relu6": ("conv", (1, 16, 112, 112), (96, 1, 1, 0, "relu6")),
+    "conv1x1_24_144_56_relu6": ("conv", (1, 24, 56, 56), (144, 1, 1, 0, "relu6")),
+    "conv1x1_32_192_28_relu6": ("conv", (1, 32, 28, 28), (192, 1, 1, 0, "relu6")),
 }
 
 

@@ -19,6 +19,7 @@ from passes.integer_kernels import IntegerKernels
 from passes.legalize_ops import LegalizeOps
 from passes.pack_weights import PackConstantWeights
 from passes.pipelines import GRAPH_LOWERING, LOWER_TIR
+from passes.share_elementwise import ShareElementwiseKernels
 from passes.simplify_arith import SimplifyArith
 from passes.split_concat import SplitConcat
 
@@ -48,6 +49,7 @@ __all__ = [
     "IntegerKernels",
     "LegalizeOps",
     "PackConstantWeights",
+    "ShareElementwiseKernels",
     "SimplifyArith",
     "SplitConcat",
     "fixpoint",

@@ -22,7 +22,7 @@ from irkernel import transform
 #: and ``DeadCodeElimination`` (drops unused PrimFuncs).
 GRAPH_LOWERING = ("FoldConstant,FoldBatchNorm,SimplifyArith,EliminateCommonSubexpr,"
                   "DeadCodeElimination,SplitConcat,IntegerKernels,LegalizeOps,PackConstantWeights,"
-                  "FuseOps,FuseTIR,"
+                  "FuseOps,FuseTIR,ShareElementwiseKernels,"
                   "DeadCodeElimination")
 
 #: Each PrimFunc, before LLVM: independent outer loops of graph lowering's kernels

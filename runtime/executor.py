@@ -7,10 +7,12 @@ run needs no per-kernel checks. A call then does, in order:
 1. check the inputs (count, dtype, shape; a non-contiguous or misaligned input
    is copied) and, when given, the preallocated outputs ``out=[...]``;
 2. take a *binding* (an arena for the intermediates, laid out by
-   ``runtime/memory_plan.py``, and a private copy of the table's slots with
-   the arena's addresses filled in) from the executor's free list, or make one;
-3. write the call's dynamic addresses (inputs, outputs) into the slots with
-   one NumPy assignment, and run the launches with the native launcher
+   ``runtime/memory_plan.py``, a private copy of the table's short array of
+   distinct argument values with the arena's addresses filled in, and a scratch
+   row the launcher resolves each launch's arguments into) from the executor's
+   free list, or make one;
+3. write the call's dynamic addresses (inputs, outputs) into the values, one
+   store each, and run the launches with the native launcher
    (``runtime/launcher.py``), one ctypes call per segment (``call_func``
    nodes split segments and run their callee in between);
    a profiled call (``profiled_call``, ``runtime/profile.py``) runs the same
@@ -67,22 +69,28 @@ def _aligned_empty(shape: tuple[int, ...], dtype: np.dtype, align: int) -> np.nd
 
 
 class _Binding:
-    """An arena and the table's slots bound to it (one call at a time); ``view``: the
-    slots as a memoryview, whose item assignment costs a third of an ndarray's."""
+    """An arena and the table's values bound to it (one call at a time), the launcher's
+    scratch row and context (``runtime/launcher.py``); ``view``: the values as a
+    memoryview, whose item assignment costs a third of an ndarray's."""
 
-    __slots__ = ("arena", "slots", "slots_address", "view")
+    __slots__ = ("arena", "context", "context_address", "scratch", "values", "view")
 
-    def __init__(self, arena: np.ndarray | None, slots: np.ndarray) -> None:
-        self.arena, self.slots = arena, slots
-        self.slots_address = slots.ctypes.data
-        self.view = memoryview(slots)
+    def __init__(self, table: LaunchTable, arena: np.ndarray | None, values: np.ndarray
+                 ) -> None:
+        self.arena, self.values = arena, values
+        self.scratch = np.zeros(table.width, np.int64)
+        self.context = np.array([a.ctypes.data for a in (
+            table.kernel_ids, table.fns, table.starts, table.args, values, self.scratch)],
+            np.int64)
+        self.context_address = self.context.ctypes.data
+        self.view = memoryview(values)
 
 
 class _FastPlan:
     """What the short path of a call needs, fixed at build time: per parameter (dtype,
-    shape, C-contiguous strides, alignment, slots), per output (dtype, shape, alignment,
-    slots), and the launches. Only for functions without ``call_func`` whose outputs are
-    all written by kernels (distinct fresh arrays)."""
+    shape, C-contiguous strides, alignment, dynamic index), per output (dtype, shape,
+    alignment, dynamic index), and the launches. Only for functions without
+    ``call_func`` whose outputs are all written by kernels (distinct fresh arrays)."""
 
     __slots__ = ("begin", "end", "outputs", "params")
 
@@ -120,18 +128,17 @@ class GraphExecutor:
         self._graphs = graphs
         plan = plan_memory(func)
         self._table = build_table(name, func, kernels, plan)
-        # the plan's columns (24 bytes per node) are in the table's slots now: keep its size
+        # the plan's offsets are in the table's values now: keep its size
         self.planned_bytes = plan.planned_bytes
         # keeps the machine code of the kernels this function launches alive (see owner);
         # only those: a copy of the module's whole dict per function is O(functions x K)
         self._kernels = {k: kernels[k] for k in self._table.kernel_names}
-        self._result_pos = _result_positions(self._table)
         self._n_params = len(func.params)
         self._out_types = [(NUMPY_DTYPES[int(func.dtype[o])], func.shapes[int(func.shape_id[o])])
                            for o in func.outputs.tolist()]
         self._outputs = self._output_plan()
         self._free: list[_Binding] = []
-        self._table_addresses = (self._table.fns.ctypes.data, self._table.starts.ctypes.data)
+        self._wide = self._table.wide
         # (dtype, shape) per parameter: the common case of a call is checked against these
         # without building messages; anything else goes through check_inputs
         self._param_types = [
@@ -147,13 +154,11 @@ class GraphExecutor:
 
     @property
     def state_nbytes(self) -> tuple[int, int]:
-        """(launch table, one binding's slots) in bytes: the executor's own state, beside
-        the lowered function, the constants and the arenas it shares or allocates. A run
-        holds one binding; concurrent runs hold one each."""
+        """(launch table, one binding without its arena) in bytes: the executor's own
+        state, beside the lowered function, the constants and the arenas it shares or
+        allocates. A run holds one binding; concurrent runs hold one each."""
         t = self._table
-        table = sum(a.nbytes for a in (t.fns, t.starts, t.slots, t.arena_pos, t.dyn_pos,
-                                       t.dyn_index, t.dyn_align, t.nodes, t.kernel_ids))
-        return table, t.slots.nbytes
+        return t.nbytes, t.values.nbytes + 8 * (t.width + 6)
 
     def _fast_plan(self) -> _FastPlan | None:
         """The short path's plan (see :class:`_FastPlan`), or None when it does not apply."""
@@ -162,15 +167,11 @@ class GraphExecutor:
                 or not all(fresh for fresh, _ in self._outputs):
             return None
         align = table.dyn_align.tolist()
-        order = np.argsort(table.dyn_index, kind="stable")
-        bounds = np.searchsorted(table.dyn_index[order], np.arange(table.n_dynamic + 1))
-        slots = [tuple(table.dyn_pos[order[a:b]].tolist())
-                 for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)]
         params = []
         for k, (dtype, shape) in enumerate(self._param_types):
             strides = np.empty(shape, dtype).strides  # C order (no memory for empty dims)
-            params.append((dtype, tuple(shape), strides, align[k], slots[k]))
-        outputs = [(dtype, tuple(shape), align[index], slots[index])
+            params.append((dtype, tuple(shape), strides, align[k], k))
+        outputs = [(dtype, tuple(shape), align[index], index)
                    for (dtype, shape), (_, index) in zip(self._out_types, self._outputs,
                                                          strict=True)]
         return _FastPlan(params, outputs, table.segments[0].begin, table.segments[-1].end)
@@ -266,21 +267,17 @@ class GraphExecutor:
         binding = self._take()
         try:
             view = binding.view
-            for (_, _, _, _, slots), address in zip(plan.params, addresses, strict=True):
-                for pos in slots:
-                    view[pos] = address
-            for k, (dtype, shape, align, slots) in enumerate(plan.outputs):
+            for k, address in enumerate(addresses):  # parameter k is dynamic value k
+                view[k] = address
+            for k, (dtype, shape, align, index) in enumerate(plan.outputs):
                 if out is not None:
                     arr = out[k]
                 else:
                     arr = np.empty(shape, dtype) if align <= 16 else \
                         _aligned_empty(shape, dtype, align)
-                address = data_address(arr) if arr.size else 0
-                for pos in slots:
-                    view[pos] = address
+                view[index] = data_address(arr) if arr.size else 0
                 results.append(arr)
-            fns, starts = self._table_addresses
-            run_steps(fns, starts, binding.slots_address, plan.begin, plan.end)
+            run_steps(binding.context_address, plan.begin, plan.end, self._wide)
         finally:
             self._free.append(binding)
         return results if out is None else list(out)
@@ -354,13 +351,13 @@ class GraphExecutor:
                 ptrs[index] = data_address(arr) if arr.size else 0
         binding = self._take()
         try:
-            binding.slots[table.dyn_pos] = ptrs[table.dyn_index]
-            fns, starts = self._table_addresses
+            binding.values[:table.n_dynamic] = ptrs
+            context, wide = binding.context_address, self._wide
             for seg in table.segments:
                 if timer is None:
-                    run_steps(fns, starts, binding.slots_address, seg.begin, seg.end)
+                    run_steps(context, seg.begin, seg.end, wide)
                 else:
-                    timer.launch(self, fns, starts, binding.slots_address, seg.begin, seg.end)
+                    timer.launch(self, context, seg.begin, seg.end, wide)
                 if seg.call is not None:
                     self._call_func(seg.call, binding, values, ptrs, depth, timer)
         finally:
@@ -388,10 +385,10 @@ class GraphExecutor:
         table = self._table
         size = self.planned_bytes
         arena = _aligned_empty((size,), np.dtype(np.uint8), ALIGN) if size else None
-        slots = table.slots.copy()
+        values = table.values.copy()
         if arena is not None:
-            slots[table.arena_pos] += arena.ctypes.data
-        return _Binding(arena, slots)
+            values[table.arena_begin:table.arena_end] += arena.ctypes.data
+        return _Binding(table, arena, values)
 
     def _call_func(self, call: CallFunc, binding: _Binding, values: list[Any],
                    ptrs: np.ndarray, depth: int, timer: LaunchTimer | None) -> None:
@@ -414,7 +411,7 @@ class GraphExecutor:
         result = target.run(args, depth + 1, None, timer)[0]
         index = call.result
         values[index], ptrs[index] = _usable(result, int(self._table.dyn_align[index]))
-        binding.slots[self._result_pos[index]] = ptrs[index]
+        binding.values[index] = ptrs[index]
 
     # -- introspection --------------------------------------------------------
     @property
@@ -425,25 +422,11 @@ class GraphExecutor:
     @property
     def num_kernels(self) -> int:
         """Kernel launches per call (call_tir nodes)."""
-        return len(self._table.fns)
+        return len(self._table.kernel_ids)
 
     def __repr__(self) -> str:
         return (f"<GraphExecutor {self.name}: {self._n_params} inputs, "
                 f"{self.num_kernels} kernels, arena {self.planned_bytes:,} B>")
-
-
-def _result_positions(table: LaunchTable) -> dict[int, np.ndarray]:
-    """Per ``call_func`` result (its dynamic index): the slots that take its address.
-    Found once at build time with one sort, so a call does no search over the slots."""
-    results = [seg.call.result for seg in table.segments if seg.call is not None]
-    if not results:
-        return {}
-    order = np.argsort(table.dyn_index, kind="stable")
-    grouped = table.dyn_index[order]
-    lo = np.searchsorted(grouped, results, side="left")
-    hi = np.searchsorted(grouped, results, side="right")
-    return {r: table.dyn_pos[order[a:b]] for r, a, b in
-            zip(results, lo.tolist(), hi.tolist(), strict=True)}
 
 
 def _usable(arr: np.ndarray, align: int) -> tuple[np.ndarray, int]:

@@ -3,16 +3,22 @@
 A lowered graph Function holds ``param``, ``const``, ``call_tir`` and
 ``call_func`` nodes. Each ``call_tir`` is one *launch* of a compiled kernel,
 whose packed entry takes an ``int64`` slot per parameter and shape var
-(``runtime/lower.py``). The table is three arrays for the native launcher
-(``runtime/launcher.py``): entry addresses, slot starts and the slots. A
-slot's value comes from where its node lives:
+(``runtime/lower.py``). The table stores each launch argument once, as an
+``int32`` index into ``values``, a short ``int64`` array of the distinct values
+the arguments take, which the native launcher (``runtime/launcher.py``)
+resolves into the kernel's slots as it runs. ``values`` is three runs:
 
-* ``const`` nodes: the address of the constant in the module's pool (static);
-* intermediates: an offset in the arena (``runtime/memory_plan.py``), made
-  absolute when an arena is bound;
-* *dynamic values*, known per call: the inputs (one per parameter, in order),
-  the fresh outputs, and the results of ``call_func`` nodes;
-* shape vars of shape-generic kernels: their value, fixed by the call's types.
+* *dynamic values*, known per call (``[0, n_dynamic)``): the inputs (one per
+  parameter, in order), the fresh outputs, and the results of ``call_func`` nodes;
+* the distinct arena offsets of intermediates (``[arena_begin, arena_end)``,
+  ``runtime/memory_plan.py``), made absolute when an arena is bound;
+* static values: the addresses of ``const`` nodes in the module's pool and the
+  shape vars of shape-generic kernels (their value, fixed by the call's types).
+
+A binding (one per concurrent call, ``runtime/executor.py``) copies only
+``values``; the per-launch arrays (kernel index, argument start, arguments,
+node) are shared, so the executor's state is about 4 bytes per argument and 12
+per launch, not an int64 slot per argument in the table and again per binding.
 
 Everything is whole-array NumPy over the nodes. Python runs once per kernel
 and once per distinct (kernel, operand types) signature, which is where each
@@ -35,12 +41,13 @@ from irkernel.ir.call_tir import bind_call_tir
 from irkernel.ir.distinct import sorted_distinct
 from irkernel.ir.errors import IRError
 from irkernel.ir.function import Function
-from irkernel.ir.ids import DTYPE_NAMES, FLOAT32, NARROW_FLOAT_DTYPES, NUMPY_DTYPES, dtype_code
+from irkernel.ir.ids import DTYPE_NAMES, NUMPY_DTYPES, dtype_code
 from irkernel.ir.operands import operand_csr
-from irkernel.ir.pools import scalar_from_bits
 from irkernel.tir.buffer import Buffer
 from irkernel.tir.expr import IntImm, Var
 from runtime.abi import CallingConvention
+from runtime.launch_values import const_addresses, distinct_ints
+from runtime.launcher import HEAD
 from runtime.memory_plan import ALIGN, MemoryPlan
 
 # Where a node's buffer lives (a column over the nodes while the table is built).
@@ -206,69 +213,32 @@ class FreshOutput:
 class LaunchTable:
     """The launches of one graph Function (see the module docstring)."""
 
-    fns: np.ndarray  # int64[steps]: packed entry addresses
-    starts: np.ndarray  # int64[steps + 1]: first slot of each launch
-    slots: np.ndarray  # int64[total]: static values; arena offsets; 0 where dynamic
-    arena_pos: np.ndarray  # int32 (int64 past 2**31 slots): slots holding arena offsets
-    dyn_pos: np.ndarray  # int64: slots holding dynamic values ...
-    dyn_index: np.ndarray  # int64: ... and which (index into the dynamic values)
+    kernel_ids: np.ndarray  # int32[steps]: each launch's kernel, an index into kernel_names
+    fns: np.ndarray  # int64[kernels]: packed entry address of each kernel
+    starts: np.ndarray  # int32[steps + 1] (int64 past 2**31 arguments): first argument
+    args: np.ndarray  # int32[arguments + HEAD]: each launch's arguments, indices into values
+    values: np.ndarray  # int64: dynamic (0 here), arena offsets, static values
+    arena_begin: int  # values[arena_begin:arena_end] are arena offsets
+    arena_end: int
+    width: int  # the most arguments of one launch (a binding's scratch row)
     dyn_align: np.ndarray  # int64[n_dynamic]: alignment every use of a value needs
     segments: list[Segment]
     fresh: list[FreshOutput]
     n_dynamic: int
-    keep: list[Any]  # arrays whose addresses are in ``slots`` (constants)
+    keep: list[Any]  # arrays whose addresses are in ``values`` (constants)
     nodes: np.ndarray  # int32[steps]: the call_tir node of each launch (profiles, errors)
-    kernel_ids: np.ndarray  # int32[steps]: each launch's kernel, an index into kernel_names
     kernel_names: tuple[str, ...]  # the distinct callees, sorted
 
+    @property
+    def wide(self) -> bool:
+        """Whether ``starts`` is int64 (the launcher's other variant)."""
+        return self.starts.dtype == np.int64
 
-def _const_addresses(func: Function, nodes: np.ndarray, align: np.ndarray,
-                     keep: list[Any]) -> np.ndarray:
-    """Addresses of const nodes' data: the pool's own bytes (zero copy) where aligned
-    enough; one-element constants, which the pool keeps as 8 raw bytes in ``sval``
-    (float64 bits for floats), from one array holding each in its own dtype; a
-    private aligned copy for the rare kernel that wants more alignment. Large constants
-    the pool holds by reference (``pool.external``) are passed as their own arrays."""
-    pool = func.consts
-    cids = func.a0[nodes].astype(np.int64)
-    data = pool.data
-    base = data.ctypes.data if len(data) else 0
-    addr = base + pool.offset[cids].astype(np.int64)
-    keep.append(data)
-    if pool.external:  # large constants held by reference (zero-copy imports): their arrays
-        ext = np.fromiter(pool.external, np.int64, len(pool.external))
-        held = np.isin(cids, ext)
-        for k in np.nonzero(held)[0].tolist():
-            arr = pool.external[int(cids[k])]
-            addr[k] = arr.ctypes.data if arr.size else 0
-            keep.append(arr)
-    scalar = func.shapes.size[pool.shape_id[cids]] == 1
-    if np.any(scalar):
-        ids, where = np.unique(cids[scalar], return_inverse=True)
-        values = pool.sval[ids].copy()  # int64 and bool: the value; float64: its bits
-        f32 = pool.dtype[ids] == FLOAT32
-        values[f32] = pool.sval_f[ids[f32]].astype(np.float32).view(np.uint32)
-        for code in NARROW_FLOAT_DTYPES:  # float16/bfloat16: their 16 bits (sval: float64)
-            sel = pool.dtype[ids] == code
-            if np.any(sel):
-                values[sel] = scalar_from_bits(pool.sval[ids[sel]], code).view(np.uint16)
-        keep.append(values)
-        addr[scalar] = values.ctypes.data + 8 * where.astype(np.int64)
-    bad = np.nonzero(addr % np.maximum(align, 1) != 0)[0]
-    for k in bad.tolist():
-        value = func.const_value(int(nodes[k]))
-        copy = _aligned(value.shape, value.dtype, int(align[k]))
-        copy[...] = value
-        keep.append(copy)
-        addr[k] = copy.ctypes.data if copy.size else 0
-    return addr
-
-
-def _aligned(shape: tuple[int, ...], dtype: np.dtype, align: int) -> np.ndarray:
-    nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-    raw = np.empty(nbytes + align, np.uint8)
-    start = (-raw.ctypes.data) % align
-    return raw[start:start + nbytes].view(dtype).reshape(shape)
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the table's arrays (what every call shares)."""
+        return sum(a.nbytes for a in (self.kernel_ids, self.fns, self.starts, self.args,
+                                      self.values, self.dyn_align, self.nodes))
 
 
 def build_table(name: str, func: Function, kernels: dict[str, CompiledKernel],
@@ -350,6 +320,7 @@ def build_table(name: str, func: Function, kernels: dict[str, CompiledKernel],
                                     + within[is_operand]]
     is_result = within == n_ops_of[slot_call]
     slot_node[is_result] = calls[slot_call[is_result]]
+    del slot_call, within, is_operand, is_result  # the table's build peaks past 500 B/node
     slots = np.zeros(total, np.int64)
     slot_align = np.ones(total, np.int64)
 
@@ -368,8 +339,8 @@ def build_table(name: str, func: Function, kernels: dict[str, CompiledKernel],
                            for p in kern.convention.params], np.int64)
         slot_align[pos] = aligns
         nodes = slot_node[pos]
-        values = _flat_check(kern, func.dtype[nodes], sizes[nodes])
-        if values is None:  # not a flat kernel, or a call that does not fit: Python per type
+        var_values = _flat_check(kern, func.dtype[nodes], sizes[nodes])
+        if var_values is None:  # not a flat kernel, or a call that does not fit: Python per type
             keys = type_key[nodes]
             uniq, first, inverse = np.unique(keys, axis=0, return_index=True,
                                              return_inverse=True)
@@ -378,42 +349,65 @@ def build_table(name: str, func: Function, kernels: dict[str, CompiledKernel],
                 types = [(DTYPE_NAMES[int(func.dtype[j])], func.shapes[int(func.shape_id[j])])
                          for j in nodes[row].tolist()]
                 per_type[g] = check_kernel_call(name, int(calls[members[row]]), kern, types)
-            values = per_type[inverse.reshape(-1)]
+            var_values = per_type[inverse.reshape(-1)]
         if n_vars[k]:
             var_pos = starts[members][:, None] + width_k + np.arange(int(n_vars[k]))
-            slots[var_pos] = values
+            slots[var_pos] = var_values
 
-    # -- fill the slots from the nodes' sources --------------------------------
-    has_node = slot_node >= 0
-    node_src = np.where(has_node, src[np.maximum(slot_node, 0)], _NONE)
-    node_val = value[np.maximum(slot_node, 0)]
-    # int32 when it can be (the table is executor state held per node; 2**31 slots
-    # would be 16 GiB of them)
-    arena_pos = np.nonzero(node_src == _ARENA)[0]
-    arena_pos = arena_pos.astype(np.int32 if len(slots) < 2**31 else np.int64)
-    if len(arena_pos) and int(slot_align[arena_pos].max()) > ALIGN:
-        k = int(arena_pos[np.argmax(slot_align[arena_pos])])
+    # -- each argument once: an index into the distinct values -----------------
+    del type_key, sizes
+    node_src = np.where(slot_node >= 0, src[np.maximum(slot_node, 0)], _NONE).astype(np.int8)
+    misaligned = np.flatnonzero((node_src == _ARENA) & (slot_align > ALIGN))
+    if len(misaligned):
+        k = int(misaligned[0])
         raise IRError(f"{name}: node {int(slot_node[k])}: a kernel needs "
                       f"{int(slot_align[k])}-byte aligned buffers; arena offsets are "
                       f"{ALIGN}-byte aligned")
-    slots[arena_pos] = node_val[arena_pos]
-    keep: list[Any] = []
-    const_pos = np.nonzero(node_src == _CONST)[0]
-    if len(const_pos):
-        slots[const_pos] = _const_addresses(func, slot_node[const_pos], slot_align[const_pos],
-                                            keep)
     dyn_pos = np.nonzero(node_src == _DYNAMIC)[0]
-    dyn_index = node_val[dyn_pos]
+    dyn_index = value[slot_node[dyn_pos]]
     dyn_align = np.full(n_dynamic, 16, np.int64)
     np.maximum.at(dyn_align, dyn_index, slot_align[dyn_pos])
-    fns = np.array([kernels[c].address for c in names], np.int64)[kid] if len(calls) \
+    # distinct values without a sort (linear): arena slots by storage token, constants by
+    # node, shape var values (and 0 for nothing) by a dense map of their range
+    token_offsets = np.zeros(len(plan.token_bytes), np.int64)
+    token_offsets[plan.token] = plan.offsets
+    keep: list[Any] = []
+    const_pos = np.nonzero(node_src == _CONST)[0]
+    const_nodes = np.flatnonzero(np.bincount(slot_node[const_pos], minlength=n))
+    const_align = np.ones(n, np.int64)
+    np.maximum.at(const_align, slot_node[const_pos], slot_align[const_pos])
+    del const_pos, slot_align
+    const_values = const_addresses(func, const_nodes, const_align[const_nodes], keep) \
+        if len(const_nodes) else np.zeros(0, np.int64)
+    other_pos = np.nonzero(node_src == _NONE)[0]  # shape var values; 0 for no buffer
+    others, other_of = distinct_ints(slots[other_pos])
+    arena_begin = n_dynamic
+    const_begin = arena_begin + len(token_offsets)
+    other_begin = const_begin + len(const_values)
+    values = np.concatenate([np.zeros(n_dynamic, np.int64), token_offsets, const_values,
+                             others if len(others) else np.zeros(1, np.int64)])
+    if len(values) >= 2**31:
+        raise IRError(f"{name}: {len(values):,} distinct launch argument values; the "
+                      "launch table indexes them with int32")
+    # each node's index among the values; one gather makes the arguments
+    index_of = np.zeros(n, np.int32)
+    index_of[plan.node_ids] = arena_begin + plan.token
+    dynamic = src == _DYNAMIC  # after the arena: an output a kernel writes is dynamic
+    index_of[dynamic] = value[dynamic]
+    index_of[const_nodes] = const_begin + np.arange(len(const_nodes))
+    args = np.zeros(total + HEAD, np.int32)  # the launcher reads HEAD past a launch's start
+    np.take(index_of, slot_node, out=args[:total], mode="wrap")  # -1: fixed below
+    args[other_pos] = other_begin + other_of
+    fns = np.array([kernels[c].address for c in names], np.int64) if names \
         else np.zeros(0, np.int64)
     segments = _segments(func, calls, func_nodes, callee_of, src, value, csr)
-    return LaunchTable(fns=np.ascontiguousarray(fns), starts=starts, slots=slots,
-                       arena_pos=arena_pos, dyn_pos=dyn_pos, dyn_index=dyn_index,
+    return LaunchTable(kernel_ids=kid.astype(np.int32), fns=fns,
+                       starts=starts.astype(np.int32 if total < 2**31 else np.int64),
+                       args=args, values=values, arena_begin=arena_begin,
+                       arena_end=const_begin, width=max(int(width.max(initial=0)), HEAD),
                        dyn_align=dyn_align, segments=segments, fresh=fresh,
                        n_dynamic=n_dynamic, keep=keep, nodes=calls.astype(np.int32),
-                       kernel_ids=kid.astype(np.int32), kernel_names=tuple(names))
+                       kernel_names=tuple(names))
 
 
 def _segments(func: Function, calls: np.ndarray, func_nodes: np.ndarray,

@@ -58,14 +58,13 @@ class LaunchTimer:
     def __init__(self) -> None:
         self.records: list[tuple[Any, int, int, int]] = []
 
-    def launch(self, graph: Any, fns: int, starts: int, slots: int, begin: int,
-               end: int) -> None:
+    def launch(self, graph: Any, context: int, begin: int, end: int, wide: bool) -> None:
         """Launches ``[begin, end)`` of ``graph``'s table (the arguments of ``run_steps``)."""
         clock = time.perf_counter_ns
         record = self.records.append
         for step in range(begin, end):
             start = clock()
-            run_steps(fns, starts, slots, step, step + 1)
+            run_steps(context, step, step + 1, wide)
             record((graph, step, start, clock()))
 
 

@@ -136,7 +136,8 @@ def _read_module(path: str, onnx_options: Any = None,
 
 
 def cmd_print(args: argparse.Namespace, out: TextIO) -> int:
-    """Print a module; an .onnx model with symbolic dims and no --dim: its dims."""
+    """Print a module; an .onnx model with symbolic dims and no --dim: the graph over its
+    dims (the symbolic import), or only the dims when that import fails."""
     from irkernel.cli import onnx_cmd
 
     options = _onnx_options(args)
@@ -144,13 +145,19 @@ def cmd_print(args: argparse.Namespace, out: TextIO) -> int:
     if onnx_cmd.is_onnx(args.file):
         model = onnx_cmd.open_onnx(args.file, options)
         if model.dims and not options.dims:
-            out.write(f"# symbolic dims: {', '.join(model.dims)} "
-                      f"({model.symbolic.describe()})\n# give --dim NAME=VALUE for each to "
-                      "print the graph at that binding\n")
-            return 0
-        values = onnx_cmd.binding(model, args.file, options.dims)
-        mod = onnx_cmd.bind_model(model, args.file, values)
-        header = onnx_cmd.dims_header(model, values)
+            header = (f"# symbolic dims: {', '.join(model.dims)} "
+                      f"({model.symbolic.describe()})\n")
+            mod = model.symbolic_module
+            if mod is None:
+                out.write(f"{header}# the graph can not be imported with symbolic dims: "
+                          f"{model.symbolic_error}\n# give --dim NAME=VALUE for each to "
+                          "print the graph at that binding\n")
+                return 0
+            header += "# give --dim NAME=VALUE for each to print the graph at that binding\n"
+        else:
+            values = onnx_cmd.binding(model, args.file, options.dims)
+            mod = onnx_cmd.bind_model(model, args.file, values)
+            header = onnx_cmd.dims_header(model, values)
     else:
         mod = _read_module(args.file)
     try:

@@ -8,7 +8,8 @@ table (``-1`` is left free: it means "infer" in a reshape target). Layout:
   ``var_upper`` int64 (``-1``: unbounded), inclusive;
 - expressions (length E) in postfix, CSR: expression ``e`` is the ops
   ``expr_op[expr_ptr[e]:expr_ptr[e+1]]`` with their ``expr_arg`` (int64): ``CONST c``,
-  ``VAR i``, ``ADD`` (pops two), ``MUL c`` and ``FLOORDIV c`` (pop one, by a constant).
+  ``VAR i``, ``ADD`` and ``PROD`` (pop two; ``PROD`` multiplies, for monomials such as
+  ``batch*seq``), ``MUL c`` and ``FLOORDIV c`` (pop one, by a constant).
 
 Every expression is stored in the canonical form of :mod:`irkernel.ir.symdim`, so equal
 expressions have one id and equal symbolic shapes one shape id (the type sweep and CSE
@@ -36,12 +37,14 @@ from irkernel.ir.symdim import (
     add_keys,
     floordiv_key,
     key_value,
+    UndecidableDim,
     make_dim,
+    mul_keys,
     scale_key,
 )
 
-OP_CONST, OP_VAR, OP_ADD, OP_MUL, OP_FLOORDIV = range(5)
-OP_NAMES = ("const", "var", "add", "mul", "floordiv")
+OP_CONST, OP_VAR, OP_ADD, OP_MUL, OP_FLOORDIV, OP_PROD = range(6)
+OP_NAMES = ("const", "var", "add", "mul", "floordiv", "prod")
 #: Symbolic dims are ``<= SYM_BASE``: dim ``SYM_BASE - e`` is expression ``e``.
 SYM_BASE = -2
 
@@ -62,6 +65,13 @@ def _postfix(key: Key, op: list[int], arg: list[int]) -> None:
         if atom[0] == 0:
             op.append(OP_VAR)
             arg.append(atom[1])
+        elif atom[0] == 2:
+            for k, v in enumerate(atom[1]):
+                op.append(OP_VAR)
+                arg.append(v)
+                if k:
+                    op.append(OP_PROD)
+                    arg.append(0)
         else:
             _postfix(atom[2], op, arg)
             op.append(OP_FLOORDIV)
@@ -94,6 +104,12 @@ def _from_postfix(ops: Sequence[int], args: Sequence[int], n_vars: int, what: st
         elif op == OP_ADD and len(stack) >= 2:
             b = stack.pop()
             stack.append(add_keys(stack.pop(), b))
+        elif op == OP_PROD and len(stack) >= 2:
+            b = stack.pop()
+            try:
+                stack.append(mul_keys(stack.pop(), b))
+            except UndecidableDim as exc:
+                raise ValueError(f"{what}: {exc}") from None
         elif op == OP_MUL and stack:
             stack.append(scale_key(stack.pop(), a))
         elif op == OP_FLOORDIV and stack and a >= 1:

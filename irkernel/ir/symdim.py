@@ -1,32 +1,38 @@
 """Symbolic dims: the canonical algebra of shape variables that type rules compute with.
 
-A symbolic dim is an affine expression over *atoms* with integer coefficients plus a
-constant; an atom is a shape variable or ``floor(e / k)`` of an expression ``e`` and a
-constant ``k >= 2``. That covers what conv and pool output sizes, concat, pad and
-reshape need (``2*batch``, ``seq + 1``, ``(h - 1) // 2 + 1``) and nothing else: a
-product of two symbolic dims is refused (:class:`UndecidableDim`).
+A symbolic dim is a sum of *atoms* with integer coefficients plus a constant; an atom is
+a shape variable, a *monomial* (a product of two or more variables, ``batch*seq``), or
+``floor(e / k)`` of an expression ``e`` and a constant ``k >= 2``. That covers what
+conv and pool output sizes, concat, pad and reshape need (``2*batch``, ``seq + 1``,
+``(h - 1) // 2 + 1``) and the flattening reshapes of transformers (``(b, s, h*d) <->
+(b*s, h*d)``). A product of two dims multiplies out when neither holds a floor-div
+(``(b + 1) * s`` is ``b*s + s``); a product with a floor-div is refused
+(:class:`UndecidableDim`).
 
 Canonical form (why): equal keys mean equal values for every binding, so the type
 rules can compare dims with ``==`` and the tables intern one entry per expression.
 (With floor-divs the converse can fail, ``h // 2 + (h + 1) // 2`` is ``h``: such dims
 compare unequal and a rule reports it cannot decide, never a wrong answer.) A key is
 ``(terms, const)``, ``terms`` a sorted tuple of ``(atom, coefficient)`` with non-zero
-coefficients; a variable atom is ``(0, index)`` and a floor-div atom ``(1, k, inner
-key)`` whose inner coefficients and constant lie in ``[0, k)`` with no common factor
+coefficients; a variable atom is ``(0, index)``, a monomial ``(2, indices)`` (sorted,
+repeats for powers, at least two) and a floor-div atom ``(1, k, inner key)`` whose inner
+coefficients and constant lie in ``[0, k)`` with no common factor
 with ``k`` (multiples of ``k`` are pulled out: ``(h - 1) // 2 + 1`` and ``(h + 1) // 2``
-are one key; nested floor-divs merge: ``(h // 2 + 3) // 5`` is ``(h + 6) // 10``). A dim whose key has no term is
-a plain Python int: constants never become objects.
+are one key; nested floor-divs merge: ``(h // 2 + 3) // 5`` is ``(h + 6) // 10``). A
+polynomial in the monomial basis is unique, so keys stay canonical. A dim whose key has
+no term is a plain Python int: constants never become objects.
 
 Semantics of the operators on :class:`SymDim` (the "never a wrong static answer"
 rule): ``==`` is equality of keys, i.e. *provably* equal for every binding; ``<``,
 ``<=``, ``>``, ``>=`` and ``bool`` are decided from the variables' bounds (interval
-arithmetic) or raise :class:`UndecidableDim`; ``int()`` and ``index()`` always
+arithmetic; variables are never negative, so a monomial's interval is the product of
+its variables') or raise :class:`UndecidableDim`; ``int()`` and ``index()`` always
 raise. So a rule written for ints either computes the right symbolic answer or
 stops with an error naming the dim. Imports ``irkernel.ir.errors`` only.
 
-Alternatives considered: a general polynomial/SymPy-style algebra (products of
-variables for ``batch*seq``): far more than the listed ops need, slower to
-canonicalize, and its equality is harder to decide; keeping it affine keeps every
+Alternatives considered: a general SymPy-style algebra (rational functions, products
+with floor-divs, factoring): far more than the listed ops need, slower to canonicalize,
+and its equality is harder to decide; polynomials plus floor-div atoms keep every
 comparison an interval test.
 """
 
@@ -46,7 +52,7 @@ DEFAULT_LOWER = 1
 
 class UndecidableDim(TypeInferenceError):
     """A question about a symbolic dim that its bounds do not answer (or an expression
-    outside the affine algebra, such as ``batch * seq``)."""
+    outside the algebra, such as ``batch * (h // 2)``)."""
 
 
 class DimVars:
@@ -131,6 +137,47 @@ def scale_key(a: Key, c: int) -> Key:
     return tuple((atom, k * c) for atom, k in a[0]), a[1] * c
 
 
+def _monomial(atom: Any) -> tuple[int, ...]:
+    """The variables an atom multiplies (a variable or a monomial); UndecidableDim for a
+    floor-div, which products do not expand."""
+    if atom[0] == 0:
+        return (atom[1],)
+    if atom[0] == 2:
+        return atom[1]
+    raise UndecidableDim("a product with a floor-division of symbolic dims is not supported")
+
+
+def _monomial_atom(variables: tuple[int, ...]) -> Any:
+    return (0, variables[0]) if len(variables) == 1 else (2, variables)
+
+
+def mul_keys(a: Key, b: Key) -> Key:
+    """The key of ``a * b``, multiplied out in the monomial basis (module doc)."""
+    if not a[0]:
+        return scale_key(b, a[1])
+    if not b[0]:
+        return scale_key(a, b[1])
+    parts_a = [(_monomial(atom), c) for atom, c in a[0]] + [((), a[1])]
+    parts_b = [(_monomial(atom), c) for atom, c in b[0]] + [((), b[1])]
+    terms: dict[Any, int] = {}
+    const = 0
+    for ma, ca in parts_a:
+        for mb, cb in parts_b:
+            c = ca * cb
+            if not c:
+                continue
+            if not ma and not mb:
+                const += c
+                continue
+            atom = _monomial_atom(tuple(sorted(ma + mb)))
+            v = terms.get(atom, 0) + c
+            if v:
+                terms[atom] = v
+            else:
+                terms.pop(atom)
+    return tuple(sorted(terms.items())), const
+
+
 def floordiv_key(a: Key, d: int) -> Key:
     """The key of ``a // d`` for an int ``d >= 1`` (see the module docstring)."""
     if d == 1:
@@ -164,15 +211,15 @@ def key_interval(key: Key, dims: DimVars) -> tuple[float, float]:
     after writing each ``e // k`` as ``(e - r) / k`` with ``r`` in ``[0, k - 1]``, which
     lets ``2*(h // 2) - h`` cancel to ``-r`` (so ``2*(h // 2) <= h`` is decided)."""
     lo, hi = _atom_sum_interval(key, dims)
-    coeffs: dict[int, Fraction] = {}
+    coeffs: dict[Any, Fraction] = {}
     rests: list[tuple[Fraction, int]] = []
     const = _expand(key, Fraction(1), coeffs, rests)
     elo = ehi = const
-    for v, c in coeffs.items():
+    for atom, c in coeffs.items():
         if not c:
             continue  # cancelled (and 0 * inf would be nan)
-        upper = dims.upper[v]
-        vlo, vhi = Fraction(dims.lower[v]), (math.inf if upper is None else Fraction(upper))
+        alo, ahi = _product_interval(atom, dims)
+        vlo, vhi = Fraction(int(alo)), (ahi if math.isinf(ahi) else Fraction(int(ahi)))
         elo, ehi = (elo + c * vlo, ehi + c * vhi) if c > 0 else (elo + c * vhi, ehi + c * vlo)
     for c, k in rests:  # c * r with r in [0, k - 1]
         elo, ehi = (elo, ehi + c * (k - 1)) if c > 0 else (elo + c * (k - 1), ehi)
@@ -184,12 +231,13 @@ def key_interval(key: Key, dims: DimVars) -> tuple[float, float]:
 
 def _expand(key: Key, scale: Fraction, coeffs: dict[int, Fraction],
             rests: list[tuple[Fraction, int]]) -> Fraction:
-    """Add ``scale * key`` to ``coeffs`` (per variable) and ``rests`` (each floor-div's
-    remainder), floor-divs written as ``(e - r) / k``; returns the constant part."""
+    """Add ``scale * key`` to ``coeffs`` (per variable or monomial atom) and ``rests``
+    (each floor-div's remainder), floor-divs written as ``(e - r) / k``; returns the
+    constant part."""
     const = scale * key[1]
     for atom, c in key[0]:
-        if atom[0] == 0:
-            coeffs[atom[1]] = coeffs.get(atom[1], Fraction(0)) + scale * c
+        if atom[0] != 1:
+            coeffs[atom] = coeffs.get(atom, Fraction(0)) + scale * c
         else:
             part = scale * c / atom[1]
             const += _expand(atom[2], part, coeffs, rests)
@@ -208,10 +256,20 @@ def _atom_sum_interval(key: Key, dims: DimVars) -> tuple[float, float]:
     return lo, hi
 
 
+def _product_interval(atom: Any, dims: DimVars) -> tuple[float, float]:
+    """The interval of a variable or a monomial (variables are never negative)."""
+    lo, hi = 1, 1
+    for v in _monomial(atom):
+        lo *= dims.lower[v]
+        upper = dims.upper[v]
+        if hi != 0:
+            hi = 0 if upper == 0 else math.inf if upper is None or math.isinf(hi) else hi * upper
+    return lo, hi
+
+
 def _atom_interval(atom: Any, dims: DimVars) -> tuple[float, float]:
-    if atom[0] == 0:
-        upper = dims.upper[atom[1]]
-        return float(dims.lower[atom[1]]), math.inf if upper is None else float(upper)
+    if atom[0] != 1:
+        return _product_interval(atom, dims)
     lo, hi = key_interval(atom[2], dims)
     k = atom[1]
     return (lo // k if math.isfinite(lo) else lo), (hi // k if math.isfinite(hi) else hi)
@@ -221,7 +279,8 @@ def key_text(key: Key, names: Sequence[str]) -> str:
     """The canonical spelling (the text format's): ``2*batch + seq - 1``, ``(h + 1) // 2``."""
     parts: list[str] = []
     for atom, c in key[0]:
-        body = names[atom[1]] if atom[0] == 0 else f"{_operand_text(atom[2], names)} // {atom[1]}"
+        body = (names[atom[1]] if atom[0] == 0 else "*".join(names[v] for v in atom[1])
+                if atom[0] == 2 else f"{_operand_text(atom[2], names)} // {atom[1]}")
         mag = abs(c)
         if atom[0] == 1 and (mag != 1 or (c < 0 and not parts)):
             body = f"({body})"  # ``2*((h + 1) // 2)``: ``*`` and ``//`` group to the left
@@ -246,7 +305,12 @@ def key_value(key: Key, values: Sequence[int]) -> int:
     """The value of ``key`` when variable ``i`` is ``values[i]``."""
     total = key[1]
     for atom, c in key[0]:
-        total += c * (values[atom[1]] if atom[0] == 0 else key_value(atom[2], values) // atom[1])
+        if atom[0] == 0:
+            total += c * values[atom[1]]
+        elif atom[0] == 2:
+            total += c * math.prod(values[v] for v in atom[1])
+        else:
+            total += c * (key_value(atom[2], values) // atom[1])
     return total
 
 
@@ -256,6 +320,8 @@ def key_vars(key: Key) -> set[int]:
     for atom, _ in key[0]:
         if atom[0] == 0:
             out.add(atom[1])
+        elif atom[0] == 2:
+            out.update(atom[1])
         else:
             out |= key_vars(atom[2])
     return out
@@ -319,10 +385,12 @@ class SymDim:
         k = self._other(other)
         if k is None:
             return NotImplemented
-        if k[0]:
-            raise UndecidableDim(f"the product {self} * ({make_dim(self.dims, k)}) of two "
-                                 "symbolic dims is not supported (products by constants are)")
-        return make_dim(self.dims, scale_key(self.key, k[1]))
+        try:
+            return make_dim(self.dims, mul_keys(self.key, k))
+        except UndecidableDim:
+            raise UndecidableDim(f"the product ({self}) * ({make_dim(self.dims, k)}) is not "
+                                 "supported: products of symbolic dims multiply out only "
+                                 "without floor-divisions") from None
 
     __rmul__ = __mul__
 
@@ -394,6 +462,40 @@ class SymDim:
 
     __int__ = __index__
 
+    # -- factors ---------------------------------------------------------------
+    def factors(self) -> tuple[int, list[SymDim]]:
+        """``self`` as a constant times symbolic factors: the common factor of the
+        coefficients, the variables every term shares (``2*b*s + 2*s`` is 2 x ``s`` x
+        ``b + 1``), and what is left as one factor. A reshape compares the factors of
+        its input and target as multisets."""
+        g = math.gcd(self.const, *(c for _, c in self.terms))
+        key = (tuple((a, c // g) for a, c in self.terms), self.const // g)
+        out: list[SymDim] = []
+        if not key[1] and all(a[0] != 1 for a, _ in key[0]):
+            common = list(_monomial(key[0][0][0]))
+            for atom, _ in key[0][1:]:
+                rest = list(_monomial(atom))
+                common = [v for v in common if v in rest and not rest.remove(v)]
+            for v in common:
+                out.append(SymDim(self.dims, (((0, v), 1),), 0))
+            if common:
+                terms = []
+                for atom, c in key[0]:
+                    left = list(_monomial(atom))
+                    for v in common:
+                        left.remove(v)
+                    terms.append(((_monomial_atom(tuple(left)) if left else None), c))
+                if any(a is None for a, _ in terms):  # one term was exactly the common part
+                    const = sum(c for a, c in terms if a is None)
+                    key = (tuple(sorted((a, c) for a, c in terms if a is not None)), const)
+                else:
+                    key = (tuple(sorted(terms)), 0)
+        if key[0]:
+            out.append(SymDim(self.dims, key[0], key[1]))
+        elif key[1] != 1:
+            g *= key[1]
+        return g, out
+
     # -- spelling --------------------------------------------------------------
     def describe_vars(self, other: object = 0) -> str:
         """``batch in [1, 64], h in [1, inf]``: the variables of this dim (and ``other``)."""
@@ -415,4 +517,4 @@ def is_symbolic(dim: object) -> bool:
 
 
 __all__ = ["DEFAULT_LOWER", "DimVars", "SymDim", "UndecidableDim", "bounds_text",
-           "is_symbolic", "make_dim"]
+           "is_symbolic", "make_dim", "mul_keys"]

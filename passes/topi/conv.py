@@ -28,9 +28,10 @@ GFLOP/s against 28-50 for stride 1 on this machine.)
 the wide grid of one padded row and a 3-D conv (``NCDHW``) has depth as one more tap
 axis. A grouped conv is one GEMM per group (``O/g x C/g * taps`` weights over the taps
 of channels ``[j * C/g, (j+1) * C/g)`` for group ``j``), the group one more task
-dimension: tasks over (group, pixel tile, output-channel group). The register tile follows the vector width (``conv_tile``:
-``topi.vector_bits``); a group whose channels are no multiple of ``MR`` (3, 17, 100) ends
-with a narrower tail block, so odd channel counts keep the wide tile. float64 takes
+dimension: tasks over (group, run of pixel tiles, output-channel group). The register
+tile follows the vector width (``conv_tile``: ``topi.vector_bits``); a group whose
+channels are no multiple of ``MR`` (3, 17, 100) ends with a narrower tail block, so odd
+channel counts keep the wide tile. float64 takes
 half the lanes. conv_transpose is the same GEMM once per output phase
 (``conv_transpose.py``).
 
@@ -38,8 +39,9 @@ Per batch image the conv kernel
 
 1. copies the image into ``xpad`` (zeros around it, and slack after it so that the
    last tile's loads stay inside the allocation): padding is paid once, at copy time;
-2. runs the GEMM, parallel over (group, pixel tile, output-channel group) tasks, into the
-   wide scratch ``wide[O, tiles * NR]`` (one store of each register tile);
+2. runs the GEMM, parallel over (group, run of pixel tiles, output-channel group) tasks,
+   into the wide scratch ``wide[O, tiles * NR]`` (one store of each register tile; a
+   short reduction takes runs of several tiles, row block by row block: ``tile_run``);
 3. copies the real pixels out, ``out[n, o, oh, ow] = wide[o, oh * PW + ow]``, parallel
    over output channels. This is the only store to ``out`` (the GEMM never reads it
    back), so FuseTIR folds an elementwise epilogue (bias, relu, a residual add) into
@@ -70,7 +72,7 @@ from passes.topi.conv_layout import Phases
 from passes.topi.depthwise_flat import by_group_worth, depthwise_flat, flat_ok, many_taps
 from passes.topi.depthwise_rows import depthwise_rows, rows_ok
 from passes.topi.tuned import conv_key, tuned_tiles
-from passes.topi.vector import registers, vector_bits, vector_pieces
+from passes.topi.vector import current_target, registers, vector_bits, vector_pieces
 
 #: Below this many multiply-adds the canonical template is used (the copies of this
 #: schedule would dominate). As for matmul: 16 x 16 x 16.
@@ -143,6 +145,19 @@ def conv_ok(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,
     return x_shape[0] * math.prod(w_shape) * math.prod(x_shape[2:]) >= MIN_WORK
 
 
+def tile_run(panel: int, tiles: int, groups: int, l1d: int) -> int:
+    """Pixel tiles per task (a *run*), computed row block by row block: every output row
+    of a task is then ``run`` tiles long, one contiguous stretch, and the input panel of
+    the run (``panel`` bytes a tile) is read again from L1 by each row block. Why: with a
+    short reduction (a 1x1 conv of 16-32 channels) a task of one tile writes two cache
+    lines into each of its ``O`` output planes and moves on, ``O`` store streams that
+    the prefetchers cannot follow; the multiply-adds then wait on the stores. A run fills
+    at most half of L1 (``l1d``) with its panel and keeps ``MIN_TASKS`` tasks
+    (``groups``: the other task dimension); 1 for a long reduction."""
+    fit = l1d // 2 // max(panel, 1)
+    return max(min(fit, groups * tiles // MIN_TASKS, tiles), 1)
+
+
 def channel_split(rows: int, mr: int, tasks: int) -> int:
     """Channel groups per (group, pixel tile): doubled while there are fewer than
     ``MIN_TASKS`` tasks and the full ``mr``-row blocks of ``rows`` still split evenly."""
@@ -206,7 +221,8 @@ def scheduled_conv(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: i
         tuple(pad_end), tuple(dilation)
     if tile is None:
         tile = tuned_tiles().get(conv_key(*key, dtype, bits))
-    return _conv(*key, tuple(out_size), dtype, bits, tuple(tile) if tile else None)
+    return _conv(*key, tuple(out_size), dtype, bits, tuple(tile) if tile else None,
+                 current_target().l1d)
 
 
 @lru_cache(maxsize=256)
@@ -214,7 +230,7 @@ def _conv(  # noqa: C901 (trace-time specialization)
         x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,
         strides: tuple[int, ...], pad_begin: tuple[int, ...], pad_end: tuple[int, ...],
         dilation: tuple[int, ...], out_size: tuple[int, ...], dtype: str,
-        bits: int, tuned: tuple[int, ...] | None) -> PrimFunc:
+        bits: int, tuned: tuple[int, ...] | None, l1d: int) -> PrimFunc:
     n_, c_, size = x_shape[0], x_shape[1], x_shape[2:]
     o_, cg, kernel = w_shape[0], w_shape[1], w_shape[2:]
     rank, og = len(size), o_ // groups
@@ -226,8 +242,11 @@ def _conv(  # noqa: C901 (trace-time specialization)
     tiles = -(-last // nr)
     width = tiles * nr  # row length of the wide scratch
     xlen = max((c_ - 1) * plane + max(ph.taps(kernel, dilation)) + width, c_ * plane)
-    split = channel_split(og, mr, groups * tiles)
-    tasks = groups * tiles * split
+    run = tile_run(cg * math.prod(kernel) * nr * (4 if dtype == "float32" else 8), tiles,
+                   groups, l1d)
+    runs = -(-tiles // run)
+    split = channel_split(og, mr, groups * runs)
+    tasks = groups * runs * split
 
     # Direct: the wide grid is the output's own pixel order (inner plane extents equal
     # the output's; 1-D always) and has no tail tile, so the tiles store into ``out`` at
@@ -273,26 +292,38 @@ def _conv(  # noqa: C901 (trace-time specialization)
                 for q in T.serial(xlen - c_ * plane):
                     xpad[c_ * plane + q] = 0.0
             for t in parallel_if_worth(o_ * math.prod(w_shape[1:]) * width)(tasks):
-                grp = 0 if groups == 1 else t // (tiles * split)
-                tile = t // split % tiles if groups > 1 else t // split
+                grp = 0 if groups == 1 else t // (runs * split)
+                first_tile = (t // split % runs if groups > 1 else t // split) * run
                 first = grp * og  # the group's first output channel
 
-                def operands(ii, c, ks, offset, ji, row0):
+                def operands(ii, c, ks, offset, ji, row0, tile):
                     return (x1[(first + row0 + ii, c, *ks)],
                             tap(n, c if groups == 1 else grp * cg + c, offset,  # noqa: B023
                                 tile * nr + ji))  # noqa: B023
 
-                def store(ii, ji, value, row0):
+                def store(ii, ji, value, row0, tile):
                     if direct:
                         out[(n, first + row0 + ii,  # noqa: B023
                              *pixel(tile * nr + ji, out_size))] = value  # noqa: B023
                     else:
                         wide[(first + row0 + ii) * width + tile * nr + ji] = value  # noqa: B023
 
-                def block(row0, rows, tag):
+                def tile_block(row0, rows, tag, tile):
                     register_tile(rows, nr, dtype, tag, cg, over_taps,
-                                  lambda *a: operands(*a, row0),  # noqa: B023
-                                  lambda *a: store(*a, row0))  # noqa: B023
+                                  lambda *a: operands(*a, row0, tile),  # noqa: B023
+                                  lambda *a: store(*a, row0, tile))  # noqa: B023
+
+                def block(row0, rows, tag):
+                    if run == 1:
+                        tile_block(row0, rows, tag, first_tile)  # noqa: B023
+                        return
+                    for r in T.serial(run, name=f"r{tag}"):
+                        tile = first_tile + r  # noqa: B023
+                        if tiles % run:
+                            with T.If(tile < tiles):
+                                tile_block(row0, rows, tag, tile)
+                        else:
+                            tile_block(row0, rows, tag, tile)
 
                 row_blocks(og, mr, split, t % split, block)
             if not direct:
@@ -469,4 +500,5 @@ __all__ = [
     "scheduled_conv",
     "scheduled_depthwise2d",
     "scheduled_gemv",
+    "tile_run",
 ]

@@ -35,7 +35,9 @@ copied before any is computed: a load that spans two stores still in the store b
 waits for both, and a 7x7 plane's taps are read right after its copy. With a column
 stride the column phases of a row are read in one loop (LLVM turns it into
 de-interleaving shuffles); for short phase rows, which LLVM turned into gathers, over
-the whole plane at once into scratch first (``deinterleave_ok``).
+the whole plane at once into scratch first (``deinterleave_ok``). A plane whose phase
+planes would overflow half of L1 is taken in bands of output rows (``band_rows``), each
+band's phase rows copied and then its chunks computed.
 
 **Many taps.** A fused kernel of more taps than vector registers (7x7 with AVX-512)
 spills its weights; then the plane is computed one pass per column group (``KH`` weights
@@ -55,7 +57,7 @@ from functools import lru_cache
 
 from irkernel.tir import script as T
 from irkernel.tir.function import PrimFunc
-from passes.topi.vector import registers, vector_bits
+from passes.topi.vector import current_target, registers, vector_bits
 
 #: Largest mask period (elements, ``lcm(OW, chunk)``) kept in a table; wider rows of an
 #: odd width keep ``plane_window`` (no CNN layer comes near it).
@@ -73,6 +75,8 @@ GROUP_ELEMENTS = 4096
 SPLIT_ROWS_BELOW = 16
 #: Parallel tasks to aim for when grouping planes (balance over two to eight threads).
 MIN_TASKS = 16
+#: Most bands of output rows a large plane is computed in (``band_rows``).
+MAX_BANDS = 8
 
 
 class _always:
@@ -173,7 +177,7 @@ def depthwise_flat(x_shape: tuple[int, int, int, int], w_shape: tuple[int, int, 
         by_group = by_group_worth(w_shape[2:], bits)
     return _depthwise_flat(tuple(x_shape), tuple(w_shape), tuple(strides), tuple(pad_begin),
                            tuple(dilation), tuple(out_hw), dtype, _chunk(dtype, bits) // 2, 2,
-                           by_group)
+                           by_group, current_target().l1d)
 
 
 @lru_cache(maxsize=256)
@@ -181,7 +185,7 @@ def _depthwise_flat(  # noqa: C901 (trace-time specialization)
         x_shape: tuple[int, int, int, int], w_shape: tuple[int, int, int, int],
         strides: tuple[int, int], pad_begin: tuple[int, int], dilation: tuple[int, int],
         out_hw: tuple[int, int], dtype: str, lanes: int, vectors: int,
-        by_group: bool) -> PrimFunc:
+        by_group: bool, l1d: int) -> PrimFunc:
     n_, c_, h_, w_ = x_shape
     oh_, ow_ = out_hw
     p_ = oh_ * ow_
@@ -203,6 +207,8 @@ def _depthwise_flat(  # noqa: C901 (trace-time specialization)
     # after for the masked lanes that cross the plane's ends.
     rows, front, plane = taps.layout(oh_, p_end - p_)
     groups = taps.centre_first()
+    band = 0 if split or by_group or deinterleave_ok(x_shape, strides) else band_rows(
+        taps, oh_, chunk, l1d // (4 if dtype == "float32" else 8))
 
     @T.prim_func(private=True)
     def depthwise(x0: T.Buffer(x_shape, dtype), x1: T.Buffer(w_shape, dtype),  # noqa: C901
@@ -289,6 +295,26 @@ def _depthwise_flat(  # noqa: C901 (trace-time specialization)
                     (0, first_in, lambda _, f: xpad_top[f - top[0]]),  # noqa: B023
                     (last_in, steps, lambda _, f: xpad_bottom[f - bottom[0]])],  # noqa: B023
                     n, c, acc)
+        elif band:
+            # one plane a task, in bands of output rows: the band's phase rows copied, then
+            # its chunks computed, so the scratch stays in L1
+            spans = [(r0, min(r0 + band, oh_)) for r0 in range(0, oh_, band)]
+            layouts = [taps.layout(r1 - r0, p_end - p_ if r1 == oh_ else 0)
+                       for r0, r1 in spans]
+            for t in parallel(planes):
+                n, c = t // c_, t % c_
+                xpad = T.alloc_buffer((len(taps.phases) * max(lay[2] for lay in layouts),),
+                                      dtype)
+                for (r0, r1), (rows_b, front_b, plane_b) in zip(spans, layouts, strict=True):
+                    phase_copy(xpad, x0, n, c, 0, taps, strides, (h_, w_), ow_, rows_b,
+                               front_b, plane_b, first_row=r0)
+                    origin = front_b - (taps.rows[0] + r0) * ow_
+                    last = r1 == oh_
+                    chunks(r0 * ow_ // chunk, full if last else r1 * ow_ // chunk,
+                           lambda f, pm, origin=origin, plane_b=plane_b: sums(
+                               lambda ph, g: xpad[taps.phases.index(ph) * plane_b  # noqa: B023
+                                                  + origin + g], c, f, pm),  # noqa: B023
+                           n, c, last)
         else:
             # groups of planes: all copied, then all computed (the same store-buffer reason)
             size = len(taps.phases) * plane
@@ -314,6 +340,26 @@ def _depthwise_flat(  # noqa: C901 (trace-time specialization)
                                     + origin + f])], n, c, acc)  # noqa: B023
 
     return depthwise.with_attr("schedule", "depthwise_flat")
+
+
+def band_rows(taps: Taps, oh_: int, chunk: int, l1_elements: int) -> int:
+    """Output rows per band of a plane whose phase planes would overflow half of L1
+    (``l1_elements``: L1 in elements), else 0 (no bands). A band is a whole number of
+    chunks (rows a multiple of ``chunk / gcd(OW, chunk)``) whose phase rows, halo
+    included, fit half of L1; at most ``MAX_BANDS`` bands (each is code of its own). Why:
+    the 96-channel 112x112 stride-2 layer of mobilenet_v2 copied each plane's 51 KB of
+    phase planes before computing it, and ran at 20 GB/s where the 56x56 one, whose
+    13 KB stay in L1, ran at 27."""
+    ow_, nph = taps.ow, len(taps.phases)
+    halo = taps.rows[1] - taps.rows[0] - 1
+    _, _, plane = taps.layout(oh_, chunk)
+    budget = l1_elements // 2
+    if nph * plane <= budget:
+        return 0
+    step = chunk // math.gcd(ow_, chunk)
+    fit = (budget // nph - (plane - (oh_ + halo) * ow_)) // ow_ - halo  # rows that fit
+    rows = max(fit // step, 1, -(-oh_ // (MAX_BANDS * step))) * step
+    return rows if rows < oh_ else 0
 
 
 def tap_sum(x1, c, group, read, inside, zero):
@@ -377,16 +423,17 @@ def deinterleave_ok(x_shape: tuple[int, ...], strides: tuple[int, int]) -> bool:
 
 
 def phase_copy(xpad, x0, n, c, at0, taps, strides, hw, ow_, rows, front, plane,
-                split=None) -> None:
+                split=None, first_row: int = 0) -> None:
     """Emit: the phase planes ``taps.phases`` of image ``(n, c)`` into ``xpad[at0...]`` (one per
     ``plane`` elements: ``front`` zeros, ``rows`` rows of ``ow_``, zeros to the end), row
     ``i`` of phase ``(a, b)`` holding ``x[s*(i + ey_min) + a, s*j + b]``, zero outside
     the image. With a column stride, the column phases are read in one loop (LLVM turns it
     into de-interleaving shuffles; the loop of one short row it turned into gathers): over
     the whole plane into ``split`` (``deinterleave_ok``: ``split[b * HW/s + m] =
-    x[s*m + b]`` flat), whose rows are then copied; else row by row."""
+    x[s*m + b]`` flat), whose rows are then copied; else row by row. ``first_row``: the
+    rows are a band's, from phase row ``first_row`` on (``band_rows``)."""
     (sh, sw), (h_, w_) = strides, hw
-    ey0 = taps.rows[0]
+    ey0 = taps.rows[0] + first_row
     for k in range(len(taps.phases)):  # the slack before and after the rows
         for q in T.serial(front):
             xpad[at0 + k * plane + q] = 0.0
@@ -430,5 +477,6 @@ def phase_copy(xpad, x0, n, c, at0, taps, strides, hw, ow_, rows, front, plane,
                         xpad[at + i * ow_ + j] = 0.0
 
 
-__all__ = ["MANY_TAPS", "MAX_PERIOD", "Taps", "by_group_worth", "deinterleave_ok",
-           "depthwise_flat", "flat_ok", "many_taps", "mask_table", "phase_copy", "tap_sum"]
+__all__ = ["MANY_TAPS", "MAX_BANDS", "MAX_PERIOD", "Taps", "band_rows", "by_group_worth",
+           "deinterleave_ok", "depthwise_flat", "flat_ok", "many_taps", "mask_table",
+           "phase_copy", "tap_sum"]

@@ -56,11 +56,15 @@ from irkernel.target import CPUTarget
 from passes.topi.matmul_dot import dot_ok, dot_rows
 from passes.topi.matmul_rows import a_element, rows_ok, streamed_rows, unravel
 from passes.topi.matmul_tiles import (
-    MIN_TASKS,
-    ROW_CHUNK_BLOCKS,
+    PACKED_MAX_ROWS,
+    SHORT_K,
+    accumulators,
     packed_length,
     packed_tile,
+    panel_group,
     register_tile,
+    row_chunks,
+    short_k,
     split_columns,
     tail_width,
 )
@@ -72,6 +76,9 @@ MATMUL_B = "matmul_b"
 
 #: Below this many multiply-adds the canonical (fusable) reduction is used instead.
 MIN_WORK = 16 * 16 * 16
+
+#: The unpacked tail's last columns (under a vector) as a tile of the block's rows.
+TAIL_TILE = True
 
 #: Multiply-adds from which the column panels run on the thread pool (below it a launch
 #: costs more than the second core saves: ~3 us of work at one thread).
@@ -161,24 +168,9 @@ def packed_matmul(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str
     return _cached_packed(tuple(a_shape), tuple(b_shape), dtype, _target(bits), a_t)
 
 
-#: Bytes of each B row a task packs at least (panels are grouped up to this): every row
-#: of a packed panel is a separate page of B when N is large, so a 64-byte panel row
-#: costs a TLB walk per 64 bytes; four panels per pass read 256.
-PACK_ROW_BYTES = 256
 #: K per step of packing a transposed B: a 64-byte line of each of the panel's rows of
 #: ``x1`` (float32), written to that many panel rows (``16 x NR`` elements, in L1).
 TRANSPOSE_BLOCK = 16
-
-
-def _group(full: int, k: int, nr: int, itemsize: int, max_bytes: int) -> int:
-    """Panels per task: up to ``PACK_ROW_BYTES`` per packed row, dividing the panel count,
-    within ``max_bytes`` (half of L2: the panels stay there while the task's row blocks
-    stream) and leaving ``MIN_TASKS`` tasks."""
-    for group in range(max(1, PACK_ROW_BYTES // (nr * itemsize)), 1, -1):
-        if (full % group == 0 and full // group >= MIN_TASKS
-                and group * k * nr * itemsize <= max_bytes):
-            return group
-    return 1
 
 
 def _build(a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: str, odt: str,
@@ -233,27 +225,20 @@ def _unpacked(batches: int, rows: int, n: int, k: int, dtype: str, odt: str,
               a_t: bool, b_t: bool) -> PrimFunc | None:
     """The schedule reading B as the graph holds it: dot products or streamed rows for a
     few rows, else packed panels."""
-    if b_t and not b_batch and dot_ok(batches, rows):  # x1 2-d: (N, K)
+    if b_t and not b_batch and dot_ok(batches, rows, n, k, target, dtype, a_t):  # x1: (N, K)
         return dot_rows(rows, n, k, dtype, odt, finish, a_shape, b_shape, out_shape,
                         row_dims, a_t, target, PARALLEL_MIN_MACS)
-    if not b_t and rows_ok(batches, rows, n, target, dtype):
+    if not b_t and not b_batch and rows_ok(batches, rows, n, target, dtype):
         return streamed_rows(rows, n, k, dtype, odt, finish, a_shape, b_shape, out_shape,
                              row_dims, target, PARALLEL_MIN_MACS, a_t)
     tile = register_tile(rows, n, k, dtype, target)
+    if tile is None and k <= SHORT_K and not b_t:  # under 4 columns: one narrow vector
+        tile = (min(rows, PACKED_MAX_ROWS), n)
     if tile is None:
         return None
     tile = split_columns(tile, batches, rows, n, b_t, target, dtype)
     return _schedule(batches, rows, n, k, tile, dtype, odt, finish, a_shape, b_shape,
                      out_shape, b_batch, row_dims, target, a_t, b_t)
-
-
-def _row_chunks(col_tasks: int, blocks: int) -> int:
-    """Row chunks per column task, so that a matmul with few column panels (N of one or
-    two panels, M in the thousands) still has ``MIN_TASKS`` tasks; each chunk keeps at
-    least two row blocks (a chunk packs its own copy of the panel)."""
-    if col_tasks >= MIN_TASKS:
-        return 1
-    return max(1, min(-(-MIN_TASKS // col_tasks), blocks // ROW_CHUNK_BLOCKS))
 
 
 def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # noqa: C901
@@ -280,19 +265,26 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
     """
     mr, nr = tile
     itemsize = 4 if dtype == "float32" else 8
-    lanes = min(target.lanes(dtype), nr)  # a narrow N tiles with half-width vectors
+    lanes = target.lanes(dtype)  # a narrow N tiles with half-width vectors (powers of two)
+    while lanes > nr:
+        lanes //= 2
     blocks, rtail = divmod(m, mr)
-    pack = (blocks + (rtail > 0) > 1 or b_t) and not packed
+    short = short_k(k, n, itemsize, target) and not b_t
+    pack = (blocks + (rtail > 0) > 1 or b_t) and not packed and not short
     full, tail = divmod(n, nr)
-    group = _group(full, k, nr, itemsize, target.l2 // 2) if pack else 1
+    group = panel_group(full, k, nr, itemsize, target.l2 // 2) if pack else 1
     main = full // group  # main column tasks per (batch, chunk)
-    col_tasks = main + (tail > 0)
-    chunks = _row_chunks(batches * col_tasks, blocks) if pack or packed else 1
+    col_tasks = 1 if short else main + (tail > 0)
+    chunks = row_chunks(batches * col_tasks, blocks) if pack or packed or short else 1
     per_chunk = -(-blocks // chunks)  # row blocks per chunk (the last may have fewer)
     tasks = batches * chunks * col_tasks
     parallel = batches * m * n * k >= PARALLEL_MIN_MACS and tasks > 1
     tpad = tail_width(tail, lanes)  # the packed tail panel, zero-padded to whole vectors
     tvec = tail // lanes * lanes      # unpacked: the tail's whole vectors
+    # unpacked, the rest of the tail (power-of-two pieces under a vector) takes a tile of
+    # the block's rows when their accumulators fit the register file (a row at a time,
+    # one short fma chain per row, is bound by the fma latency)
+    tail_tile = TAIL_TILE and mr * len(vector_pieces(tail - tvec, lanes)) <= accumulators(target)
 
     def batch_index(b):
         return () if not batch_dims else unravel(b, batch_dims)
@@ -419,11 +411,57 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
         if tvec:
             row_blocks(x0, out, b, chunk, col0, tvec, tvec,
                        lambda kk, ji: b_at(x1, b, kk, col0 + ji), "tacc")
-        if tail > tvec:
+        if tail > tvec and tail_tile:  # the last columns, under a vector: one tile
+            row_blocks(x0, out, b, chunk, col0 + tvec, tail - tvec, tail - tvec,
+                       lambda kk, ji: b_at(x1, b, kk, col0 + tvec + ji), "eacc")
+        elif tail > tvec:  # too many pieces for the register file: a row at a time
             for r in T.serial(m) if m > 1 else (0,):
                 acc = tile_of(x0, b, r, 1, tail - tvec,
                               lambda kk, ji: b_at(x1, b, kk, col0 + tvec + ji), "eacc")
                 store(out, acc, b, r, 1, col0 + tvec, tail - tvec)
+
+    def block_row(x0, x1, out, b, row0, height, name):
+        """A short K: rows ``row0 .. row0 + height`` across every column, panel after
+        panel (C written along its rows), B read where it is (unpacked or packed)."""
+        def one(col0, width, stored, b_of, nm):
+            store(out, tile_of(x0, b, row0, height, width, b_of, nm), b, row0, height,
+                  col0, stored)
+        for ct in T.serial(full) if full > 1 else ((0,) if full else ()):
+            if packed:  # panel ``ct`` of the build-time packing, read in place
+                b_of = lambda kk, ji: x1[(ct * k + kk) * nr + ji]  # noqa: B023, E731
+            else:
+                b_of = lambda kk, ji: b_at(x1, b, kk, ct * nr + ji)  # noqa: B023, E731
+            one(ct * nr, nr, nr, b_of, name)
+        if tail and packed:  # zero-padded to whole vectors at build time
+            one(full * nr, tpad, tail, lambda kk, ji: x1[full * k * nr + kk * tpad + ji],
+                "t" + name)
+        elif tail:  # whole vectors, then the rest as in ``tail_panel``
+            col0 = full * nr
+            if tvec:
+                one(col0, tvec, tvec, lambda kk, ji: b_at(x1, b, kk, col0 + ji), "t" + name)
+            rest = tail - tvec
+
+            def b_rest(kk, ji):
+                return b_at(x1, b, kk, col0 + tvec + ji)
+            if rest and tail_tile:
+                one(col0 + tvec, rest, rest, b_rest, "e" + name)
+            elif rest:  # too many pieces for the register file: a row at a time
+                for rr in T.serial(height) if height > 1 else (0,):
+                    store(out, tile_of(x0, b, row0 + rr, 1, rest, b_rest, "x" + name), b,
+                          row0 + rr, 1, col0 + tvec, rest)
+
+    def short_rows(x0, x1, out, b, chunk):
+        for jo in T.serial(per_chunk) if per_chunk > 1 else ((0,) if blocks else ()):
+            if blocks % chunks == 0:
+                block_row(x0, x1, out, b, (chunk * per_chunk + jo) * mr, mr, "acc")
+            else:
+                with T.If(chunk * per_chunk + jo < blocks):
+                    block_row(x0, x1, out, b, (chunk * per_chunk + jo) * mr, mr, "acc")
+        if rtail and chunks == 1:
+            block_row(x0, x1, out, b, blocks * mr, rtail, "racc")
+        elif rtail:
+            with T.If(T.eq(chunk, chunks - 1)):
+                block_row(x0, x1, out, b, blocks * mr, rtail, "racc")
 
     @T.prim_func(private=True)
     def matmul(x0: T.Buffer(a_shape, dtype), x1: T.Buffer(b_shape, dtype),
@@ -433,7 +471,9 @@ def _schedule(batches: int, m: int, n: int, k: int, tile: tuple[int, int],  # no
             rest = task // col_tasks if col_tasks > 1 else task
             chunk = rest % chunks if chunks > 1 else 0
             b = rest // chunks if batches > 1 else 0
-            if not tail:
+            if short:
+                short_rows(x0, x1, out, b, chunk)
+            elif not tail:
                 main_panels(x0, x1, out, b, chunk, ct)
             else:
                 with T.If(ct < main):

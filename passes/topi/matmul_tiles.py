@@ -28,6 +28,9 @@ WIDE_PANEL_L2_FRACTION = 4
 PACKED_MAX_VECTORS = 8
 #: Most rows one tile takes whole (one pass over B; `register_tile`, `packed_tile`).
 PACKED_MAX_ROWS = 8
+#: Most vector pieces (a vector, then powers of two) of a narrow N taken as one tile
+#: (``register_tile``: N between one and two vectors).
+NARROW_PIECES = 3
 
 
 def accumulators(target: CPUTarget) -> int:
@@ -36,8 +39,8 @@ def accumulators(target: CPUTarget) -> int:
     return target.vector_registers * 3 // 4
 
 
-def register_tile(m: int, n: int, k: int, dtype: str, target: CPUTarget
-                  ) -> tuple[int, int] | None:
+def register_tile(m: int, n: int, k: int, dtype: str, target: CPUTarget,
+                  whole_narrow: bool = True) -> tuple[int, int] | None:
     """(MR, NR) for ``target``'s register file, or None when N is below 4 (fewer columns
     than a vector take vectors of half the width, down to 4 lanes).
 
@@ -49,6 +52,9 @@ def register_tile(m: int, n: int, k: int, dtype: str, target: CPUTarget
     halves V to stay in L2 (a quarter of it). Fewer rows than MR (a batch-1 classifier, a
     GEMV) take wider tiles, up to 8 vectors: independent accumulators hide the FMA latency,
     which a single 1-vector chain exposes (4 cycles per fma on a core that issues two a cycle).
+    Between one and two vectors of columns (20 of 16 lanes), with ``whole_narrow``, the
+    tile takes the whole row as pieces (16 + 4) and fewer rows (``accumulators // pieces``,
+    up to 8), so there is no tail tile.
     """
     itemsize = 4 if dtype == "float32" else 8
     lanes = target.lanes(dtype)
@@ -63,6 +69,13 @@ def register_tile(m: int, n: int, k: int, dtype: str, target: CPUTarget
         wide = max(1, wide // 2)
     v = min(wide, vectors)
     mr = min(budget // v, 8)
+    pieces = vectors + bin(n % lanes).count("1")  # vector_pieces(n, lanes)
+    if whole_narrow and vectors == 1 and 1 < pieces <= NARROW_PIECES and m > PACKED_MAX_ROWS:
+        # one vector and a part, B read unpacked: the whole row in one tile (pieces of
+        # 16 + 4 for 20 columns), not a vector tile and a tail tile that would each run
+        # the K loop, A broadcast twice (B packed at build time pads its tail panel to
+        # whole vectors instead: ``packed_tile``)
+        return min(PACKED_MAX_ROWS, budget // pieces), n
     if m < mr:
         mr = m
         v = min(vectors, budget // m, 24)
@@ -80,7 +93,7 @@ def packed_tile(m: int, n: int, k: int, dtype: str, target: CPUTarget
     once, used by every row: 8 x 3, 4 x 6, 2 x 8 or 1 x 8 vectors with AVX-512), so the
     matmul is one sequential pass over the packed panels, bound by the fmas when B is in
     cache and by its bandwidth when not; more rows take :func:`register_tile`'s tile."""
-    tile = register_tile(m, n, k, dtype, target)
+    tile = register_tile(m, n, k, dtype, target, whole_narrow=False)
     if tile is None:
         return None
     mr, nr = tile
@@ -116,7 +129,7 @@ def split_columns(tile: tuple[int, int], batches: int, m: int, n: int, b_t: bool
                   target: CPUTarget, dtype: str) -> tuple[int, int]:
     """The tile, narrowed (half the vectors, more rows) while a packing matmul would
     otherwise be split into row chunks of few row blocks: fewer than ``MIN_TASKS`` column
-    panels and ``2 * ROW_CHUNK_BLOCKS`` to ``MIN_TASKS`` row blocks (``matmul._row_chunks``;
+    panels and ``2 * ROW_CHUNK_BLOCKS`` to ``MIN_TASKS`` row blocks (``row_chunks``;
     with more row blocks the packing is amortized and row chunks cost little).
 
     Why: every row chunk packs its own copy of its panel, so with a few row blocks per
@@ -126,7 +139,7 @@ def split_columns(tile: tuple[int, int], batches: int, m: int, n: int, b_t: bool
     mr, nr = tile
     lanes = target.lanes(dtype)
     budget = accumulators(target)
-    if -(-m // mr) <= 1 and not b_t:  # unpacked: read in place
+    if -(-m // mr) <= 1 and not b_t or nr % lanes:  # unpacked: read in place; or narrow
         return tile
     while (nr > lanes and 2 * ROW_CHUNK_BLOCKS <= m // mr < MIN_TASKS
            and batches * -(-n // nr) < MIN_TASKS):
@@ -135,6 +148,57 @@ def split_columns(tile: tuple[int, int], batches: int, m: int, n: int, b_t: bool
     return mr, nr
 
 
-__all__ = ["MIN_TASKS", "PACKED_MAX_ROWS", "PACKED_MAX_VECTORS", "ROW_CHUNK_BLOCKS",
+#: Bytes of each B row a task packs at least (panels are grouped up to this): every row
+#: of a packed panel is a separate page of B when N is large, so a 64-byte panel row
+#: costs a TLB walk per 64 bytes; four panels per pass read 256.
+PACK_ROW_BYTES = 256
+
+
+def panel_group(full: int, k: int, nr: int, itemsize: int, max_bytes: int) -> int:
+    """Panels per task: up to ``PACK_ROW_BYTES`` per packed row, dividing the panel count,
+    within ``max_bytes`` (half of L2: the panels stay there while the task's row blocks
+    stream) and leaving ``MIN_TASKS`` tasks."""
+    for group in range(max(1, PACK_ROW_BYTES // (nr * itemsize)), 1, -1):
+        if (full % group == 0 and full // group >= MIN_TASKS
+                and group * k * nr * itemsize <= max_bytes):
+            return group
+    return 1
+
+
+def row_chunks(col_tasks: int, blocks: int) -> int:
+    """Row chunks per column task, so that a matmul with few column panels (N of one or
+    two panels, M in the thousands) still has ``MIN_TASKS`` tasks; each chunk keeps at
+    least two row blocks (a chunk of a packing schedule packs its own copy of the panel)."""
+    if col_tasks >= MIN_TASKS:
+        return 1
+    return max(1, min(-(-MIN_TASKS // col_tasks), blocks // ROW_CHUNK_BLOCKS))
+
+
+#: Largest K of a *short* matmul (``matmul._schedule``): its tile runs few fmas per element
+#: stored, so C's stores weigh. Tasks then split the rows, not the columns, each walking
+#: whole rows of C (full cache lines, written once, in order) and reading B in place
+#: (``K x N`` within half of L2), not packing it. Measured old/new in one process, one
+#: thread: K of 9-16 1.2-1.4x, 24-32 1.0-1.16x (3000 x 32 x 1000 with a transposed A).
+SHORT_K = 32
+
+#: Widest row of B (bytes) read in place rather than packed per call: the rows of a
+#: panel are then at most this far apart, a few cache lines, sequential enough for the
+#: prefetchers and in as few pages as the packed copy (packing a 2 x 44 x 1079 @ 1079 x
+#: 20 cost as much as its fmas).
+NARROW_ROW_BYTES = 256
+
+
+def short_k(k: int, n: int, itemsize: int, target: CPUTarget) -> bool:
+    """Whether an untransposed B is read in place by tasks over row chunks (the *short*
+    schedule of ``matmul._schedule``): a short K (``SHORT_K``), or B's rows within a few
+    cache lines (``NARROW_ROW_BYTES``: read in place sequentially enough; a packed copy
+    pays off only when the rows of a panel sit pages apart), and B within half of L2,
+    where it stays while every row block reads it."""
+    return (k <= SHORT_K or n * itemsize <= NARROW_ROW_BYTES) \
+        and k * n * itemsize <= target.l2 // 2
+
+__all__ = ["MIN_TASKS", "NARROW_PIECES", "NARROW_ROW_BYTES", "PACKED_MAX_ROWS",
+           "PACKED_MAX_VECTORS", "PACK_ROW_BYTES", "ROW_CHUNK_BLOCKS", "SHORT_K",
            "WIDE_PANEL_L2_FRACTION", "accumulators", "packed_length", "packed_tile",
-           "register_tile", "split_columns", "tail_width"]
+           "panel_group", "register_tile", "row_chunks", "short_k", "split_columns",
+           "tail_width"]

@@ -13,6 +13,7 @@ check every tile family on any machine. Imports irkernel.transform, irkernel.tar
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from irkernel import transform
 from irkernel.target import ALIASES, LEVELS, CPUTarget, cpu_target
@@ -37,12 +38,25 @@ transform.register_pass_config(
     check=lambda v: None if v in (0, 128, 256, 512) else "must be 0, 128, 256 or 512")
 
 
+#: Config: L1 data cache bytes the op templates block for (0: the target's).
+L1D_BYTES = "topi.l1d_bytes"
+transform.register_pass_config(
+    L1D_BYTES, int, 0,
+    description="L1 data cache size (bytes) the op templates size their blocks for "
+                "(tile runs, depthwise bands): 0: the target's; tests set a small one to "
+                "exercise the blocked forms on small shapes",
+    check=lambda v: None if v == 0 or v >= 256 else "must be 0 or at least 256")
+
+
 def current_target() -> CPUTarget:
-    """The current PassContext's target, with its ``topi.vector_bits`` applied."""
+    """The current PassContext's target, with its ``topi.vector_bits`` and
+    ``topi.l1d_bytes`` applied."""
     ctx = transform.PassContext.current()
     target = cpu_target(str(ctx.get_config(TARGET)))
     bits = int(ctx.get_config(VECTOR_BITS))
-    return target.with_vector_bits(bits) if bits else target
+    target = target.with_vector_bits(bits) if bits else target
+    l1d = int(ctx.get_config(L1D_BYTES))
+    return replace(target, l1d=l1d) if l1d and l1d != target.l1d else target
 
 
 def vector_bits() -> int:
@@ -87,5 +101,5 @@ def registers(bits: int) -> int:
     return 32 if bits >= 512 else 16
 
 
-__all__ = ["TARGET", "VECTOR_BITS", "current_target", "registers", "vector_bits",
+__all__ = ["L1D_BYTES", "TARGET", "VECTOR_BITS", "current_target", "registers", "vector_bits",
            "vector_columns", "vector_pieces"]

@@ -137,3 +137,59 @@ def test_an_inf_in_the_next_row_stays_out_of_the_row_end(case) -> None:
     assert np.array_equal(np.isinf(got), np.isinf(want))
     finite = np.isfinite(want)
     np.testing.assert_allclose(got[finite], want[finite], rtol=1e-5, atol=1e-5)
+
+
+@st.composite
+def banded_cases(draw):
+    """A strided depthwise conv on a map of 16-48 pixels a side, computed in bands of output
+    rows when ``topi.l1d_bytes`` is small (``depthwise_flat.band_rows``)."""
+    kernel = [draw(st.integers(1, 5)) for _ in range(2)]
+    dil = [draw(st.integers(1, 2)) for _ in range(2)]
+    strides = [draw(st.integers(1, 3)), draw(st.integers(2, 3))]
+    pads = [draw(st.integers(0, 2)) for _ in range(4)]
+    sizes = [draw(st.integers(16, 48)) for _ in range(2)]
+    if sizes[1] // strides[1] < 16:  # long phase rows: no whole-plane column split
+        sizes[1] = 16 * strides[1] + draw(st.integers(0, 8))
+    n, c = draw(st.integers(1, 2)), draw(st.integers(1, 6))
+    dtype = draw(st.sampled_from(["float32", "float64"]))
+    return (n, c, *sizes), (c, 1, *kernel), strides, pads, dil, dtype
+
+
+@settings(max_examples=30, deadline=None)
+@given(case=banded_cases(), epilogue=st.sampled_from(["none", "bias_relu", "residual",
+                                                      "silu"]),
+       bits=st.sampled_from([256, 512]), l1=st.sampled_from([512, 1024, 4096]),
+       seed=st.integers(0, 99))
+def test_banded_depthwise_equals_the_interpreter(case, epilogue, bits, l1, seed) -> None:
+    """Bands of output rows over a plane larger than half of a (small) L1: every band's
+    phase rows with their halo, the masked lanes at band edges, the last band's partial
+    vector."""
+    xs, ws, strides, pads, dil, dtype = case
+    mod = _depthwise_module(xs, ws, strides, pads, dil, dtype, epilogue)
+    inputs = random_inputs(mod, seed=seed)
+    config = {"topi.vector_bits": bits, "runtime.generic_max_elements": 0,
+              "topi.l1d_bytes": l1}
+    with transform.PassContext(config=config):
+        ex = runtime.build(mod)
+    assert_close_to_interpreter(mod, inputs, ex["main"](*inputs), "banded depthwise")
+
+
+def test_a_large_strided_plane_runs_in_bands_that_fit_l1() -> None:
+    """mobilenet_v2's 96-channel 112x112 stride-2 layer: bands of 16 output rows, a scratch
+    of at most half of a 32 KiB L1 instead of the whole plane's phases (51 KB)."""
+    from passes.topi.depthwise_flat import Taps, band_rows
+
+    taps = Taps.of((3, 3), (2, 2), (1, 1), (1, 1), 56)
+    assert band_rows(taps, 56, 32, 32 * 1024 // 4) == 16
+    assert band_rows(taps, 56, 16, 32 * 1024 // 4) % 2 == 0     # AVX2 chunks: whole
+    assert band_rows(Taps.of((3, 3), (2, 2), (1, 1), (1, 1), 28), 28, 32, 8192) == 0  # fits
+    mod = _depthwise_module((1, 96, 112, 112), (96, 1, 3, 3), [2, 2], [1] * 4, [1, 1],
+                            "float32", "bias_relu")
+    inputs = random_inputs(mod, seed=1)
+    with transform.PassContext(config={"topi.vector_bits": 512, "topi.l1d_bytes": 32768}):
+        ex = runtime.build(mod)
+    tir = ex.get_source("tir")
+    sizes = [int(line.split("((")[1].split(",")[0]) for line in tir.splitlines()
+             if "xpad = T.alloc_buffer" in line]
+    assert sizes and max(sizes) * 4 <= 16 * 1024
+    assert_close_to_interpreter(mod, inputs, ex["main"](*inputs), "banded 96x112")

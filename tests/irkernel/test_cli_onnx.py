@@ -150,10 +150,11 @@ def test_dim_errors_exit_codes(shared_path, capsys, argv, code, message):
 
 
 def test_import_and_print_at_a_binding(shared_path, tmp_path, capsys):
-    rc, text = _cli("print", str(shared_path))
+    rc, text = _cli("print", str(shared_path))  # the symbolic graph
     assert rc == 0 and text.startswith("# symbolic dims: batch, seq (input 'a' [batch, seq], "
                                        "input 'b' [batch, seq])\n# give --dim")
-    assert "param" not in text
+    assert "dim batch in [1, inf]" in text and "param a : float32[batch, seq]" in text
+    assert ik.parse(text).script() in text  # the header is a comment of the text format
     rc, text = _cli("print", str(shared_path), "--dim", "batch=2,seq=3")
     assert rc == 0 and text.startswith("# symbolic dims: batch=2, seq=3 (")
     assert "param a : float32[2, 3]" in text and "param b : float32[2, 3]" in text
@@ -164,6 +165,28 @@ def test_import_and_print_at_a_binding(shared_path, tmp_path, capsys):
     mod = ik.parse(target.read_text())  # the header is a comment of the text format
     f = mod["main"]
     assert [f.shapes[int(f.shape_id[p])] for p in f.params.tolist()] == [(1, 4), (1, 4)]
+
+
+def test_print_names_why_a_model_has_no_symbolic_graph(tmp_path):
+    """A Range over a dim can not be imported symbolically: print shows the dims and the
+    reason (the node and the dim), and still prints the graph at a binding."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Squeeze", ["s"], ["n0"]),
+             helper.make_node("Constant", [], ["zero"], value_int=0),
+             helper.make_node("Constant", [], ["one"], value_int=1),
+             helper.make_node("Range", ["zero", "n0", "one"], ["r"], name="ramp"),
+             helper.make_node("Cast", ["r"], ["rf"], to=TensorProto.FLOAT),
+             helper.make_node("Add", ["x", "rf"], ["y"])]
+    g = helper.make_graph(nodes, "g", [x], [helper.make_empty_tensor_value_info("y")])
+    path = tmp_path / "ramp.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    rc, text = _cli("print", str(path))
+    assert rc == 0 and text.startswith("# symbolic dims: n (input 'x' [n])\n# the graph can "
+                                       "not be imported with symbolic dims: node 4 'ramp'")
+    assert "symbolic dim n" in text and "param" not in text
+    rc, text = _cli("print", str(path), "--dim", "n=3")
+    assert rc == 0 and "param x : float32[3]" in text
 
 
 @pytest.fixture

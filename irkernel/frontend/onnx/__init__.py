@@ -7,7 +7,9 @@ symbolic dims, imported and built per binding of its dims) and
 ``irkernel.frontend.onnx.backend`` (the ``onnx.backend`` API, on the top layer).
 
 Modules: ``common`` (values, context, converter table, errors), ``dims`` (the symbolic
-dims of a model's inputs and their binding), ``importer`` (``from_onnx``),
+dims of a model's inputs and their binding), ``symbolic`` (them as shape variables, for
+``from_onnx(symbolic=True)``), ``dimvalues`` (shape arithmetic on symbolic dims at
+import), ``importer`` (``from_onnx``),
 ``converters/`` (one converter class per ONNX op, grouped by kind). See ``docs/onnx.md``.
 """
 

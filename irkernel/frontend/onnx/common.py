@@ -29,12 +29,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from irkernel.frontend.onnx import dimvalues
 from irkernel.ir import ops
 from irkernel.ir.builder import GraphBuilder
 from irkernel.ir.errors import TypeInferenceError
 from irkernel.ir import narrow
-from irkernel.ir.ids import BFLOAT16, DTYPE_NAMES, NUMPY_DTYPES, dtype_code, shape_problem
+from irkernel.ir.ids import BFLOAT16, DTYPE_NAMES, INT64, NUMPY_DTYPES, dtype_code, shape_problem
 from irkernel.ir.interp import evaluate_op
+from irkernel.ir.symdim import SymDim
 
 Shape = tuple[int, ...]
 
@@ -141,6 +143,10 @@ class Context:
         when the array's does not say it (bfloat16 as uint16 bits, ``irkernel.ir.narrow``);
         ``ml_dtypes.bfloat16`` arrays (onnx's) become such bits."""
         arr = np.asarray(value) if dtype is None else np.asarray(value, dtype=dtype)
+        if arr.dtype == object:  # a dim value (symbolic import): int64 once it is static
+            arr = dimvalues.normalize(arr)
+            if arr.dtype == object:
+                return Value(INT64, arr.shape, const=arr)
         if arr.dtype.name in _WIDENED_INT4:  # onnx's ml_dtypes int4/uint4: widened, marked
             wide = np.ascontiguousarray(arr.astype(_WIDENED_INT4[arr.dtype.name]))
             return Value(dtype_code(wide.dtype), wide.shape, const=wide, int4_type=arr.dtype.name)
@@ -214,6 +220,10 @@ class Context:
         if v.node is not None:
             return v.node
         assert v.const is not None
+        if v.const.dtype == object:
+            raise self.error(f"the value of the symbolic dim {dimvalues.first_symbolic(v.const)} "
+                             "is used as run-time data, which a symbolic import does not "
+                             "support (bind the dims: DynamicModel imports per binding then)")
         hit = self._const_nodes.get(id(v.const))
         if hit is not None and hit[0] is v.const:
             return hit[1]
@@ -232,12 +242,29 @@ class Context:
             raise NeedsConstant(f"{self.where}: {what} must be a constant (an initializer or "
                                 "computed from constants); a tensor computed at run time is not "
                                 "supported (bind the graph input with const_inputs)")
+        if v.const.dtype == object:
+            raise self.error(f"{what} holds the symbolic dim "
+                             f"{dimvalues.first_symbolic(v.const)}, which this op needs as a "
+                             "static value")
         return v.const
+
+    def dims_value(self, v: Value | None, what: str) -> list[Any]:
+        """The elements of a constant integer input that may hold symbolic dims (a shape
+        computed from ``Shape``): ints, or ``SymDim`` in a symbolic import."""
+        if v is not None and v.const is not None and v.const.dtype == object:
+            return list(v.const.reshape(-1))
+        return [int(d) for d in np.asarray(self.const_value(v, what)).reshape(-1)]
 
     # -- ops --------------------------------------------------------------------
     def emit(self, op: str, *operands: Value, **attrs: Any) -> Value:
         """The graph op ``op`` of ``operands``; evaluated at import when all are constant."""
         opdef = ops.get_op(op)
+        if any(isinstance(a, (tuple, list)) and any(isinstance(d, SymDim) for d in a)
+               for a in attrs.values()):  # a symbolic target: a graph op (the builder
+            return self._emit_node(op, operands, attrs)  # encodes its dims)
+        if operands and all(v.const is not None for v in operands) and any(
+                v.const.dtype == object for v in operands):
+            return self._emit_dims(opdef, operands, attrs)
         if operands and all(v.const is not None for v in operands) and opdef.reference:
             try:
                 normalized = dict(opdef.normalize_attrs(attrs))
@@ -260,6 +287,20 @@ class Context:
             return Value(code, shape, const=out)
         return self._emit_node(op, operands, attrs)
 
+    def _emit_dims(self, opdef: ops.OpDef, operands: Sequence[Value],
+                   attrs: dict[str, Any]) -> Value:
+        """``emit`` of constants one of which holds symbolic dims (``dimvalues``)."""
+        try:
+            normalized = dict(opdef.normalize_attrs(attrs))
+            code, shape = opdef.infer([(v.dtype, v.shape) for v in operands], normalized)
+            out = dimvalues.evaluate(opdef.name, [v.const for v in operands],
+                                     [v.dtype for v in operands], normalized, code)
+        except (TypeError, TypeInferenceError, dimvalues.DimValueError) as exc:
+            raise self.error(f"{opdef.name}: {exc}") from None
+        if out.dtype != object:
+            out = out.astype(NUMPY_DTYPES[code], copy=False)
+        return Value(code, shape, const=np.ascontiguousarray(out.reshape(shape)))
+
     def _emit_node(self, op: str, operands: Sequence[Value], attrs: dict[str, Any]) -> Value:
         nodes = [self.node(v) for v in operands]
         try:
@@ -276,8 +317,8 @@ class Context:
     def astype(self, v: Value, dtype: str) -> Value:
         return v if v.dtype_name == dtype else self.emit("astype", v, dtype=dtype)
 
-    def reshape(self, v: Value, shape: Sequence[int]) -> Value:
-        shape = tuple(int(d) for d in shape)
+    def reshape(self, v: Value, shape: Sequence[Any]) -> Value:
+        shape = tuple(d if isinstance(d, SymDim) else int(d) for d in shape)
         return v if v.shape == shape else self.emit("reshape", v, shape=shape)
 
     def expand_rank(self, v: Value, rank: int, axis: int = 1) -> Value:

@@ -1,15 +1,21 @@
-"""``DynamicModel``: an ONNX model with symbolic dims, imported and built per binding.
+"""``DynamicModel``: an ONNX model with symbolic dims, imported once and bound per call.
 
-``from_onnx`` returns one IRModule, whose shapes are all fixed: the graph IR has no
-symbolic shapes yet (issue 25). A model that declares ``batch`` or ``seq`` dims is made
-usable here the way XLA does it, by specializing:
+A model that declares ``batch`` or ``seq`` dims is imported ONCE with its dims as shape
+variables (``from_onnx(..., symbolic=True)``), and each binding is that module with the
+values substituted (``irkernel.ir.binding.specialize``: the shape table and the reshape
+targets, no re-import, no per-node Python). The runtime does not build symbolic modules
+yet (issue 25), so builds are still per binding, the way XLA does it:
 
 - :class:`DynamicModel` reads the model once (checked, external data loaded) and its
   symbolic dims (:class:`~irkernel.frontend.onnx.dims.SymbolicDims`: shared names are
   one dim, ``?`` dims get a name, expression dims are evaluated, ``shape_dict`` fixes
-  dims, ``bounds`` limit them). ``bind(batch=4)`` imports the module at that binding
-  (``from_onnx`` with every input's shape); ``bind_from_inputs(*arrays)`` takes the
-  binding from the arrays' shapes. The last ``max_modules`` modules are kept.
+  dims, ``bounds`` limit them). ``bind(batch=4)`` is the module at that binding: the
+  symbolic module (imported on first use, :attr:`DynamicModel.symbolic_module`)
+  specialized, or, when the symbolic import failed (an op that can not handle a symbolic
+  dim: :attr:`DynamicModel.symbolic_error` says which) or the binding is outside what
+  the symbolic module allows (a dim of 0), ``from_onnx`` with every input's shape.
+  ``bind_from_inputs(*arrays)`` takes the binding from the arrays' shapes. The last
+  ``max_modules`` modules are kept.
 - :meth:`DynamicModel.build` returns a :class:`DynamicExecutable`, whose
   ``["main"](*arrays)`` binds the dims from the arrays, builds on the first call at a
   binding (``runtime.build``; the kernel cache makes a binding whose kernels were
@@ -37,7 +43,9 @@ import numpy as np
 
 import runtime
 from irkernel.frontend.onnx.dims import SymbolicDims
-from irkernel.frontend.onnx.importer import from_onnx, load_model
+from irkernel.frontend.onnx.importer import from_onnx, load_model, sanitize_names
+from irkernel.frontend.onnx.symbolic import variable_names
+from irkernel.ir.binding import specialize
 from irkernel.ir.module import IRModule
 
 _V = TypeVar("_V")
@@ -120,7 +128,10 @@ class DynamicModel:
         constant = {i.name for i in self.model.graph.initializer} | set(const_inputs or {})
         given = {k: v for k, v in (shape_dict or {}).items() if k not in constant}
         self.symbolic = SymbolicDims(self.model.graph, given, bounds, skip=constant)
+        self._given, self._bounds = given, dict(bounds or {})
         self._modules: _Recent[IRModule] = _Recent(max_modules, "max_modules")
+        self._symbolic_lock = threading.Lock()
+        self._symbolic_state: tuple[IRModule | None, Exception | None] | None = None
 
     @property
     def dims(self) -> tuple[str, ...]:
@@ -159,6 +170,28 @@ class DynamicModel:
         values = self.symbolic.infer(shapes)
         return {name: values[name] for name in self.dims}
 
+    @property
+    def symbolic_module(self) -> IRModule | None:
+        """The model imported once with its dims as shape variables (``from_onnx(...,
+        symbolic=True)``, on first use), or None when that import failed
+        (:attr:`symbolic_error`): bindings are then imported one by one."""
+        with self._symbolic_lock:
+            if self._symbolic_state is None:
+                try:
+                    mod = from_onnx(self.model, shape_dict=self._given, symbolic=True,
+                                    bounds=self._bounds or None, **self._import_options)
+                    self._symbolic_state = (mod, None)
+                except (ValueError, NotImplementedError) as exc:  # ONNXImportError and co.
+                    self._symbolic_state = (None, exc)
+            return self._symbolic_state[0]
+
+    @property
+    def symbolic_error(self) -> Exception | None:
+        """Why the symbolic import failed (an error naming the node and the dim), or None."""
+        _ = self.symbolic_module
+        assert self._symbolic_state is not None
+        return self._symbolic_state[1]
+
     def bind(self, **values: int) -> IRModule:
         """The module at this binding (one value per dim; kept for later calls).
 
@@ -169,11 +202,26 @@ class DynamicModel:
             or contradicts ``shape_dict``.
         """
         full = self.symbolic.values(values)
-        return self._modules.get(self.symbolic.key(full), lambda: self.import_at(full))
+        return self._modules.get(self.symbolic.key(full), lambda: self.module_at(full))
 
     def bind_from_inputs(self, *inputs: Any) -> IRModule:
         """``bind(**binding_from_inputs(*inputs))``."""
         return self.bind(**self.binding_from_inputs(*inputs))
+
+    def module_at(self, values: Mapping[str, int]) -> IRModule:
+        """The module at a full binding (every variable, fixed ones too; not cached): the
+        symbolic module specialized to it, else :meth:`import_at` (module doc)."""
+        mod = self.symbolic_module
+        if mod is None:
+            return self.import_at(values)
+        func = mod["main"]
+        names = variable_names(self.symbolic.dims, sanitize_names)
+        by_variable = {names[d]: values[d] for d in self.symbolic.dims}
+        try:
+            bound = specialize(func, [by_variable[v] for v in func.shapes.symbols.var_names])
+        except ValueError:  # outside the variables' bounds (a 0 dim): imported as before
+            return self.import_at(values)
+        return IRModule({**mod.functions, "main": bound})
 
     def import_at(self, values: Mapping[str, int]) -> IRModule:
         """``from_onnx`` at a full binding (every variable, fixed ones too; not cached)."""
@@ -220,7 +268,7 @@ class DynamicExecutable(Mapping[str, "DynamicGraph"]):
         """The executable at this binding (built now if it is not kept)."""
         full = self.model.symbolic.values(values)
         return self._builds.get(self.model.symbolic.key(full), lambda: runtime.build(
-            self.model.import_at(full), **self._options))
+            self.model.module_at(full), **self._options))
 
     def executable_for(self, *inputs: Any) -> runtime.Executable:
         """The executable at the binding the inputs' shapes give."""

@@ -61,6 +61,8 @@ from irkernel.frontend.onnx.common import (
     op_key,
 )
 from irkernel.frontend.onnx.dims import SymbolicDims, SymbolicDimsError
+from irkernel.frontend.onnx.symbolic import declare as declare_dims
+from irkernel.frontend.onnx.symbolic import variable_names
 from irkernel.ir.builder import GraphBuilder
 from irkernel.ir.ids import DTYPE_NAMES, dtype_code, shape_problem
 from irkernel.ir.module import IRModule
@@ -189,7 +191,7 @@ def _declared_const(name: str, value: Any, info: onnx.ValueInfoProto) -> np.ndar
     return array
 
 
-def _input_type(info: onnx.ValueInfoProto, shape: tuple[int, ...],
+def _input_type(info: onnx.ValueInfoProto, shape: tuple[Any, ...],
                 dtype_dict: Mapping[str, Any]) -> str:
     """The dtype of a parameter input; its ``shape`` (from :class:`SymbolicDims`) is checked."""
     name = info.name
@@ -209,7 +211,7 @@ def _input_type(info: onnx.ValueInfoProto, shape: tuple[int, ...],
                               f"supported ({', '.join(DTYPE_NAMES)}); override it with dtype_dict")
     else:
         dtype = ONNX_DTYPES[ttype.elem_type]
-    problem = shape_problem(shape)
+    problem = shape_problem(tuple(d for d in shape if isinstance(d, int)))
     if problem is not None:
         raise ONNXImportError(f"graph input {name!r}: shape {list(shape)}: {problem}")
     return dtype
@@ -242,7 +244,8 @@ def _where(index: int, node: onnx.NodeProto) -> str:
 
 def from_onnx(model: Any, shape_dict: Mapping[str, Sequence[int]] | None = None,
               dtype_dict: Mapping[str, Any] | None = None, opset: int | None = None,
-              const_inputs: Mapping[str, Any] | None = None) -> IRModule:
+              const_inputs: Mapping[str, Any] | None = None, *, symbolic: bool = False,
+              bounds: Mapping[str, tuple[int | None, int | None]] | None = None) -> IRModule:
     """Import an ONNX model.
 
     Parameters
@@ -262,6 +265,14 @@ def from_onnx(model: Any, shape_dict: Mapping[str, Sequence[int]] | None = None,
     const_inputs : mapping, optional
         ``{input name: array}`` binding graph inputs to constant values: they are not
         parameters of ``main``, and shapes, axes or pads computed from them fold at import.
+    symbolic : bool
+        Keep the dims ``shape_dict`` leaves without a value as shape variables of ``main``
+        (``symbolic.py``; ``?`` dims are named ``INPUT_dimK``); shapes computed from them
+        (``Shape -> Gather -> Concat -> Reshape``) become symbolic dims. An op that can
+        not handle a symbolic dim is an ONNXImportError naming the node and the dim.
+    bounds : mapping, optional
+        With ``symbolic``: ``{dim: (low, high)}``, inclusive, either end ``None``; the
+        variables' bounds (default ``[1, inf]``).
 
     Returns
     -------
@@ -274,8 +285,9 @@ def from_onnx(model: Any, shape_dict: Mapping[str, Sequence[int]] | None = None,
     OpNotImplemented
         Listing every unsupported op type with its count, before any conversion.
     SymbolicDimsError
-        An ONNXImportError naming the symbolic dims ``shape_dict`` leaves without a value
-        (``irkernel.frontend.onnx.dynamic.DynamicModel`` imports such a model per binding).
+        Without ``symbolic``: an ONNXImportError naming the symbolic dims ``shape_dict``
+        leaves without a value (``irkernel.frontend.onnx.dynamic.DynamicModel`` imports
+        such a model once, symbolically, or per binding).
     ONNXImportError
         Naming the node, input, initializer or attribute that cannot be imported, or the
         file that is not a model.
@@ -302,14 +314,20 @@ def from_onnx(model: Any, shape_dict: Mapping[str, Sequence[int]] | None = None,
             raise ValueError(f"from_onnx: {name!r} is not an input of the graph "
                              f"(inputs: {', '.join(sorted(known_inputs)) or 'none'})")
     constant = {i.name for i in graph.initializer} | set(const_inputs)
+    if bounds is not None and not symbolic:
+        raise ValueError("from_onnx: bounds are the symbolic dims' (symbolic=True)")
     dims = SymbolicDims(graph, {k: v for k, v in shape_dict.items() if k not in constant},
-                        skip=constant)
-    if dims.dims:
-        raise SymbolicDimsError(dims.dims, dims.describe())
+                        bounds, skip=constant)
     bb = GraphBuilder("main")
+    if symbolic:
+        shapes = declare_dims(bb, dims, variable_names(dims.dims, sanitize_names))
+    elif dims.dims:
+        raise SymbolicDimsError(dims.dims, dims.describe())
+    else:
+        shapes = dims.shapes(dims.fixed)
     ctx = Context(bb, opset)
     ctx.other_opsets = others
-    env = _bind_inputs(ctx, graph, dims.shapes(dims.fixed), dtype_dict, const_inputs)
+    env = _bind_inputs(ctx, graph, shapes, dtype_dict, const_inputs)
     # Each tensor is dropped from env after its last reader, so that a constant replaced by
     # a folded one (a transposed weight) is freed during the import, not held to the end.
     # (a subgraph's nodes read the enclosing scope by name: those names live until the node)
@@ -343,7 +361,7 @@ def _declared_int4(info: onnx.ValueInfoProto) -> str | None:
     return onnx.TensorProto.DataType.Name(elem).lower() if elem in _WIDENED_TYPES else None
 
 
-def _bind_inputs(ctx: Context, graph: onnx.GraphProto, shapes: dict[str, tuple[int, ...]],
+def _bind_inputs(ctx: Context, graph: onnx.GraphProto, shapes: dict[str, tuple[Any, ...]],
                  dtype_dict: dict[str, Any], const_inputs: dict[str, Any]) -> dict[str, Value]:
     """Initializers and ``const_inputs`` as constants, the other inputs as parameters."""
     env: dict[str, Value] = {}
@@ -365,7 +383,7 @@ def _bind_inputs(ctx: Context, graph: onnx.GraphProto, shapes: dict[str, tuple[i
         shape = shapes[info.name]
         dtype = _input_type(info, shape, dtype_dict)
         node = ctx.bb.param(pname, shape, dtype)
-        env[info.name] = Value(dtype_code(dtype), shape, node=node)
+        env[info.name] = Value(dtype_code(dtype), ctx.bb.node_type(node)[1], node=node)
     return env
 
 

@@ -227,7 +227,8 @@ BUILTIN_OPS: tuple[OpDef, ...] = (
           symbolic=True),
     # -- movement --
     OpDef("strided_slice", ENC_UNARY, 1, strided_slice_rule, strided_slice_ref, INJECTIVE,
-          _SLICE, doc="NumPy x[b0:e0:s0, ...] (one begin/end/stride per axis; clamps)"),
+          _SLICE, doc="NumPy x[b0:e0:s0, ...] (one begin/end/stride per axis; clamps)",
+          symbolic=True),
     OpDef("take", ENC_BINARY, 2, take_rule, take_ref, INJECTIVE, (AttrSpec("axis", A_INT, 0),),
           doc="gather data along axis at int indices; i in [-d, d) is i mod d, others clamp"),
     OpDef("pad", ENC_BINARY, 2, pad_rule, pad_ref, INJECTIVE, _PAD,

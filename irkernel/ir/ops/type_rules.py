@@ -18,7 +18,15 @@ from typing import Any
 import numpy as np
 
 from irkernel.ir.errors import TypeInferenceError
-from irkernel.ir.ids import BOOL, DTYPE_NAMES, INT32, INT64, NUMERIC_DTYPES, dtype_code
+from irkernel.ir.ids import (
+    BOOL,
+    DTYPE_NAMES,
+    INT32,
+    INT64,
+    MAX_ELEMENTS,
+    NUMERIC_DTYPES,
+    dtype_code,
+)
 from irkernel.ir.ops.opdef import Shape, TensorType
 from irkernel.ir.symdim import UndecidableDim, is_symbolic
 
@@ -166,13 +174,14 @@ def reshape_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Tenso
 
 
 def _factors(dims: Sequence[Any]) -> tuple[int, list[Any]]:
-    """A product of dims as (constant, symbolic factors): ``2*b + 2`` is 2 x ``b + 1``."""
+    """A product of dims as (constant, symbolic factors): ``2*b + 2`` is 2 x ``b + 1``,
+    ``b*s`` is ``b`` x ``s`` (``SymDim.factors``)."""
     const, syms = 1, []
     for d in dims:
         if is_symbolic(d):
-            g = math.gcd(d.const, *(c for _, c in d.terms))
+            g, parts = d.factors()
             const *= g
-            syms.append(d // g)
+            syms.extend(parts)
         else:
             const *= d
     return const, syms
@@ -181,7 +190,8 @@ def _factors(dims: Sequence[Any]) -> tuple[int, list[Any]]:
 def _symbolic_reshape(shape: Shape, new: Sequence[Any]) -> Shape:
     """Reshape with symbolic dims: decidable when the target's symbolic factors are the
     input's (as a multiset) and the constant parts match; a ``-1`` takes what is left,
-    which must be a constant times at most one symbolic factor."""
+    a constant times the product of the input's remaining factors (``(b, s, 64) ->
+    (-1, 64)`` gives ``b*s``)."""
     const, syms = _factors(shape)
     known_const, known_syms = _factors([d for d in new if d != -1])
     rest = list(syms)
@@ -195,11 +205,16 @@ def _symbolic_reshape(shape: Shape, new: Sequence[Any]) -> Shape:
             raise UndecidableDim(f"cannot decide whether {fmt(shape)} reshapes to {fmt(new)} "
                                  "(their sizes are not provably equal)")
         return tuple(new)
-    if known_const == 0 or const % known_const or len(rest) > 1:
+    if known_const == 0 or const % known_const:
         raise UndecidableDim(f"cannot decide the -1 of reshape {fmt(shape)} to {fmt(new)}: "
-                             "it must be a constant times at most one symbolic dim of the "
-                             "input")
-    fill = const // known_const * (rest[0] if rest else 1)
+                             "the target's constant part does not divide the input's")
+    fill = const // known_const
+    for f in rest:
+        try:
+            fill = fill * f
+        except UndecidableDim as exc:
+            raise UndecidableDim(f"cannot decide the -1 of reshape {fmt(shape)} to "
+                                 f"{fmt(new)}: {exc}") from None
     return tuple(fill if d == -1 else d for d in new)
 
 
@@ -247,10 +262,32 @@ def concat_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Tensor
     return dt, first[:axis] + (sum(s[axis] for _, s in types),) + first[axis + 1:]
 
 
-def slice_range(begin: int, end: int, stride: int, dim: int) -> tuple[int, int]:
+def slice_range(begin: int, end: int, stride: int, dim: Any) -> tuple[Any, Any]:
     """(first index, length) of NumPy's ``x[begin:end:stride]`` on an axis of ``dim``."""
+    if is_symbolic(dim):
+        return _symbolic_slice_range(begin, end, stride, dim)
     start, stop, step = slice(begin, end, stride).indices(dim)
     return start, len(range(start, stop, step))
+
+
+def _symbolic_slice_range(begin: int, end: int, stride: int, dim: Any) -> tuple[Any, Any]:
+    """:func:`slice_range` on a symbolic axis, for a positive stride: NumPy's clamping
+    decided from the bounds (or UndecidableDim); an ``end >= MAX_ELEMENTS`` (ONNX's
+    INT64_MAX) runs to the end of the axis, which no dim exceeds."""
+    if stride < 0:
+        raise UndecidableDim(f"a negative stride slices the symbolic dim {dim}")
+
+    def clamp(i: int, default_end: bool) -> Any:
+        if default_end and i >= MAX_ELEMENTS:
+            return dim
+        at = i if i >= 0 else dim + i
+        # NumPy clamps into [0, dim]; each test decided from the bounds (or UndecidableDim)
+        at = at if at >= 0 else 0
+        return at if at <= dim else dim
+
+    start, stop = clamp(begin, False), clamp(end, True)
+    length = stop - start
+    return start, ((length + stride - 1) // stride if length >= 0 else 0)
 
 
 def strided_slice_rule(types: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from irkernel.frontend.onnx.dimvalues import is_dims
 from irkernel.frontend.onnx.common import (
     Context,
     OnnxOpConverter,
@@ -78,8 +79,8 @@ class Div(_Binary):
     def _apply(cls, ctx: Context, a: Value, b: Value) -> Value:
         same_dtype(ctx, [a, b], "Div")
         q = ctx.emit("divide", a, b)
-        if a.dtype_name not in ("int32", "int64"):
-            return q
+        if a.dtype_name not in ("int32", "int64") or is_dims(a.const) or is_dims(b.const):
+            return q  # (dims divide by positive constants only: floor is truncation)
         # ONNX integer division truncates toward zero; irkernel's divide floors:
         # add one where the remainder is non-zero and the operands' signs differ.
         zero, one = ctx.scalar(0, a), ctx.scalar(1, a)

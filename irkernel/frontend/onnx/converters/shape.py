@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from irkernel.frontend.onnx import dimvalues
 from irkernel.frontend.onnx.common import (
     Context,
     OnnxOpConverter,
@@ -25,8 +26,11 @@ from irkernel.frontend.onnx.common import (
     norm_axis,
     register,
 )
-from irkernel.ir import narrow
+from irkernel.ir import narrow, ops
+from irkernel.ir.errors import TypeInferenceError
 from irkernel.ir.ids import DTYPE_NAMES
+from irkernel.ir.ops.type_rules import broadcast_shapes
+from irkernel.ir.symdim import SymDim
 
 Args = list["Value | None"]
 ONNX_TO_NUMPY = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32",
@@ -34,6 +38,18 @@ ONNX_TO_NUMPY = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6
                  13: "uint64", 16: "bfloat16"}
 _SUPPORTED = DTYPE_NAMES
 _INT64_MAX = 2**63 - 1
+
+
+def _symbolic(dims: Any) -> bool:
+    return any(isinstance(d, SymDim) for d in dims)
+
+
+def _prod(dims: Any) -> Any:
+    """The product of dims (ints, or symbolic: ``batch*seq``)."""
+    out: Any = 1
+    for d in dims:
+        out = out * d
+    return out
 
 
 def _first(args: Args) -> Value:
@@ -52,8 +68,13 @@ def _opt(args: Args, k: int) -> Value | None:
 
 def reshape_target(ctx: Context, x: Value, shape: list[int], allowzero: bool) -> tuple[int, ...]:
     """ONNX Reshape's target: 0 copies the input dim (unless allowzero), -1 is inferred."""
-    out = [x.shape[k] if d == 0 and not allowzero and k < x.rank else d
-           for k, d in enumerate(shape)]
+    out = [x.shape[k] if isinstance(d, int) and d == 0 and not allowzero and k < x.rank
+           else d for k, d in enumerate(shape)]
+    if _symbolic(out) or _symbolic(x.shape):  # the reshape rule decides and fills the -1
+        try:
+            return ops.get_op("reshape").infer([(x.dtype, x.shape)], {"shape": tuple(out)})[1]
+        except TypeInferenceError as exc:
+            raise ctx.error(f"cannot reshape {list(x.shape)} to {shape}: {exc}") from None
     if out.count(-1) > 1 or any(d < -1 for d in out):
         raise ctx.error(f"bad reshape target {shape}")
     if -1 in out:
@@ -79,7 +100,7 @@ class Reshape(OnnxOpConverter):
     @classmethod
     def _impl_v5(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         x = _first(args)
-        shape = ctx.const_value(_opt(args, 1), "input 'shape'").astype(np.int64).tolist()
+        shape = ctx.dims_value(_opt(args, 1), "input 'shape'")
         return ctx.reshape(x, reshape_target(ctx, x, shape, bool(attrs.get("allowzero", 0))))
 
 
@@ -94,8 +115,7 @@ class Flatten(OnnxOpConverter):
         if not -x.rank <= axis <= x.rank:
             raise ctx.error(f"axis {axis} is out of range for rank {x.rank}")
         axis = axis + x.rank if axis < 0 else axis
-        rows = int(np.prod(x.shape[:axis], dtype=np.int64))
-        return ctx.reshape(x, (rows, int(np.prod(x.shape[axis:], dtype=np.int64))))
+        return ctx.reshape(x, (_prod(x.shape[:axis]), _prod(x.shape[axis:])))
 
 
 @register("Squeeze")
@@ -105,6 +125,10 @@ class Squeeze(OnnxOpConverter):
     @classmethod
     def _squeeze(cls, ctx: Context, x: Value, axes: list[int] | None) -> Value:
         if axes is None:
+            sym = next((d for d in x.shape if isinstance(d, SymDim)), None)
+            if sym is not None:
+                raise ctx.error(f"Squeeze without axes of shape {list(x.shape)}: whether the "
+                                f"symbolic dim {sym} is 1 is known only at run time")
             drop = {k for k, d in enumerate(x.shape) if d == 1}
         else:
             drop = set(norm_axes(ctx, axes, x.rank))
@@ -169,11 +193,11 @@ class Expand(OnnxOpConverter):
     @classmethod
     def _impl_v8(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
         x = _first(args)
-        shape = tuple(int(d) for d in ctx.const_value(_opt(args, 1), "input 'shape'").tolist())
+        shape = tuple(ctx.dims_value(_opt(args, 1), "input 'shape'"))
         try:
-            target = np.broadcast_shapes(x.shape, shape)  # ONNX Expand broadcasts both ways
-        except ValueError:
-            raise ctx.error(f"cannot expand {list(x.shape)} to {list(shape)}") from None
+            target = broadcast_shapes(x.shape, shape)  # ONNX Expand broadcasts both ways
+        except TypeInferenceError as exc:
+            raise ctx.error(f"cannot expand {list(x.shape)} to {list(shape)}: {exc}") from None
         return x if target == x.shape else ctx.emit("broadcast_to", x, shape=target)
 
 
@@ -224,14 +248,24 @@ def strided_slice(ctx: Context, x: Value, begin: list[int], end: list[int],
     for d, b, e, s in zip(x.shape, begin, end, strides, strict=True):
         if s == 0:
             raise ctx.error("slice steps must not be 0")
+        if isinstance(d, SymDim):  # kept as given: the graph op clamps (the rule decides)
+            if s < 0:
+                raise ctx.error(f"a negative slice step on the symbolic dim {d}")
+            full = (b == 0 and isinstance(e, SymDim) and e == d) or (
+                isinstance(e, int) and e >= _INT64_MAX)
+            b2.append(int(b))
+            e2.append(_INT64_MAX if full else int(e))
+            continue
         start, stop, _ = slice(b, e, s).indices(d)
         b2.append(start)
-        e2.append(-d - 1 if stop < 0 else stop)
-    if all(b == 0 and e == d and s == 1 for b, e, s, d in zip(b2, e2, strides, x.shape,
-                                                             strict=True)):
+        # an axis read whole writes "to the end" (ONNX's INT64_MAX), as a symbolic one does
+        e2.append(_INT64_MAX if start == 0 and stop == d and s == 1 else
+                  -d - 1 if stop < 0 else stop)
+    if all(b == 0 and e == _INT64_MAX and s == 1 for b, e, s in zip(b2, e2, strides,
+                                                                     strict=True)):
         return x
     if x.is_const:
-        index = tuple(slice(b, None if e == -d - 1 else e, s)
+        index = tuple(slice(b, None if e == -d - 1 or e == _INT64_MAX else e, s)
                       for b, e, s, d in zip(b2, e2, strides, x.shape, strict=True))
         return ctx.const(np.ascontiguousarray(x.const[index]))  # type: ignore[index]
     return ctx.emit("strided_slice", x, begin=b2, end=e2, strides=list(strides))
@@ -273,7 +307,16 @@ class Slice(OnnxOpConverter):
         for a, b, e, s in zip(norm_axes(ctx, axes, x.rank), starts, ends, steps, strict=True):
             if s == 0:
                 raise ctx.error("slice steps must not be 0")
-            begin[a], end[a] = _onnx_bounds(x.shape[a], b, e, s)
+            d = x.shape[a]
+            if isinstance(e, SymDim) and e == d:  # ``x[:, :seq]`` of a seq axis: all of it
+                e = _INT64_MAX
+            bound = next((v for v in (b, e) if isinstance(v, SymDim)), None)
+            if bound is not None:
+                raise ctx.error(f"slice bounds of axis {a} (extent {d}) hold the symbolic dim "
+                                f"{bound}: the slice's extent would depend on it at run time")
+            # a symbolic axis keeps the bounds (NumPy clamps as ONNX does for a positive
+            # step; strided_slice refuses a negative one there)
+            begin[a], end[a] = (b, e) if isinstance(d, SymDim) else _onnx_bounds(d, b, e, s)
             stride[a] = s
         return strided_slice(ctx, x, begin, end, stride)
 
@@ -290,7 +333,10 @@ class Slice(OnnxOpConverter):
             v = _opt(args, k)
             return None if v is None else [int(i) for i in ctx.const_value(v, what).tolist()]
 
-        starts, ends = ints(1, "input 'starts'"), ints(2, "input 'ends'")
+        def bounds(k: int, what: str) -> list[Any]:  # may hold dims: x[:, :seq]
+            return ctx.dims_value(_opt(args, k), what)
+
+        starts, ends = bounds(1, "input 'starts'"), bounds(2, "input 'ends'")
         assert starts is not None and ends is not None
         return cls._slice(ctx, _first(args), starts, ends, ints(3, "input 'axes'"),
                           ints(4, "input 'steps'"))
@@ -418,7 +464,7 @@ class Shape(OnnxOpConverter):
         x = _first(args)
         start, end = int(attrs.get("start", 0)), attrs.get("end")
         dims = x.shape[slice(start, None if end is None else int(end))]
-        return ctx.const(np.array(dims, np.int64))
+        return ctx.const(dimvalues.from_dims(dims))
 
 
 @register("Size")
@@ -427,19 +473,21 @@ class Size(OnnxOpConverter):
 
     @classmethod
     def _impl_v1(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
-        return ctx.const(np.array(np.prod(_first(args).shape, dtype=np.int64), np.int64))
+        return ctx.const(dimvalues.from_dims([_prod(_first(args).shape)]).reshape(()))
 
 
 @register("ConstantOfShape")
 class ConstantOfShape(OnnxOpConverter):
-    graph_ops = ()  # constants only: computed at import
+    graph_ops = ("broadcast_to",)  # a constant at import, unless its shape is symbolic
 
     @classmethod
     def _impl_v9(cls, ctx: Context, args: Args, attrs: dict[str, Any]) -> Value:
-        shape = tuple(int(d) for d in ctx.const_value(_opt(args, 0), "input 'shape'").tolist())
+        shape = tuple(ctx.dims_value(_opt(args, 0), "input 'shape'"))
         fill = np.asarray(attrs.get("value", np.zeros(1, np.float32))).reshape(-1)
         if fill.dtype.name not in _SUPPORTED:
             raise ctx.error(f"value of dtype {fill.dtype} is not supported")
+        if _symbolic(shape):  # a symbolic extent: made at run time
+            return ctx.emit("broadcast_to", ctx.const(fill[:1].reshape(())), shape=shape)
         return ctx.const(ctx.full(shape, fill[0]))
 
 
