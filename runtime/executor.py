@@ -28,7 +28,8 @@ parallel (the ctypes call releases the GIL).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -49,6 +50,8 @@ from runtime.launch_table import (
     check_kernel_call,
 )
 from runtime.address import data_address
+from runtime.call_guard import OBJECTS, Guard
+from runtime.call_guard import available as guard_available
 from runtime.launcher import run_steps
 from runtime.memory_plan import ALIGN, MemoryPlan, plan_memory
 
@@ -68,15 +71,31 @@ def _aligned_empty(shape: tuple[int, ...], dtype: np.dtype, align: int) -> np.nd
     return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
+def _fresh_outputs(outputs: list[tuple[np.dtype, tuple[int, ...], int, int]]
+                   ) -> Callable[[], list[np.ndarray]]:
+    """A function making a call's fresh outputs (``np.empty``: 16-byte aligned, unless a
+    kernel wants more); one output, the common case, without a loop."""
+    if len(outputs) == 1 and outputs[0][2] <= 16:
+        empty, (dtype, shape, _, _) = np.empty, outputs[0]
+        return lambda: [empty(shape, dtype)]
+    allocs = [functools.partial(np.empty, shape, dtype) if align <= 16
+              else functools.partial(_aligned_empty, shape, dtype, align)
+              for dtype, shape, align, _ in outputs]
+    return lambda: [alloc() for alloc in allocs]
+
+
 class _Binding:
     """An arena and the table's values bound to it (one call at a time), the launcher's
     scratch row and context (``runtime/launcher.py``); ``view``: the values as a
-    memoryview, whose item assignment costs a third of an ndarray's."""
+    memoryview, whose item assignment costs a third of an ndarray's; ``guard_view`` /
+    ``guard_address``: the guard context of the short path (``runtime/call_guard.py``),
+    or None."""
 
-    __slots__ = ("arena", "context", "context_address", "scratch", "values", "view")
+    __slots__ = ("arena", "context", "context_address", "guard_address", "guard_context",
+                 "guard_view", "scratch", "values", "view")
 
-    def __init__(self, table: LaunchTable, arena: np.ndarray | None, values: np.ndarray
-                 ) -> None:
+    def __init__(self, table: LaunchTable, arena: np.ndarray | None, values: np.ndarray,
+                 guard: Guard | None, wide: bool) -> None:
         self.arena, self.values = arena, values
         self.scratch = np.zeros(table.width, np.int64)
         self.context = np.array([a.ctypes.data for a in (
@@ -84,19 +103,11 @@ class _Binding:
             np.int64)
         self.context_address = self.context.ctypes.data
         self.view = memoryview(values)
-
-
-class _FastPlan:
-    """What the short path of a call needs, fixed at build time: per parameter (dtype,
-    shape, C-contiguous strides, alignment, dynamic index), per output (dtype, shape,
-    alignment, dynamic index), and the launches. Only for functions without
-    ``call_func`` whose outputs are all written by kernels (distinct fresh arrays)."""
-
-    __slots__ = ("begin", "end", "outputs", "params")
-
-    def __init__(self, params: list[tuple[Any, ...]], outputs: list[tuple[Any, ...]],
-                 begin: int, end: int) -> None:
-        self.params, self.outputs, self.begin, self.end = params, outputs, begin, end
+        self.guard_context = self.guard_view = self.guard_address = None
+        if guard is not None:
+            self.guard_context = guard.context(self.context_address, wide)
+            self.guard_view = memoryview(self.guard_context)
+            self.guard_address = self.guard_context.ctypes.data
 
 
 class GraphExecutor:
@@ -144,7 +155,8 @@ class GraphExecutor:
         self._param_types = [
             (NUMPY_DTYPES[int(func.dtype[p])], func.shapes[int(func.shape_id[p])])
             for p in func.params.tolist()]
-        self._fast = self._fast_plan()
+        self._fresh: Callable[[], list[np.ndarray]] | None = None
+        self._guard = self._guard_plan()
 
     @property
     def plan(self) -> MemoryPlan:
@@ -160,21 +172,22 @@ class GraphExecutor:
         t = self._table
         return t.nbytes, t.values.nbytes + 8 * (t.width + 6)
 
-    def _fast_plan(self) -> _FastPlan | None:
-        """The short path's plan (see :class:`_FastPlan`), or None when it does not apply."""
+    def _guard_plan(self) -> Guard | None:
+        """The short path's guard (``runtime/call_guard.py``), or None when it does not
+        apply: a function with ``call_func`` nodes or outputs no kernel writes (distinct
+        fresh arrays), or a NumPy whose array layout the guard does not know."""
         table = self._table
         if any(seg.call is not None for seg in table.segments) or not table.segments \
-                or not all(fresh for fresh, _ in self._outputs):
+                or not all(fresh for fresh, _ in self._outputs) or not guard_available():
             return None
         align = table.dyn_align.tolist()
-        params = []
-        for k, (dtype, shape) in enumerate(self._param_types):
-            strides = np.empty(shape, dtype).strides  # C order (no memory for empty dims)
-            params.append((dtype, tuple(shape), strides, align[k], k))
+        params = [(dtype, tuple(shape), align[k], k)  # parameter k is dynamic value k
+                  for k, (dtype, shape) in enumerate(self._param_types)]
         outputs = [(dtype, tuple(shape), align[index], index)
                    for (dtype, shape), (_, index) in zip(self._out_types, self._outputs,
                                                          strict=True)]
-        return _FastPlan(params, outputs, table.segments[0].begin, table.segments[-1].end)
+        self._fresh = _fresh_outputs(outputs)
+        return Guard(params, outputs, table.segments[0].begin, table.segments[-1].end)
 
     def _output_plan(self) -> list[tuple[bool, Any]]:
         """Per output: (True, dynamic index) when a kernel writes it, else (False, what to
@@ -221,66 +234,37 @@ class GraphExecutor:
         ValueError
             A wrong shape, layout or overlap (naming the input or output).
         """
-        if self._fast is not None:
-            done = self._run_fast(inputs, self._fast, out)
-            if done is not None:
-                return done
+        guard = self._guard
+        if guard is not None and len(inputs) == guard.n_inputs:
+            # the short path: the guard checks everything natively and declines (1) what
+            # is not plainly right; the general path below then checks and names it
+            if out is None:
+                outs = self._fresh()
+            elif type(out) is list or type(out) is tuple:
+                outs = out
+            else:
+                outs = None
+            if outs is not None and len(outs) + len(inputs) == guard.n_objects:
+                binding = self._take()
+                try:
+                    view, k = binding.guard_view, OBJECTS
+                    for x in inputs:
+                        view[k] = id(x)
+                        k += 1
+                    for x in outs:
+                        view[k] = id(x)
+                        k += 1
+                    declined = guard.run(binding.guard_address)
+                    if not declined and guard.sliced:
+                        run_steps(binding.context_address, guard.begin, guard.end,
+                                  self._wide)
+                finally:
+                    self._free.append(binding)
+                if not declined:
+                    return outs if out is None else list(out)
         arrays = self._checked(inputs)
         outs = None if out is None else self._check_out(out, arrays)
         return self.run(arrays, 0, outs)
-
-    def _run_fast(self, inputs: Sequence[Any], plan: _FastPlan,
-                  out: Sequence[np.ndarray] | None) -> list[np.ndarray] | None:
-        """The call on inputs (and ``out`` arrays) that need nothing: ndarrays of the
-        expected dtype and shape, C-contiguous, aligned, outputs writeable and apart from
-        each other and the inputs. Otherwise None: the general path checks again and
-        names what is wrong, or copies what is misaligned. Only the building of messages
-        and copies is skipped, and ``data_address`` replaces ``ndarray.ctypes`` (see
-        ``runtime/address.py``); C-contiguous arrays overlap exactly when their byte
-        ranges do."""
-        if len(inputs) != len(plan.params) or (
-                out is not None and (type(out) not in (list, tuple)
-                                     or len(out) != len(plan.outputs))):
-            return None
-        addresses, spans = [], []
-        for x, (dtype, shape, strides, align, _) in zip(inputs, plan.params, strict=True):
-            if type(x) is not np.ndarray or x.shape != shape or x.strides != strides or (
-                    x.dtype is not dtype and x.dtype != dtype):
-                return None
-            address = data_address(x)
-            if address % align:
-                return None
-            addresses.append(address)
-            spans.append((address, address + x.nbytes))
-        if out is not None:
-            for arr, (dtype, shape, align, _) in zip(out, plan.outputs, strict=True):
-                if type(arr) is not np.ndarray or arr.shape != shape or (
-                        arr.dtype is not dtype and arr.dtype != dtype) \
-                        or not arr.flags.c_contiguous or not arr.flags.writeable:
-                    return None
-                address = data_address(arr)
-                if arr.size and (address % align or any(
-                        address < hi and lo < address + arr.nbytes for lo, hi in spans)):
-                    return None
-                spans.append((address, address + arr.nbytes))
-        results = []
-        binding = self._take()
-        try:
-            view = binding.view
-            for k, address in enumerate(addresses):  # parameter k is dynamic value k
-                view[k] = address
-            for k, (dtype, shape, align, index) in enumerate(plan.outputs):
-                if out is not None:
-                    arr = out[k]
-                else:
-                    arr = np.empty(shape, dtype) if align <= 16 else \
-                        _aligned_empty(shape, dtype, align)
-                view[index] = data_address(arr) if arr.size else 0
-                results.append(arr)
-            run_steps(binding.context_address, plan.begin, plan.end, self._wide)
-        finally:
-            self._free.append(binding)
-        return results if out is None else list(out)
 
     def profiled_call(self, timer: LaunchTimer, *inputs: Any) -> list[np.ndarray]:
         """``self(*inputs)`` with every launch (here and in ``call_func`` callees) run
@@ -388,7 +372,7 @@ class GraphExecutor:
         values = table.values.copy()
         if arena is not None:
             values[table.arena_begin:table.arena_end] += arena.ctypes.data
-        return _Binding(table, arena, values)
+        return _Binding(table, arena, values, self._guard, self._wide)
 
     def _call_func(self, call: CallFunc, binding: _Binding, values: list[Any],
                    ptrs: np.ndarray, depth: int, timer: LaunchTimer | None) -> None:

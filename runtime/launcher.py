@@ -121,18 +121,25 @@ SLICE_SECONDS = 0.05
 
 
 class _Launcher:
-    __slots__ = ("engine", "narrow", "wide")
+    __slots__ = ("addresses", "engine", "narrow", "wide")
 
     def __init__(self) -> None:
         self.engine = load_host_ir(_IR)
-        self.narrow = _LAUNCHER_TYPE(self.engine.address(f"{SYMBOL}_i32"))
-        self.wide = _LAUNCHER_TYPE(self.engine.address(f"{SYMBOL}_i64"))
+        self.addresses = (self.engine.address(f"{SYMBOL}_i32"),
+                          self.engine.address(f"{SYMBOL}_i64"))
+        self.narrow, self.wide = (_LAUNCHER_TYPE(a) for a in self.addresses)
 
 
 @functools.cache
 def _launcher() -> _Launcher:
     with _LOCK:
         return _Launcher()
+
+
+def launcher_address(wide: bool = False) -> int:
+    """The launcher's native entry ``void (int64 *context, int64 begin, int64 end)``, for
+    native callers (``runtime/call_guard.py``); compiled once, never freed."""
+    return _launcher().addresses[int(wide)]
 
 
 def run_steps(context: int, begin: int, end: int, wide: bool = False) -> None:
@@ -162,4 +169,5 @@ def run_steps(context: int, begin: int, end: int, wide: bool = False) -> None:
             size //= 2
 
 
-__all__ = ["CONTEXT_FIELDS", "KERNEL_TYPE", "SYMBOL", "run_steps"]
+__all__ = ["CONTEXT_FIELDS", "FIRST_SLICE", "KERNEL_TYPE", "SYMBOL", "launcher_address",
+           "run_steps"]

@@ -35,7 +35,7 @@ def matmul_add():
 
 def test_the_short_path_applies_and_agrees_with_numpy(matmul_add) -> None:
     fn, (a, b, c) = matmul_add
-    assert fn._fast is not None
+    assert fn._guard is not None
     want = a @ b + c
     np.testing.assert_allclose(fn(a, b, c)[0], want, rtol=1e-5, atol=1e-5)
     out = [np.full((9, 24), np.nan, np.float32)]
