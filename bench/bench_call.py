@@ -8,11 +8,17 @@ times per sample, ``ex["main"](x, y)`` and ``ex["main"](x, y, out=[o])``, beside
 warm-ups): the kernels run in nanoseconds, so the time is the Python call path (argument
 checks, output allocation, binding the addresses, the ctypes launch). Reported: us per
 call and the ratio to NumPy's.
+
+``--baseline REV`` compares instead against the executor of git revision ``REV``
+(``runtime/executor.py`` as it was there, loaded beside today's and run on the same
+compiled kernels), in alternating blocks: the old/new ratio of the call path.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 
@@ -32,10 +38,23 @@ def _graph(op: str, shape: tuple[int, ...]):
     return runtime.build(ik.IRModule({"main": bb.finish([out])}))["main"]
 
 
+def _baseline_executor(rev: str, fn):
+    """``fn`` (a GraphExecutor) rebuilt with ``runtime/executor.py`` of git revision ``rev``."""
+    root = Path(__file__).resolve().parents[1]
+    source = subprocess.run(["git", "show", f"{rev}:runtime/executor.py"], cwd=root,
+                            check=True, capture_output=True, text=True).stdout
+    spec = importlib.util.spec_from_loader(f"runtime._executor_{rev}", loader=None)
+    old = importlib.util.module_from_spec(spec)
+    exec(compile(source, f"{rev}:runtime/executor.py", "exec"), old.__dict__)
+    return old.GraphExecutor(fn.name, fn.func, fn._kernels, {})  # noqa: SLF001
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=9)
     ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--baseline", metavar="REV", default=None,
+                    help="compare against the executor of this git revision, not NumPy")
     args = ap.parse_args(argv)
     runtime.set_num_threads(1)
     for op, shape, ref in (("matmul", (8, 8), np.matmul), ("add", (16,), np.add)):
@@ -57,11 +76,23 @@ def main(argv: list[str] | None = None) -> int:
             for _ in calls:
                 ref(x, y)
 
-        for label, side in (("call", ours), ("call(out=)", ours_out)):
-            cmp = compare(side, numpy, repeat=args.repeat, warmups=2, pause=0.1)
+        old = None if args.baseline is None else _baseline_executor(args.baseline, fn)
+
+        def old_call(old=old, x=x, y=y):
+            for _ in calls:
+                old(x, y)
+
+        def old_out(old=old, x=x, y=y, o=o):
+            for _ in calls:
+                old(x, y, out=o)
+
+        for label, side, base in (("call", ours, old_call), ("call(out=)", ours_out, old_out)):
+            cmp = compare(side, numpy if old is None else base, repeat=args.repeat,
+                          warmups=2, pause=0.1)
             us, ref_us = (cmp.ours.median / args.calls * 1e6, cmp.ref.median / args.calls * 1e6)
-            print(f"{op:6s} {label:11s} ours {us:6.2f} us  numpy {ref_us:5.2f} us  "
-                  f"ratio {us / ref_us:5.1f}", flush=True)
+            name = "numpy" if old is None else args.baseline[:7]
+            print(f"{op:6s} {label:11s} ours {us:6.2f} us  {name} {ref_us:5.2f} us  "
+                  f"ratio {us / ref_us:5.2f}", flush=True)
     return 0
 
 

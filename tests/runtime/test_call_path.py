@@ -1,4 +1,5 @@
-"""The short path of a graph call (``GraphExecutor._run_fast``) and ``runtime.address``.
+"""The short path of a graph call (the native guard, ``runtime/call_guard.py``) and
+``runtime.address``.
 
 The short path takes inputs that need nothing and must agree with the general path on
 everything else: it declines (the general path copies a strided or misaligned input, or
@@ -12,6 +13,7 @@ import pytest
 
 import irkernel as ik
 import runtime
+from runtime import call_guard
 from runtime.address import data_address
 
 
@@ -85,3 +87,111 @@ def test_concurrent_short_calls_take_separate_bindings(matmul_add) -> None:
         results = list(pool.map(lambda args: fn(*args)[0], inputs * 20))
     for (x, y, z), got in zip(inputs * 20, results, strict=True):
         np.testing.assert_allclose(got, x @ y + z, rtol=1e-5, atol=1e-4)
+
+
+def _general_path_calls(fn, monkeypatch) -> list[int]:
+    """Counts the calls that reach the general path (``GraphExecutor.run``)."""
+    count = [0]
+    general = fn.run
+
+    def counted(*args, **kwargs):
+        count[0] += 1
+        return general(*args, **kwargs)
+
+    monkeypatch.setattr(fn, "run", counted)
+    return count
+
+
+def test_the_layout_probe_agrees_with_this_numpy() -> None:
+    assert call_guard.layout() is not None
+    assert call_guard.available()
+
+
+def test_plain_calls_never_reach_the_general_path(matmul_add, monkeypatch) -> None:
+    fn, (a, b, c) = matmul_add
+    count = _general_path_calls(fn, monkeypatch)
+    want = a @ b + c
+    frozen = a.copy()
+    frozen.setflags(write=False)  # inputs need not be writeable
+    for _ in range(3):
+        np.testing.assert_allclose(fn(a, b, c)[0], want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(fn(frozen, b, c)[0], want, rtol=1e-5, atol=1e-5)
+        out = (np.empty((9, 24), np.float32),)
+        got = fn(a, b, c, out=out)
+        assert type(got) is list and got[0] is out[0]
+        np.testing.assert_allclose(out[0], want, rtol=1e-5, atol=1e-5)
+    assert count[0] == 0
+
+
+def test_each_declined_case_reaches_the_general_path(matmul_add, monkeypatch) -> None:
+    """One thing wrong at a time (so the guard's check of that thing is what declines):
+    the general path runs, converting or raising as it always has."""
+    fn, (a, b, c) = matmul_add
+    count = _general_path_calls(fn, monkeypatch)
+    want = a @ b + c
+    fortran = np.asfortranarray(a)
+    assert fortran.shape == a.shape and fortran.dtype is a.dtype
+    for x in (fortran, a.view(np.ndarray)[:, :].copy(order="F")):
+        np.testing.assert_allclose(fn(x, b, c)[0], want, rtol=1e-5, atol=1e-5)
+    assert count[0] == 2
+    not_contiguous = np.empty((9, 48), np.float32)[:, ::2]
+    frozen = np.empty((9, 24), np.float32)
+    frozen.setflags(write=False)
+    for out, error, message in ((not_contiguous, ValueError, "C-contiguous"),
+                                (frozen, ValueError, "writeable"),
+                                (np.empty((9, 24), np.float64), TypeError, "dtype"),
+                                (np.empty((24, 9), np.float32), ValueError, "shape"),
+                                (np.empty((9, 24, 1), np.float32), ValueError, "shape")):
+        with pytest.raises(error, match=message):
+            fn(a, b, c, out=[out])
+    with pytest.raises(TypeError, match="out has 2 arrays"):
+        fn(a, b, c, out=[np.empty((9, 24), np.float32)] * 2)
+    with pytest.raises(TypeError, match="numpy.ndarray"):
+        fn(a, b, c, out=[[[0.0] * 24] * 9])
+    with pytest.raises(TypeError):
+        fn(a.tolist(), b, c)
+
+
+def test_empty_and_scalar_shapes_take_the_short_path(monkeypatch) -> None:
+    bb = ik.GraphBuilder("main")
+    x, y = bb.param("x", (0, 5), "float32"), bb.param("y", (), "float32")
+    ex = runtime.build(ik.IRModule({"main": bb.finish([bb.call("add", x, y)])}))
+    fn = ex["main"]
+    assert fn._guard is not None
+    count = _general_path_calls(fn, monkeypatch)
+    got = fn(np.empty((0, 5), np.float32), np.full((), 2.0, np.float32))
+    assert got[0].shape == (0, 5)
+    out = [np.empty((0, 5), np.float32)]
+    assert fn(np.empty((0, 5), np.float32), np.ones((), np.float32), out=out)[0] is out[0]
+    assert count[0] == 0
+
+
+def test_a_long_table_runs_in_slices_after_the_guard(monkeypatch) -> None:
+    """Past ``FIRST_SLICE`` launches the guard only checks and binds; the executor then
+    runs the launches in slices (Ctrl-C stops a long run)."""
+    import sys
+    from pathlib import Path
+
+    from irkernel.testing import random_inputs
+    from runtime import executor, launcher
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    import graph_families
+
+    mod = graph_families.FAMILIES["wide"](600, 0)
+    fn = runtime.build(mod, cache=False)["main"]
+    assert fn._guard is not None and fn._guard.sliced
+    assert fn.num_kernels > launcher.FIRST_SLICE
+    steps: list[tuple[int, int]] = []
+    run_steps = executor.run_steps
+
+    def traced(context, begin, end, wide=False):
+        steps.append((begin, end))
+        run_steps(context, begin, end, wide)
+
+    monkeypatch.setattr(executor, "run_steps", traced)
+    count = _general_path_calls(fn, monkeypatch)
+    inputs = random_inputs(mod["main"], seed=2, special_values=False)
+    for got, ref in zip(fn(*inputs), ik.interpret(mod, *inputs), strict=True):
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+    assert steps == [(0, fn.num_kernels)] and count[0] == 0
