@@ -255,7 +255,11 @@ class GraphExecutor:
             else:
                 outs = None
             if outs is not None and len(outs) + len(inputs) == guard.n_objects:
-                binding = self._take()
+                free = self._free
+                try:
+                    binding = free.pop()  # self._take(), inlined (a method call is 0.1 us)
+                except IndexError:
+                    binding = self._bind()
                 try:
                     view, k = binding.guard_view, OBJECTS
                     for x in inputs:
@@ -269,7 +273,7 @@ class GraphExecutor:
                         run_steps(binding.context_address, guard.begin, guard.end,
                                   self._wide)
                 finally:
-                    self._free.append(binding)
+                    free.append(binding)
                 if not declined:
                     return outs if out is None else list(out)
         arrays = self._checked(inputs)
