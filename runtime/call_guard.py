@@ -7,10 +7,12 @@ launcher through ctypes with three arguments cost 4-5 us before this; a ctypes c
 one pointer argument costs ~0.25 us, so the checks move into native code too.
 
 A *guard* is compiled once per process (LLVM IR, like the launcher and the thread
-pool). Python writes the addresses of the call's objects (``id``: the inputs, then the
-outputs, fresh or given) into a per-binding *guard context* and calls it once; it reads
+pool). Python writes two addresses into a per-binding *guard context*, ``id`` of the
+inputs tuple and of the outputs (fresh ones in a list only the caller holds, or the
+``out`` arrays as a tuple: immutable while the guard reads them), and calls it once. It
+reads the items of the tuple or list (CPython's ``PyTupleObject`` / ``PyListObject``) and
 NumPy's ``PyArrayObject`` fields (``numpy/ndarraytypes.h``: part of NumPy's ABI) and, per
-object, checks against a *spec* fixed at build time:
+array, checks against a *spec* fixed at build time:
 
 * exact type ``numpy.ndarray``, the expected dtype object (``descr``, by identity), rank
   and extents;
@@ -24,8 +26,8 @@ when any check fails, before any launch: the caller then takes the general path,
 checks again and names what is wrong (or copies a strided or misaligned input), so
 errors and conversions are exactly the general path's.
 
-The field offsets are checked when this module loads against what NumPy reports for
-arrays of several kinds (:func:`layout`); on a NumPy or Python build of another layout
+The field offsets are checked when this module loads against what NumPy and Python
+report for arrays of several kinds and a tuple and a list of them (:func:`layout`); on a NumPy or Python build of another layout
 there is no guard and every call takes the general path. The guard reads the objects
 with the GIL released (as the ctypes launch always did); the caller holds references to
 them for the whole call.
@@ -47,8 +49,10 @@ SYMBOL = "irkernel_guarded_call"
 C_CONTIGUOUS, WRITEABLE = 0x0001, 0x0400
 #: The guard context's fixed fields (int64), then the object addresses, then scratch.
 CONTEXT_FIELDS = ("launch_context", "begin", "end", "launcher", "spec", "n_objects",
-                  "ndarray_type", "unused")
-OBJECTS = len(CONTEXT_FIELDS)
+                  "ndarray_type", "n_inputs", "inputs", "outputs", "tuple_type")
+#: Where the caller writes ``id`` of the inputs (a tuple) and of the outputs (a tuple, or
+#: a list only the caller holds): two stores per call, whatever the count of arrays.
+INPUTS, OUTPUTS = CONTEXT_FIELDS.index("inputs"), CONTEXT_FIELDS.index("outputs")
 #: A spec record's header (int64), then the extents, then the strides (rank each).
 SPEC_FIELDS = ("value_index", "descr", "align", "flag_mask", "nbytes", "is_output", "ndim",
                "check_strides")
@@ -62,7 +66,9 @@ def _offsets() -> dict[str, int]:
     (an int), ``dimensions``, ``strides``, ``base``, ``descr``, ``flags`` (an int)."""
     data = object.__basicsize__
     return {"type": data - 8, "data": data, "nd": data + 8, "dims": data + 16,
-            "strides": data + 24, "descr": data + 40, "flags": data + 48}
+            "strides": data + 24, "descr": data + 40, "flags": data + 48,
+            # PyTupleObject's items inline, PyListObject's through a pointer (CPython)
+            "tuple_items": tuple.__basicsize__, "list_items": data + 8}
 
 
 def _agrees(arr: np.ndarray, off: dict[str, int]) -> bool:
@@ -90,6 +96,13 @@ def layout() -> dict[str, int] | None:
     frozen.setflags(write=False)
     probes = (base, base[3:, 1:], base.T, base[::2, ::3], frozen, np.empty(0, np.int64),
               np.zeros((), np.float64), np.ones((2, 1, 3), np.uint8))
+    items = [id(a) for a in probes]
+    as_list = list(probes)
+    list_items = _LOAD(id(as_list) + off["list_items"]).value
+    if tuple.__itemsize__ != 8 or items != [
+            _LOAD(id(probes) + off["tuple_items"] + 8 * k).value for k in range(len(probes))] \
+            or items != [_LOAD(list_items + 8 * k).value for k in range(len(probes))]:
+        return None
     return off if all(_agrees(a, off) for a in probes) else None
 
 
@@ -121,8 +134,17 @@ entry:
   %spec = inttoptr i64 %spec.int to ptr
 {field("n", "%g", "5")}
 {field("ndtype", "%g", "6")}
-  %objs = getelementptr inbounds i64, ptr %g, i64 {OBJECTS}
-  %ranges = getelementptr inbounds i64, ptr %objs, i64 %n
+{field("n.in", "%g", "7")}
+{field("inputs.int", "%g", str(INPUTS))}
+  %inputs = inttoptr i64 %inputs.int to ptr
+  %in.items = getelementptr inbounds i8, ptr %inputs, i64 {off["tuple_items"]}
+{field("outputs.int", "%g", str(OUTPUTS))}
+  %outputs = inttoptr i64 %outputs.int to ptr
+{field("ttype", "%g", "10")}
+  %out.type.at = getelementptr inbounds i8, ptr %outputs, i64 {off["type"]}
+  %out.type = load i64, ptr %out.type.at
+  %out.is.tuple = icmp eq i64 %out.type, %ttype
+  %ranges = getelementptr inbounds i64, ptr %g, i64 {len(CONTEXT_FIELDS)}
   br label %obj.test
 obj.test:
   %k = load i64, ptr %k.p
@@ -132,7 +154,25 @@ obj:
   %p = load i64, ptr %p.p
   %sp = getelementptr inbounds i64, ptr %spec, i64 %p
 {spec}
-{field("o.int", "%objs", "%k")}
+  %is.in = icmp slt i64 %k, %n.in
+  br i1 %is.in, label %obj.in, label %obj.out
+obj.in:
+{field("o.in", "%in.items", "%k")}
+  br label %obj.got
+obj.out:
+  %ko = sub nsw i64 %k, %n.in
+  br i1 %out.is.tuple, label %obj.tuple, label %obj.list
+obj.tuple:
+  %out.titems = getelementptr inbounds i8, ptr %outputs, i64 {off["tuple_items"]}
+{field("o.tuple", "%out.titems", "%ko")}
+  br label %obj.got
+obj.list:
+  %out.litems.at = getelementptr inbounds i8, ptr %outputs, i64 {off["list_items"]}
+  %out.litems = load ptr, ptr %out.litems.at
+{field("o.list", "%out.litems", "%ko")}
+  br label %obj.got
+obj.got:
+  %o.int = phi i64 [ %o.in, %obj.in ], [ %o.tuple, %obj.tuple ], [ %o.list, %obj.list ]
   %o = inttoptr i64 %o.int to ptr
 {obj_field("type", "type")}
 {obj_field("descr", "descr")}
@@ -289,8 +329,8 @@ class Guard:
         ``wide``: the table's ``starts`` are int64 (the launcher's other variant)."""
         end = self.begin if self.sliced else self.end
         return np.array([launch_context, self.begin, end, launcher_address(wide),
-                         self.spec.ctypes.data, self.n_objects, id(np.ndarray), 0]
-                        + [0] * (3 * self.n_objects), np.int64)
+                         self.spec.ctypes.data, self.n_objects, id(np.ndarray), self.n_inputs,
+                         0, 0, id(tuple)] + [0] * (2 * self.n_objects), np.int64)
 
 
 def available() -> bool:
@@ -298,4 +338,4 @@ def available() -> bool:
     return _guard() is not None
 
 
-__all__ = ["OBJECTS", "Guard", "available", "layout"]
+__all__ = ["INPUTS", "OUTPUTS", "Guard", "available", "layout"]

@@ -4,8 +4,8 @@ Build time (``runtime/launch_table.py``) turns the function into a table of
 kernel launches, checking every ``call_tir`` against its kernel once, so a
 run needs no per-kernel checks. A call of a function without ``call_func`` nodes
 whose outputs kernels write (the common case) first tries the *short path*: it
-allocates the fresh outputs (``np.empty``), writes the ``id`` of each input and
-output into its binding's guard context and makes one ctypes call of one argument,
+allocates the fresh outputs (``np.empty``), writes the ``id`` of the input and
+output tuples into its binding's guard context and makes one ctypes call of one argument,
 the native guard (``runtime/call_guard.py``), which checks every array against a
 spec fixed at build time (exact ndarray, dtype, shape, C-order strides or flags,
 alignment, no overlap of an ``out`` array), binds the addresses and runs the
@@ -60,7 +60,7 @@ from runtime.launch_table import (
     check_kernel_call,
 )
 from runtime.address import data_address
-from runtime.call_guard import OBJECTS, Guard
+from runtime.call_guard import INPUTS, OUTPUTS, Guard
 from runtime.call_guard import available as guard_available
 from runtime.launcher import run_steps
 from runtime.memory_plan import ALIGN, MemoryPlan, plan_memory
@@ -249,9 +249,11 @@ class GraphExecutor:
             # the short path: the guard checks everything natively and declines (1) what
             # is not plainly right; the general path below then checks and names it
             if out is None:
-                outs = self._fresh()
-            elif type(out) is list or type(out) is tuple:
+                outs = self._fresh()  # a list nobody else holds
+            elif type(out) is tuple:
                 outs = out
+            elif type(out) is list:
+                outs = tuple(out)  # the guard reads it with the GIL released
             else:
                 outs = None
             if outs is not None and len(outs) + len(inputs) == guard.n_objects:
@@ -261,13 +263,9 @@ class GraphExecutor:
                 except IndexError:
                     binding = self._bind()
                 try:
-                    view, k = binding.guard_view, OBJECTS
-                    for x in inputs:
-                        view[k] = id(x)
-                        k += 1
-                    for x in outs:
-                        view[k] = id(x)
-                        k += 1
+                    view = binding.guard_view
+                    view[INPUTS] = id(inputs)
+                    view[OUTPUTS] = id(outs)
                     declined = guard.run(binding.guard_address)
                     if not declined and guard.sliced:
                         run_steps(binding.context_address, guard.begin, guard.end,

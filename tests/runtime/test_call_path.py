@@ -116,10 +116,10 @@ def test_plain_calls_never_reach_the_general_path(matmul_add, monkeypatch) -> No
     for _ in range(3):
         np.testing.assert_allclose(fn(a, b, c)[0], want, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(fn(frozen, b, c)[0], want, rtol=1e-5, atol=1e-5)
-        out = (np.empty((9, 24), np.float32),)
-        got = fn(a, b, c, out=out)
-        assert type(got) is list and got[0] is out[0]
-        np.testing.assert_allclose(out[0], want, rtol=1e-5, atol=1e-5)
+        for out in ((np.empty((9, 24), np.float32),), [np.empty((9, 24), np.float32)]):
+            got = fn(a, b, c, out=out)
+            assert type(got) is list and got[0] is out[0]
+            np.testing.assert_allclose(out[0], want, rtol=1e-5, atol=1e-5)
     assert count[0] == 0
 
 
