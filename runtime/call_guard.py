@@ -324,6 +324,11 @@ class Guard:
                          len(shape), 1 - is_output, *shape, *strides]
         self.spec = np.array(rows or [0], np.int64)
 
+    @property
+    def context_nbytes(self) -> int:
+        """Bytes of one binding's guard context."""
+        return 8 * (len(CONTEXT_FIELDS) + 2 * self.n_objects)
+
     def context(self, launch_context: int, wide: bool) -> np.ndarray:
         """A binding's guard context (:data:`CONTEXT_FIELDS`, the objects, scratch);
         ``wide``: the table's ``starts`` are int64 (the launcher's other variant)."""

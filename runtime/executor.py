@@ -178,9 +178,11 @@ class GraphExecutor:
     def state_nbytes(self) -> tuple[int, int]:
         """(launch table, one binding without its arena) in bytes: the executor's own
         state, beside the lowered function, the constants and the arenas it shares or
-        allocates. A run holds one binding; concurrent runs hold one each."""
-        t = self._table
-        return t.nbytes, t.values.nbytes + 8 * (t.width + 6)
+        allocates. A run holds one binding; concurrent runs hold one each. The guard's
+        spec counts with the table, its context with the binding."""
+        t, guard = self._table, self._guard
+        spec, context = (0, 0) if guard is None else (guard.spec.nbytes, guard.context_nbytes)
+        return t.nbytes + spec, t.values.nbytes + 8 * (t.width + 6) + context
 
     def _guard_plan(self) -> Guard | None:
         """The short path's guard (``runtime/call_guard.py``), or None when it does not

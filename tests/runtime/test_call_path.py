@@ -195,3 +195,15 @@ def test_a_long_table_runs_in_slices_after_the_guard(monkeypatch) -> None:
     for got, ref in zip(fn(*inputs), ik.interpret(mod, *inputs), strict=True):
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
     assert steps == [(0, fn.num_kernels)] and count[0] == 0
+
+
+def test_state_nbytes_counts_the_guard(matmul_add) -> None:
+    fn, _ = matmul_add
+    binding = fn._take()
+    try:
+        assert binding.guard_context.nbytes == fn._guard.context_nbytes
+    finally:
+        fn._free.append(binding)
+    table, one = fn.state_nbytes
+    assert table >= fn.launch_table.nbytes + fn._guard.spec.nbytes
+    assert one >= fn._guard.context_nbytes
