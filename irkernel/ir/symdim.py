@@ -384,6 +384,9 @@ class SymDim:
     def __mul__(self, other: object) -> Dim:
         k = self._other(other)
         if k is None:
+            if isinstance(other, float):  # Resize's scales: no exact dim to give back
+                raise UndecidableDim(f"({self}) * {other!r}: a symbolic dim scales by ints "
+                                     "only (a float scale of a symbolic axis is not supported)")
             return NotImplemented
         try:
             return make_dim(self.dims, mul_keys(self.key, k))
