@@ -46,10 +46,20 @@ def children(node: Node) -> Iterator[Node]:
 
 
 def post_order(node: Node) -> Iterator[Node]:
-    """Every node under ``node`` (itself last), children before parents."""
-    for child in children(node):
-        yield from post_order(child)
-    yield node
+    """Every node under ``node`` (itself last), children before parents.
+
+    A walk with its own stack: nested generators (``yield from`` per level) pass every
+    node up through each of its ancestors, O(nodes x depth).
+    """
+    stack = [(node, children(node))]
+    while stack:
+        child = next(stack[-1][1], None)
+        if child is None:
+            yield stack.pop()[0]
+        elif type(child) in _LEAVES or type(child) is Var:
+            yield child
+        else:
+            stack.append((child, children(child)))
 
 
 def free_vars(node: Node) -> dict[str, Var]:

@@ -157,3 +157,21 @@ def test_free_vars_and_used_buffers_of_shared_code_are_those_of_every_path() -> 
             assert list(used_buffers(node).items()) == list(used.items())
             checked += 1
     assert checked > 3
+
+
+def _naive_post_order(node):
+    for child in children(node):
+        yield from _naive_post_order(child)
+    yield node
+
+
+def test_post_order_is_the_recursive_walk() -> None:
+    """``post_order`` keeps its own stack; the sequence is the nested generators' one."""
+    mod = _hardswish_conv(*MODELS["depthwise_rows 5x5"])
+    with build_context(None):
+        low = transform.make_pipeline("GraphLowering")(mod)
+        funcs = [f for f in low.functions.values() if isinstance(f, PrimFunc)]
+        funcs += [lower_tir("f", f) for f in funcs]
+    for func in funcs:
+        got, want = list(tir.post_order(func.body)), list(_naive_post_order(func.body))
+        assert len(got) == len(want) and all(a is b for a, b in zip(got, want, strict=True))
