@@ -198,11 +198,12 @@ class MemoMutator(Mutator):
         self._memo: dict[int, tuple[Any, Any]] = {}
 
     def visit(self, node: Any) -> Any:
-        hit = self._memo.get(id(node))
+        key = id(node)
+        hit = self._memo.get(key)
         if hit is not None and hit[0] is node:
             return hit[1]
-        out = super().visit(node)
-        self._memo[id(node)] = (node, out)
+        out = Mutator.visit(self, node)
+        self._memo[key] = (node, out)
         return out
 
 
