@@ -186,7 +186,31 @@ class ExprCodegen:
         return self.builder.sext(v, I64 if lanes == 1 else ir.VectorType(I64, lanes))
 
     # -- dispatch ----------------------------------------------------------
+    #: The values of the expression being lowered, by node identity (None between
+    #: expressions): an expression is a DAG after unrolling, vectorizing and inlining lets
+    #: (a fused epilogue's value at every use), and each shared node is emitted once, not
+    #: once per path. The scope is one call from the statement lowerer: its instructions
+    #: are straight-line code in one block (expressions make no blocks), and the values
+    #: it reads (vars, loads) cannot change within it. Entries keep the node itself, so an
+    #: id is never matched by a different, later object.
+    _memo: dict[int, tuple[PrimExpr, ir.Value]] | None = None
+
     def expr(self, e: PrimExpr) -> ir.Value:
+        memo = self._memo
+        if memo is None:
+            self._memo = {}
+            try:
+                return self.expr(e)
+            finally:
+                self._memo = None
+        hit = memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        out = self._lower_expr(e)
+        memo[id(e)] = (e, out)
+        return out
+
+    def _lower_expr(self, e: PrimExpr) -> ir.Value:
         method: Callable[[Any], ir.Value] | None = getattr(self, "_e_" + type(e).__name__, None)
         if method is None:
             if isinstance(e, BinaryOp):
@@ -225,9 +249,13 @@ class ExprCodegen:
     def _e_Let(self, e: Let) -> ir.Value:
         saved = self.values.get(e.var.name)
         self.values[e.var.name] = self.expr(e.value)
+        # the body's values may use the var: they stay in a memo of the body's own
+        outer = self._memo
+        self._memo = dict(outer) if outer is not None else None
         try:
             return self.expr(e.body)
         finally:
+            self._memo = outer
             if saved is None:
                 del self.values[e.var.name]
             else:

@@ -11,7 +11,7 @@ Imports the TIR node modules only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from irkernel.tir.buffer import Buffer, BufferLoad
@@ -46,58 +46,87 @@ def children(node: Node) -> Iterator[Node]:
 
 
 def post_order(node: Node) -> Iterator[Node]:
-    """Every node under ``node`` (itself last), children before parents."""
-    for child in children(node):
-        yield from post_order(child)
-    yield node
+    """Every node under ``node`` (itself last), children before parents.
+
+    A walk with its own stack: nested generators (``yield from`` per level) pass every
+    node up through each of its ancestors, O(nodes x depth).
+    """
+    stack = [(node, children(node))]
+    while stack:
+        child = next(stack[-1][1], None)
+        if child is None:
+            yield stack.pop()[0]
+        elif type(child) in _LEAVES or type(child) is Var:
+            yield child
+        else:
+            stack.append((child, children(child)))
 
 
 def free_vars(node: Node) -> dict[str, Var]:
     """Vars used in ``node`` but not bound inside it (loop vars, lets), by name, in order."""
     out: dict[str, Var] = {}
-    _free(node, frozenset(), out)
+    bound: frozenset[str] = frozenset()
+    _free(node, bound, out, set(), [bound])
     return out
 
 
-def _free(node: Node, bound: frozenset[str], out: dict[str, Var]) -> None:
+# The walks below visit a shared node once per scope, not once per path to it: unrolled,
+# vectorized and inlined code is a DAG whose paths outnumber its nodes by orders of
+# magnitude. ``seen`` holds (node id, scope id); ``scopes`` keeps every scope set alive,
+# so a scope's id is not reused by another one during the walk.
+
+def _free(node: Node, bound: frozenset[str], out: dict[str, Var],
+          seen: set[tuple[int, int]], scopes: list[frozenset[str]]) -> None:
     if isinstance(node, Var):
         if node.name not in bound:
             out.setdefault(node.name, node)
         return
-    if isinstance(node, (Let, LetStmt)):
-        _free(node.value, bound, out)
-        _free(node.body, bound | {node.var.name}, out)
-        return
-    if isinstance(node, For):
-        _free(node.min, bound, out)
-        _free(node.extent, bound, out)
-        _free(node.body, bound | {node.loop_var.name}, out)
-        return
     if type(node) in _LEAVES:
         return
+    key = (id(node), id(bound))
+    if key in seen:
+        return
+    seen.add(key)
+    if isinstance(node, (Let, LetStmt, For)):
+        var = node.var if isinstance(node, (Let, LetStmt)) else node.loop_var
+        for part in (node.value,) if isinstance(node, (Let, LetStmt)) else (node.min,
+                                                                              node.extent):
+            _free(part, bound, out, seen, scopes)
+        inner = bound | {var.name}
+        scopes.append(inner)
+        _free(node.body, inner, out, seen, scopes)
+        return
     for child in children(node):
-        _free(child, bound, out)
+        _free(child, bound, out, seen, scopes)
 
 
 def used_buffers(node: Node) -> dict[str, Buffer]:
     """Buffers loaded or stored in ``node`` but not allocated inside it, by name."""
     out: dict[str, Buffer] = {}
-    _buffers(node, frozenset(), out)
+    allocated: frozenset[str] = frozenset()
+    _buffers(node, allocated, out, set(), [allocated])
     return out
 
 
-def _buffers(node: Node, allocated: frozenset[str], out: dict[str, Buffer]) -> None:
+def _buffers(node: Node, allocated: frozenset[str], out: dict[str, Buffer],
+             seen: set[tuple[int, int]], scopes: list[frozenset[str]]) -> None:
     if type(node) in _LEAVES or type(node) is Var:
         return
+    key = (id(node), id(allocated))
+    if key in seen:
+        return
+    seen.add(key)
     if isinstance(node, Allocate):
-        _buffers(node.body, allocated | {node.buffer.name}, out)
+        inner = allocated | {node.buffer.name}
+        scopes.append(inner)
+        _buffers(node.body, inner, out, seen, scopes)
         return
     buf = getattr(node, "buffer", None)
     if isinstance(buf, Buffer) and buf.name not in allocated:
         out.setdefault(buf.name, buf)
     for child in children(node):
         if not isinstance(child, Buffer):
-            _buffers(child, allocated, out)
+            _buffers(child, allocated, out, seen, scopes)
 
 
 class Mutator:
@@ -155,22 +184,35 @@ class Mutator:
         return node._rebuild(changes) if changes else node
 
 
-class Substitute(Mutator):
-    """Replace vars by expressions (capture-free: the verifier forbids shadowing)."""
+class MemoMutator(Mutator):
+    """A Mutator whose result for a node depends on the node alone (no scope, no state
+    the walk changes): each node object is rewritten once and its result reused.
 
-    def __init__(self, mapping: Mapping[str, PrimExpr]) -> None:
-        self.mapping = mapping
-        # id -> (node, result): a subexpression shared by several parents (a DAG, as
-        # FuseTIR's inlining makes) is rewritten once, not once per path to it
+    Why: unrolled copies, inlined lets and fused epilogues share subtrees (a DAG);
+    without the memo a walk costs the tree's paths, and the copies it builds are
+    distinct objects that every later pass walks again. Entries keep the node itself,
+    so an id is never matched by a different, later object.
+    """
+
+    def __init__(self) -> None:
         self._memo: dict[int, tuple[Any, Any]] = {}
 
     def visit(self, node: Any) -> Any:
-        hit = self._memo.get(id(node))
+        key = id(node)
+        hit = self._memo.get(key)
         if hit is not None and hit[0] is node:
             return hit[1]
-        out = super().visit(node)
-        self._memo[id(node)] = (node, out)
+        out = Mutator.visit(self, node)
+        self._memo[key] = (node, out)
         return out
+
+
+class Substitute(MemoMutator):
+    """Replace vars by expressions (capture-free: the verifier forbids shadowing)."""
+
+    def __init__(self, mapping: Mapping[str, PrimExpr]) -> None:
+        super().__init__()
+        self.mapping = mapping
 
     def visit_Var(self, var: Var) -> PrimExpr:
         return self.mapping.get(var.name, var)
@@ -184,6 +226,51 @@ def substitute(node: Any, mapping: Mapping[str, PrimExpr] | Mapping[Var, PrimExp
     return Substitute(by_name).visit(node)
 
 
+class _SubstituteWithin(Substitute):
+    """Substitute that returns the nodes outside ``dependent`` (ids) without walking them."""
+
+    def __init__(self, mapping: Mapping[str, PrimExpr], dependent: set[int]) -> None:
+        super().__init__(mapping)
+        self.dependent = dependent
+
+    def visit(self, node: Any) -> Any:
+        return super().visit(node) if id(node) in self.dependent else node
+
+
+def _using(node: Node, name: str) -> set[int]:
+    """Ids of the nodes under ``node`` (itself included) that use a var named ``name``."""
+    out: set[int] = set()
+    seen: set[int] = set()
+
+    def walk(n: Node) -> None:
+        seen.add(id(n))
+        if type(n) is Var:
+            if n.name == name:
+                out.add(id(n))
+            return
+        if type(n) in _LEAVES:
+            return
+        for child in children(n):
+            if id(child) not in seen:
+                walk(child)
+            if id(child) in out:
+                out.add(id(n))
+
+    walk(node)
+    return out
+
+
+def substitute_each(node: Any, name: str, values: Iterable[PrimExpr]) -> list[Any]:
+    """``node`` with the var ``name`` replaced by each of ``values``, one copy each.
+
+    Why: an unrolled loop's copies differ only where the loop var occurs; the parts
+    that do not use it are found once and shared by every copy, not walked per copy.
+    Each copy is what ``substitute(node, {name: value})`` returns.
+    """
+    dependent = _using(node, name)
+    return [_SubstituteWithin({name: v}, dependent).visit(node) for v in values]
+
+
 def post_order_visit(node: Node, fn: Callable[[Node], None]) -> None:
     """Call ``fn`` on every node under ``node`` (TVM's ``post_order_visit``)."""
     for n in post_order(node):
@@ -195,5 +282,5 @@ def loads(node: Node) -> Iterator[BufferLoad]:
     return (n for n in post_order(node) if isinstance(n, BufferLoad))
 
 
-__all__ = ["Mutator", "Substitute", "children", "free_vars", "loads", "post_order",
-           "post_order_visit", "substitute", "used_buffers"]
+__all__ = ["MemoMutator", "Mutator", "Substitute", "children", "free_vars", "loads", "post_order",
+           "post_order_visit", "substitute", "substitute_each", "used_buffers"]

@@ -32,7 +32,7 @@ from irkernel.tir.construct import binary
 from irkernel.tir.expr import Add as _Add
 from irkernel.tir.expr import IntImm, PrimExpr
 from irkernel.tir.function import PrimFunc
-from irkernel.tir.functor import substitute
+from irkernel.tir.functor import substitute_each
 from irkernel.tir.stmt import (
     Allocate,
     BufferStore,
@@ -129,12 +129,9 @@ class _Unroller:
 
 
 def _unroll(s: For, extent: int) -> Stmt:
-    copies = []
-    for k in range(extent):
-        value: PrimExpr = (IntImm(s.min.value + k, s.min.dtype) if isinstance(s.min, IntImm)
-                           else binary(_Add, s.min, k))
-        copies.append(substitute(s.body, {s.loop_var.name: value}))
-    return SeqStmt(tuple(copies))
+    values = [IntImm(s.min.value + k, s.min.dtype) if isinstance(s.min, IntImm)
+              else binary(_Add, s.min, k) for k in range(extent)]
+    return SeqStmt(tuple(substitute_each(s.body, s.loop_var.name, values)))
 
 
 def unroll_loop(func: PrimFunc, config: UnrollLoopConfig | Mapping[str, Any] | None = None,

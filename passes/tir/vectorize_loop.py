@@ -44,7 +44,7 @@ from irkernel.tir.expr import (
     Var,
 )
 from irkernel.tir.function import PrimFunc
-from irkernel.tir.functor import Mutator, post_order, substitute, used_buffers
+from irkernel.tir.functor import MemoMutator, Mutator, post_order, substitute, used_buffers
 from irkernel.tir.stmt import Allocate, BufferStore, For, IfThenElse, LetStmt, Stmt
 
 
@@ -79,10 +79,15 @@ def vector_binary(cls: type[BinaryOp], a: PrimExpr, b: PrimExpr) -> PrimExpr:
     return cls(a, b)
 
 
-class _Vectorize(Mutator):
-    """Rewrites one loop body with ``var`` as the vector ``ramp``."""
+class _Vectorize(MemoMutator):
+    """Rewrites one loop body with ``var`` as the vector ``ramp``.
+
+    Memoized by node: an inlined vector let (``visit_Let``) puts its value at every use,
+    and a fused epilogue's lets nest, so the body is a DAG whose paths multiply.
+    """
 
     def __init__(self, var: Var, ramp: Ramp) -> None:
+        super().__init__()
         self.var = var
         self.ramp = ramp
         self.lanes = ramp.lanes
