@@ -31,6 +31,7 @@ from irkernel.ir.function import Function
 from irkernel.ir.ids import ENC_BINARY, ENC_UNARY
 from irkernel.ir.module import IRModule
 from irkernel.tir.function import Attrs, PrimFunc
+from passes.topi import conv_channels as _conv_channels  # noqa: F401  (registers its packer)
 from passes.topi import matmul_packed as _matmul_packed  # noqa: F401  (registers its packer)
 from passes.topi.packing import PACKABLE, packer
 

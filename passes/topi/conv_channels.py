@@ -1,0 +1,256 @@
+"""1x1 convs on small maps as a GEMM with the pixels as rows, vectorized over output channels.
+
+Why: the implicit GEMM (``conv.py``) vectorizes along output pixels. A 7x7 map has 49
+pixels: its 32-lane tiles compute 64 columns (15 of every 64 lanes wasted), and a 14x14
+map (196) pays a tail tile too. These maps have 64-1,280 channels, almost always whole
+multiples of the vector, so the channels are the dimension to vectorize. The conv is
+``out[o, p] = sum_c W[o, c] * x[c, p]``: a register tile of ``PT`` pixels x ``RV``
+channel vectors broadcasts ``x[c, p]`` (``PT`` scalars) against ``RV`` vectors of the
+weight's column ``c`` and accumulates with exact fma in ``c`` order.
+
+**The weight is packed at build time** (``passes/topi/packing.py``, the matmul's protocol):
+the graph's ``W[o, c]`` has the channels ``C`` floats apart, the tile wants a block of
+``RV * L`` output channels contiguous per ``c``. :func:`pack_channels` stores ``W`` as
+``O // NB`` blocks of ``C x NB`` (``NB = RV * L``), then the ``O % NB`` tail channels as
+``C x NT`` zero-padded to whole vectors, all in one 1-d constant. So this schedule exists
+only as the packed variant of the implicit GEMM: ``nn.conv`` marks the implicit GEMM's
+PrimFunc ``packable`` when :func:`channels_worth` says so, and ``PackConstantWeights``
+swaps this form in when the weight is a constant (a weight computed at run time keeps the
+implicit GEMM). Both accumulate each output from zero with exact fmas in channel order, so
+the two are bitwise the same.
+
+Per image: a strided conv first gathers the subsampled image into scratch ``(C, P)``
+(O(input)); a stride-1 conv reads ``x`` itself. Tasks over (channel block, pixel tile)
+run in parallel, consecutive tasks sharing a channel block (its ``C x NB`` panel stays in
+L2 across the pixel tiles). Each accumulator, a vector of ``L`` channels of one pixel, is
+stored across ``L`` output planes (a scatter, one lane at a time: ``P`` floats apart in
+NCHW). That store is the only store to ``out``, so FuseTIR folds the epilogue (bias, relu6,
+a residual add) into it; a bias is then a contiguous vector load. Each output is summed by
+one task, so results are bitwise the same at every thread count. Imports numpy,
+irkernel.tir, FuseTIR's parallel work threshold and ``passes.topi`` (``conv``,
+``conv_layout``, ``packing``, ``vector``).
+"""
+
+# no `from __future__ import annotations`: T.prim_func evaluates the closures in annotations
+
+import math
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from irkernel.tir import script as T
+from irkernel.tir.function import PrimFunc
+from passes.tir.parallelize import PARALLEL_MIN_WORK
+from passes.topi.conv import conv_tile
+from passes.topi.conv_layout import Phases
+from passes.topi.packing import PACKABLE, Packer, register_packer
+from passes.topi.vector import registers, vector_bits
+
+#: Packer name of the channel-vector conv (``packable`` attributes).
+CONV_CHANNELS = "conv_channels"
+#: Most output pixels of a map this schedule takes (16x16): above it the implicit GEMM's
+#: pixel tiles waste at most one tail tile in many.
+SMALL_MAP_PIXELS = 256
+#: Most pixels per register tile (each broadcast is one load; more pixels than this
+#: leave too few registers for channel vectors).
+MAX_TILE_PIXELS = 8
+
+
+def _lanes(dtype: str, bits: int) -> int:
+    return bits // (32 if dtype == "float32" else 64)
+
+
+def channels_tile(o_: int, pixels: int, dtype: str, bits: int) -> tuple[int, int]:
+    """(RV, PT): channel vectors x pixels per register tile. The most accumulators
+    ``RV * PT`` for which the accumulators, ``RV`` weight vectors and one broadcast fit the
+    register file, ``RV`` at most the output's vectors and 4, ``PT`` at most
+    ``MAX_TILE_PIXELS`` and the map's pixels; ties to the wider ``RV`` (fewer broadcasts
+    per fma). AVX-512 (32 registers): 4 x 6; AVX2 (16): 2 x 6."""
+    lanes = _lanes(dtype, bits)
+    regs = registers(bits)
+    best = (0, 0, 0)
+    for rv in range(1, min(4, -(-o_ // lanes)) + 1):
+        pt = min(MAX_TILE_PIXELS, pixels, (regs - rv - 1) // rv)
+        if pt >= 1:
+            best = max(best, (rv * pt, rv, pt))
+    return best[1], best[2]
+
+
+def channels_worth(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,
+                   dtype: str, strides: tuple[int, ...], pad_begin: tuple[int, ...],
+                   pad_end: tuple[int, ...], out_size: tuple[int, ...], gemm_columns: int,
+                   bits: int) -> bool:
+    """Whether a conv the implicit GEMM takes (computing ``gemm_columns`` wide-grid
+    columns) should read its weight packed by channel vectors: a 2-D 1x1 conv of one
+    group, float32 or float64, without padding, on a map of at most ``SMALL_MAP_PIXELS``
+    pixels, whose pixels waste a larger share of the GEMM's lanes than its output
+    channels waste of whole ``bits``-wide vectors (a 7x7 map: 49 of 64 columns; 960
+    channels: no waste)."""
+    if dtype not in ("float32", "float64") or groups != 1 or len(x_shape) != 4 \
+            or tuple(w_shape[2:]) != (1, 1) or any(pad_begin) or any(pad_end):
+        return False
+    pixels, o_ = math.prod(out_size), w_shape[0]
+    if pixels > SMALL_MAP_PIXELS or gemm_columns <= 0:
+        return False
+    lanes = _lanes(dtype, bits)
+    vectors = -(-o_ // lanes) * lanes
+    return pixels * vectors < o_ * gemm_columns  # pixels/columns < channels/vectors
+
+
+def packable_if_worth(prim: PrimFunc, x_shape: tuple[int, ...], w_shape: tuple[int, ...],
+                      groups: int, strides: tuple[int, ...], pad_begin: tuple[int, ...],
+                      pad_end: tuple[int, ...], dilation: tuple[int, ...],
+                      out_size: tuple[int, ...], dtype: str) -> PrimFunc:
+    """``prim``, the implicit GEMM of this conv (``conv.scheduled_conv``'s arguments),
+    marked ``packable`` by this schedule when :func:`channels_worth` says so for the
+    current target (its columns: the wide grid up to the last pixel in whole tiles of
+    ``conv_tile``'s width)."""
+    bits = vector_bits()
+    last = Phases(tuple(x_shape[2:]), tuple(strides), tuple(pad_begin), tuple(pad_end)) \
+        .grid(tuple(o - 1 for o in out_size)) + 1
+    nr = conv_tile(w_shape[0] // groups, dtype, bits, None, last)[1]
+    if not channels_worth(x_shape, w_shape, groups, dtype, strides, pad_begin, pad_end,
+                          out_size, -(-last // nr) * nr, bits):
+        return prim
+    return prim.with_attr(PACKABLE, (CONV_CHANNELS, 1, tuple(x_shape), tuple(w_shape),
+                                     tuple(strides), tuple(out_size), dtype, bits))
+
+
+def _blocks(o_: int, c_: int, rv: int, lanes: int) -> tuple[int, int, int, int]:
+    """(NB, full blocks, NT tail block width padded to whole vectors, packed length)."""
+    nb = rv * lanes
+    full, tail = divmod(o_, nb)
+    nt = -(-tail // lanes) * lanes
+    return nb, full, nt, c_ * (full * nb + nt)
+
+
+def pack_channels(value: np.ndarray, key: tuple[Any, ...]) -> np.ndarray:
+    """``W (O, C, 1, 1)`` in the order the tile reads it (the module docstring)."""
+    x_shape, w_shape, _, out_size, dtype, bits = key
+    if tuple(value.shape) != tuple(w_shape):
+        raise ValueError(f"pack_channels: the weight has shape {value.shape}, the conv "
+                         f"reads {tuple(w_shape)}")
+    o_, c_ = w_shape[0], w_shape[1]
+    lanes = _lanes(dtype, bits)
+    rv, _ = channels_tile(o_, math.prod(out_size), dtype, bits)
+    nb, full, nt, length = _blocks(o_, c_, rv, lanes)
+    w = value.reshape(o_, c_)
+    out = np.zeros(length, value.dtype)
+    out[:full * c_ * nb].reshape(full, c_, nb)[...] = \
+        w[:full * nb].reshape(full, nb, c_).transpose(0, 2, 1)
+    if nt:
+        out[full * c_ * nb:].reshape(c_, nt)[:, :o_ - full * nb] = w[full * nb:].T
+    return out
+
+
+def _variant(key: tuple[Any, ...]) -> PrimFunc:
+    x_shape, w_shape, strides, out_size, dtype, bits = key
+    return conv_channels(tuple(x_shape), tuple(w_shape), tuple(strides), tuple(out_size),
+                         dtype, bits)
+
+
+@lru_cache(maxsize=256)
+def conv_channels(  # noqa: C901 (trace-time specialization)
+        x_shape: tuple[int, ...], w_shape: tuple[int, ...], strides: tuple[int, ...],
+        out_size: tuple[int, ...], dtype: str, bits: int) -> PrimFunc:
+    """The PrimFunc ``(x0: x_shape, x1: packed weight (1-d), out: (N, O, *out_size))`` of a
+    2-D 1x1 conv of one group without padding, vectorized over output channels (see the
+    module docstring; ``x1`` in :func:`pack_channels`'s order)."""
+    n_, c_ = x_shape[0], x_shape[1]
+    o_ = w_shape[0]
+    oh_, ow_ = out_size
+    pixels = oh_ * ow_
+    lanes = _lanes(dtype, bits)
+    rv, pt = channels_tile(o_, pixels, dtype, bits)
+    nb, full, nt, length = _blocks(o_, c_, rv, lanes)
+    whole, ptail = divmod(pixels, pt)
+    tiles = whole + (1 if ptail else 0)
+    cblocks = full + (1 if nt else 0)
+    direct = all(s == 1 for s in strides)  # x[n, c] is the (C, P) matrix itself
+
+    def work_if(work):
+        return T.parallel if work >= PARALLEL_MIN_WORK else T.serial
+
+    @T.prim_func(private=True)
+    def conv_channels(x0: T.Buffer(x_shape, dtype), x1: T.Buffer((length,), dtype),
+                      out: T.Buffer((n_, o_, oh_, ow_), dtype)):
+        if not direct:
+            xs = T.alloc_buffer((c_ * pixels,), dtype)
+        for n in T.serial(n_):
+            if not direct:
+                for c in work_if(c_ * pixels)(c_):
+                    for oh in T.serial(oh_):
+                        for ow in T.serial(ow_):
+                            xs[c * pixels + oh * ow_ + ow] = \
+                                x0[n, c, oh * strides[0], ow * strides[1]]
+
+            def pixel_at(c, p):
+                if direct:
+                    return x0[n, c, T.floordiv(p, ow_), T.floormod(p, ow_)]  # noqa: B023
+                return xs[c * pixels + p]  # noqa: B023
+
+            for task in work_if(o_ * c_ * pixels)(cblocks * tiles):
+                block, tile = task // tiles, task % tiles
+
+                def register_tile(vectors, width, base, o0, p0, pts, real, tag):
+                    """``pts`` pixels from ``p0`` x ``vectors`` channel vectors of the
+                    panel at ``base`` (``width`` floats a row), ``real`` channels real."""
+                    acc = T.alloc_buffer((pts, vectors * lanes), dtype, name=f"acc{tag}")
+                    for i in T.unroll(pts, name=f"i{tag}"):
+                        for v in T.unroll(vectors, name=f"v{tag}"):
+                            for ji in T.vectorized(lanes, name=f"j{tag}"):
+                                acc[i, v * lanes + ji] = 0.0
+                    for c in T.serial(c_, name=f"c{tag}"):
+                        for i in T.unroll(pts, name=f"i{tag}"):
+                            for v in T.unroll(vectors, name=f"v{tag}"):
+                                for ji in T.vectorized(lanes, name=f"j{tag}"):
+                                    acc[i, v * lanes + ji] = T.fma(
+                                        x1[base + c * width + v * lanes + ji],
+                                        pixel_at(c, p0 + i), acc[i, v * lanes + ji])
+                    for i in T.unroll(pts, name=f"i{tag}"):
+                        p = p0 + i
+                        for v in range(vectors):
+                            size = min(lanes, real - v * lanes)
+                            for ji in T.vectorized(size, name=f"s{tag}{v}"):
+                                out[n, o0 + v * lanes + ji,  # noqa: B023
+                                    T.floordiv(p, ow_), T.floormod(p, ow_)] = \
+                                    acc[i, v * lanes + ji]
+
+                def pixel_tiles(vectors, width, base, o0, real, tag):
+                    if not ptail:
+                        register_tile(vectors, width, base, o0, tile * pt, pt, real, tag)
+                    elif not whole:
+                        register_tile(vectors, width, base, o0, 0, ptail, real, f"{tag}t")
+                    else:
+                        with T.If(tile < whole):
+                            register_tile(vectors, width, base, o0, tile * pt, pt, real, tag)
+                        with T.Else():
+                            register_tile(vectors, width, base, o0, whole * pt, ptail, real,
+                                          f"{tag}t")
+
+                def full_block():
+                    pixel_tiles(rv, nb, block * c_ * nb, block * nb, nb, "")
+
+                def tail_block():
+                    pixel_tiles(nt // lanes, nt, full * c_ * nb, full * nb, o_ - full * nb,
+                                "r")
+
+                if not nt:
+                    full_block()
+                elif not full:
+                    tail_block()
+                else:
+                    with T.If(block < full):
+                        full_block()
+                    with T.Else():
+                        tail_block()
+
+    return conv_channels.with_attr("schedule", "conv_channels") \
+        .with_attr("tile", f"{pt}x{rv * lanes}")
+
+
+register_packer(CONV_CHANNELS, Packer(pack_channels, _variant))
+
+__all__ = ["CONV_CHANNELS", "MAX_TILE_PIXELS", "SMALL_MAP_PIXELS", "channels_tile",
+           "channels_worth", "conv_channels", "pack_channels", "packable_if_worth"]
