@@ -39,19 +39,23 @@ from typing import Any
 
 import numpy as np
 
+from irkernel.target import CPUTarget
 from irkernel.tir import script as T
 from irkernel.tir.function import PrimFunc
 from passes.tir.parallelize import PARALLEL_MIN_WORK
 from passes.topi.conv import conv_tile
 from passes.topi.conv_layout import Phases
 from passes.topi.packing import PACKABLE, Packer, register_packer
-from passes.topi.vector import registers, vector_bits
+from passes.topi.vector import current_target, registers
 
 #: Packer name of the channel-vector conv (``packable`` attributes).
 CONV_CHANNELS = "conv_channels"
 #: Most output pixels of a map this schedule takes (16x16): above it the implicit GEMM's
 #: pixel tiles waste at most one tail tile in many.
 SMALL_MAP_PIXELS = 256
+#: Cycles of one scattered output element (a lane extract and a scalar store: x86-64
+#: cores retire one or two stores a cycle), the cost rule's price of the NCHW store.
+SCATTER_CYCLES = 1.0
 #: Most pixels per register tile (each broadcast is one load; more pixels than this
 #: leave too few registers for channel vectors).
 MAX_TILE_PIXELS = 8
@@ -78,24 +82,28 @@ def channels_tile(o_: int, pixels: int, dtype: str, bits: int) -> tuple[int, int
 
 
 def channels_worth(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,
-                   dtype: str, strides: tuple[int, ...], pad_begin: tuple[int, ...],
-                   pad_end: tuple[int, ...], out_size: tuple[int, ...], gemm_columns: int,
-                   bits: int) -> bool:
+                   dtype: str, pad_begin: tuple[int, ...], pad_end: tuple[int, ...],
+                   out_size: tuple[int, ...], gemm_columns: int, target: CPUTarget) -> bool:
     """Whether a conv the implicit GEMM takes (computing ``gemm_columns`` wide-grid
     columns) should read its weight packed by channel vectors: a 2-D 1x1 conv of one
     group, float32 or float64, without padding, on a map of at most ``SMALL_MAP_PIXELS``
-    pixels, whose pixels waste a larger share of the GEMM's lanes than its output
-    channels waste of whole ``bits``-wide vectors (a 7x7 map: 49 of 64 columns; 960
-    channels: no waste)."""
+    pixels, when it costs fewer cycles per output on ``target``. Per output, both forms
+    issue ``C / (L * fma_units)`` vector-fma cycles times their lane waste: the GEMM's
+    ``columns / pixels`` (a 7x7 map: 64 / 49), this form's ``whole vectors / O`` (960
+    channels: 1); this form also scatters each output with a scalar store
+    (``SCATTER_CYCLES``). So a short reduction keeps the GEMM: 64 -> 384 channels on 14x14
+    (4.6 against 5.0 cycles with AVX-512 on Zen 4) does, 384 -> 64 (27 against 25) and
+    every 7x7 conv of mobilenet_v2 do not."""
     if dtype not in ("float32", "float64") or groups != 1 or len(x_shape) != 4 \
             or tuple(w_shape[2:]) != (1, 1) or any(pad_begin) or any(pad_end):
         return False
-    pixels, o_ = math.prod(out_size), w_shape[0]
+    pixels, o_, c_ = math.prod(out_size), w_shape[0], w_shape[1]
     if pixels > SMALL_MAP_PIXELS or gemm_columns <= 0:
         return False
-    lanes = _lanes(dtype, bits)
+    lanes = target.lanes(dtype)
+    per_fma = c_ / (lanes * target.fma_units)  # cycles per output without lane waste
     vectors = -(-o_ // lanes) * lanes
-    return pixels * vectors < o_ * gemm_columns  # pixels/columns < channels/vectors
+    return per_fma * vectors / o_ + SCATTER_CYCLES < per_fma * gemm_columns / pixels
 
 
 def packable_if_worth(prim: PrimFunc, x_shape: tuple[int, ...], w_shape: tuple[int, ...],
@@ -104,14 +112,15 @@ def packable_if_worth(prim: PrimFunc, x_shape: tuple[int, ...], w_shape: tuple[i
                       out_size: tuple[int, ...], dtype: str) -> PrimFunc:
     """``prim``, the implicit GEMM of this conv (``conv.scheduled_conv``'s arguments),
     marked ``packable`` by this schedule when :func:`channels_worth` says so for the
-    current target (its columns: the wide grid up to the last pixel in whole tiles of
-    ``conv_tile``'s width)."""
-    bits = vector_bits()
+    current target (the GEMM's columns: the wide grid up to the last pixel in whole
+    tiles of ``conv_tile``'s width)."""
+    target = current_target()
+    bits = target.vector_bits
     last = Phases(tuple(x_shape[2:]), tuple(strides), tuple(pad_begin), tuple(pad_end)) \
         .grid(tuple(o - 1 for o in out_size)) + 1
     nr = conv_tile(w_shape[0] // groups, dtype, bits, None, last)[1]
-    if not channels_worth(x_shape, w_shape, groups, dtype, strides, pad_begin, pad_end,
-                          out_size, -(-last // nr) * nr, bits):
+    if not channels_worth(x_shape, w_shape, groups, dtype, pad_begin, pad_end, out_size,
+                          -(-last // nr) * nr, target):
         return prim
     return prim.with_attr(PACKABLE, (CONV_CHANNELS, 1, tuple(x_shape), tuple(w_shape),
                                      tuple(strides), tuple(out_size), dtype, bits))
@@ -253,4 +262,4 @@ def conv_channels(  # noqa: C901 (trace-time specialization)
 register_packer(CONV_CHANNELS, Packer(pack_channels, _variant))
 
 __all__ = ["CONV_CHANNELS", "MAX_TILE_PIXELS", "SMALL_MAP_PIXELS", "channels_tile",
-           "channels_worth", "conv_channels", "pack_channels", "packable_if_worth"]
+           "SCATTER_CYCLES", "channels_worth", "conv_channels", "pack_channels", "packable_if_worth"]
