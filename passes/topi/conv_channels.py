@@ -70,7 +70,7 @@ def channels_tile(o_: int, pixels: int, dtype: str, bits: int) -> tuple[int, int
     ``RV * PT`` for which the accumulators, ``RV`` weight vectors and one broadcast fit the
     register file, ``RV`` at most the output's vectors and 4, ``PT`` at most
     ``MAX_TILE_PIXELS`` and the map's pixels; ties to the wider ``RV`` (fewer broadcasts
-    per fma). AVX-512 (32 registers): 4 x 6; AVX2 (16): 2 x 6."""
+    per fma). AVX-512 (32 registers): 4 x 6; AVX2 (16): 3 x 4."""
     lanes = _lanes(dtype, bits)
     regs = registers(bits)
     best = (0, 0, 0)
