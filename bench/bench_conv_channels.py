@@ -5,6 +5,7 @@ Run as a script (it is not a pytest suite):
 
     PYTHONPATH=. .venv/bin/python bench/bench_conv_channels.py [--runs 15] [--threads 1] \\
         [--target host] [layer ...]
+    PYTHONPATH=. .venv/bin/python bench/bench_conv_channels.py --model mobilenet_v2
 
 The layers are ``bench_layers.LAYERS``' convs on 14x14 and 7x7 maps (mobilenet_v2's,
 with their relu6 where the model has one). Each is built twice in one process: *new*, the
@@ -14,7 +15,10 @@ disabled (the layers hold no matmul, so nothing else changes). Then new against 
 new against onnxruntime (CPU provider, ``intra_op_num_threads`` = ours) through
 ``irkernel.testing.timing.compare``: each side in blocks of its own, medians. Printed per
 layer: ms of the three, new / old, new / ort, and the schedules. Outputs are checked
-against onnxruntime's first. Figures are noisy on a shared machine: read ratios.
+against onnxruntime's first. With ``--model``, a whole model at 224x224 is built twice
+(old: ``conv_channels.channels_worth`` patched to say no, the memos cleared) and profiled
+in alternating blocks: the kernels whose schedule changed, new / old, then whole runs
+against old and onnxruntime. Figures are noisy on a shared machine: read ratios.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests" / "frontend")]
 
 
 def small_map_layers() -> list[str]:
@@ -72,6 +76,82 @@ def bench(name: str, threads: int, runs: int, warmups: int) -> str:
             f"{schedules[0]} / {schedules[1]} |")
 
 
+def build_model_both(model):
+    """(new, old) executables of an ONNX model: the second with ``channels_worth`` off
+    (the templates and LegalizeOps memoize per signature: cleared around it)."""
+    import passes.legalize_ops as legalize
+    import passes.topi.conv as conv
+    import passes.topi.conv_channels as cc
+    import passes.topi.templates as templates
+    import runtime
+    from irkernel.frontend.onnx import from_onnx
+
+    def forget() -> None:
+        for memo in (conv._conv, cc.conv_channels, legalize._digested,
+                     templates._legalize_cached):
+            memo.cache_clear()
+
+    new = runtime.build(from_onnx(model), cache=False)
+    saved = cc.channels_worth
+    cc.channels_worth = lambda *a: False
+    forget()
+    try:
+        old = runtime.build(from_onnx(model), cache=False)
+    finally:
+        cc.channels_worth = saved
+        forget()
+    if "'schedule': 'conv_channels'" in old.get_source("tir"):
+        raise RuntimeError("the old build has conv_channels kernels: a memo was not cleared")
+    return new, old
+
+
+def bench_model(name: str, threads: int, runs: int, rounds: int) -> None:
+    """Per-kernel profile of new and old in alternating blocks (the kernels whose
+    schedule differs), then whole runs of new, old and onnxruntime."""
+    import statistics
+
+    import onnxruntime as ort
+    from bench_onnx import resized
+    from bench_onnx_import import _load
+    from onnx_helpers import model_inputs
+
+    from irkernel.testing.timing import compare
+
+    model = resized(_load(name), 224)
+    feeds = model_inputs(model)
+    inputs = list(feeds.values())
+    new, old = build_model_both(model)
+    times: dict[str, dict[str, list[float]]] = {"new": {}, "old": {}}
+    schedule: dict[str, dict[str, str]] = {"new": {}, "old": {}}
+    for r in range(rounds):
+        for side in (("new", "old") if r % 2 == 0 else ("old", "new")):
+            for row in (new if side == "new" else old).profile(*inputs, repeat=runs).rows:
+                times[side].setdefault(row.kernel, []).append(row.time * 1e3)
+                schedule[side][row.kernel] = row.schedule
+    med = statistics.median
+    changed = [k for k in times["new"] if schedule["new"][k] != schedule["old"].get(k)]
+    a = sum(med(times["new"][k]) for k in changed)
+    b = sum(med(times["old"][k]) for k in changed)
+    print(f"{name} 224x224, {threads} thread(s): {len(changed)} kernels changed schedule: "
+          f"new {a:.3f} ms, old {b:.3f} ms, new / old {a / max(b, 1e-9):.3f}")
+    for k in sorted(changed, key=lambda k: -med(times["old"][k])):
+        x, y = med(times["new"][k]), med(times["old"][k])
+        print(f"  {k:44} {schedule['new'][k]:24} {x:7.3f} {y:7.3f} {x / y:5.2f}")
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
+    sess = ort.InferenceSession(model.SerializeToString(), opts,
+                                providers=["CPUExecutionProvider"])
+    f_new, f_old = new["main"], old["main"]
+    vs_old = compare(lambda: f_new(*inputs), lambda: f_old(*inputs), repeat=runs,
+                     warmups=3, rounds=rounds)
+    vs_ort = compare(lambda: f_new(*inputs), lambda: sess.run(None, feeds), repeat=runs,
+                     warmups=3, rounds=rounds)
+    print(f"whole run: new / old {vs_old.ours.median / vs_old.ref.median:.3f}, "
+          f"new / onnxruntime {vs_ort.ours.median / vs_ort.ref.median:.3f} "
+          f"(new {vs_ort.ours.median * 1e3:.2f} ms, onnxruntime "
+          f"{vs_ort.ref.median * 1e3:.2f} ms)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("layers", nargs="*")
@@ -79,6 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmups", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--target", default="host")
+    parser.add_argument("--model", help="a model of tests/frontend/models at 224x224 "
+                                        "instead of the layers: per-kernel new / old")
+    parser.add_argument("--rounds", type=int, default=4, help="blocks per side (--model)")
     args = parser.parse_args(argv)
     os.environ.setdefault("IRKERNEL_CACHE_DIR", tempfile.mkdtemp(prefix="irkernel-cc-"))
     import runtime
@@ -87,6 +170,10 @@ def main(argv: list[str] | None = None) -> int:
 
     runtime.set_num_threads(args.threads)
     print(f"CPU: {cpu_name()}; target {args.target}; {args.threads} thread(s); medians")
+    if args.model:
+        with transform.PassContext(opt_level=3, config={"target": args.target}):
+            bench_model(args.model, args.threads, args.runs, args.rounds)
+        return 0
     print("| layer | new ms | old ms | ort ms | new / old | new / ort | schedules new / old |")
     print("|---|---|---|---|---|---|---|")
     with transform.PassContext(opt_level=3, config={"target": args.target}):
