@@ -25,9 +25,11 @@ run in parallel, consecutive tasks sharing a channel block (its ``C x NB`` panel
 L2 across the pixel tiles). Each accumulator, a vector of ``L`` channels of one pixel, is
 stored across ``L`` output planes (a scatter, one lane at a time: ``P`` floats apart in
 NCHW). That store is the only store to ``out``, so FuseTIR folds the epilogue (bias, relu6,
-a residual add) into it; a bias is then a contiguous vector load. Each output is summed by
-one task, so results are bitwise the same at every thread count. Imports numpy,
-irkernel.tir, FuseTIR's parallel work threshold and ``passes.topi`` (``conv``,
+a residual add) into it; a bias is then a contiguous vector load. (Storing through a
+transposed scratch tile, each channel's pixels one contiguous store, measured no faster:
+1.03x the scatter's time over mobilenet_v2's ten small-map 1x1 layers.) Each output is
+summed by one task, so results are bitwise the same at every thread count. Imports numpy,
+irkernel.target, irkernel.tir, FuseTIR's parallel work threshold and ``passes.topi`` (``conv``,
 ``conv_layout``, ``packing``, ``vector``).
 """
 
