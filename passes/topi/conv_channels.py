@@ -58,6 +58,9 @@ SMALL_MAP_PIXELS = 256
 #: Cycles of one scattered output element (a lane extract and a scalar store: x86-64
 #: cores retire one or two stores a cycle), the cost rule's price of the NCHW store.
 SCATTER_CYCLES = 1.0
+#: Cycles per element of the ``K x P`` matrix a padded, strided or KxK conv gathers per
+#: call (a scalar copy from the padded image).
+COPY_CYCLES = 1.0
 #: Most pixels per register tile (each broadcast is one load; more pixels than this
 #: leave too few registers for channel vectors).
 MAX_TILE_PIXELS = 8
@@ -84,28 +87,39 @@ def channels_tile(o_: int, pixels: int, dtype: str, bits: int) -> tuple[int, int
 
 
 def channels_worth(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,
-                   dtype: str, pad_begin: tuple[int, ...], pad_end: tuple[int, ...],
-                   out_size: tuple[int, ...], gemm_columns: int, target: CPUTarget) -> bool:
+                   dtype: str, strides: tuple[int, ...], pad_begin: tuple[int, ...],
+                   pad_end: tuple[int, ...], out_size: tuple[int, ...], gemm_columns: int,
+                   target: CPUTarget) -> bool:
     """Whether a conv the implicit GEMM takes (computing ``gemm_columns`` wide-grid
-    columns) should read its weight packed by channel vectors: a 2-D 1x1 conv of one
-    group, float32 or float64, without padding, on a map of at most ``SMALL_MAP_PIXELS``
-    pixels, when it costs fewer cycles per output on ``target``. Per output, both forms
-    issue ``C / (L * fma_units)`` vector-fma cycles times their lane waste: the GEMM's
-    ``columns / pixels`` (a 7x7 map: 64 / 49), this form's ``whole vectors / O`` (960
+    columns) should read its weight packed by channel vectors: a 2-D conv of one group,
+    float32 or float64, on a map of at most ``SMALL_MAP_PIXELS`` pixels, when it costs
+    fewer cycles per output on ``target``. Per output, both forms issue
+    ``K / (L * fma_units)`` vector-fma cycles (``K = C * taps``) times their lane waste:
+    the GEMM's ``columns / pixels`` (a 7x7 map: 64 / 49; with padding its wide grid has
+    more columns: 9 a row for a 3x3 conv there), this form's ``whole vectors / O`` (960
     channels: 1); this form also scatters each output with a scalar store
-    (``SCATTER_CYCLES``). So a short reduction keeps the GEMM: 64 -> 384 channels on 14x14
-    (4.6 against 5.0 cycles with AVX-512 on Zen 4) does, 384 -> 64 (27 against 25) and
-    every 7x7 conv of mobilenet_v2 do not."""
-    if dtype not in ("float32", "float64") or groups != 1 or len(x_shape) != 4 \
-            or tuple(w_shape[2:]) != (1, 1) or any(pad_begin) or any(pad_end):
+    (``SCATTER_CYCLES``) and, unless the conv is 1x1 of stride 1 without padding (``x`` is
+    its matrix), gathers its ``K x P`` matrix first (``COPY_CYCLES`` an element, ``K / O``
+    elements per output). So a short reduction keeps the GEMM: 64 -> 384 channels on
+    14x14 (4.6 against 5.0 cycles with AVX-512 on Zen 4) does, 384 -> 64 (27 against 25)
+    and every 7x7 1x1 conv of mobilenet_v2 do not."""
+    if dtype not in ("float32", "float64") or groups != 1 or len(x_shape) != 4:
         return False
-    pixels, o_, c_ = math.prod(out_size), w_shape[0], w_shape[1]
+    pixels, o_, k_ = math.prod(out_size), w_shape[0], math.prod(w_shape[1:])
     if pixels > SMALL_MAP_PIXELS or gemm_columns <= 0:
         return False
     lanes = target.lanes(dtype)
-    per_fma = c_ / (lanes * target.fma_units)  # cycles per output without lane waste
+    per_fma = k_ / (lanes * target.fma_units)  # cycles per output without lane waste
     vectors = -(-o_ // lanes) * lanes
-    return per_fma * vectors / o_ + SCATTER_CYCLES < per_fma * gemm_columns / pixels
+    copy = 0.0 if _direct(w_shape, strides, pad_begin, pad_end) else COPY_CYCLES * k_ / o_
+    return per_fma * vectors / o_ + SCATTER_CYCLES + copy < per_fma * gemm_columns / pixels
+
+
+def _direct(w_shape: tuple[int, ...], strides: tuple[int, ...], pad_begin: tuple[int, ...],
+            pad_end: tuple[int, ...]) -> bool:
+    """Whether ``x[n]`` is the conv's ``K x P`` matrix itself (1x1, stride 1, no padding)."""
+    return (tuple(w_shape[2:]) == (1, 1) and all(s == 1 for s in strides)
+            and not any(pad_begin) and not any(pad_end))
 
 
 def packable_if_worth(prim: PrimFunc, x_shape: tuple[int, ...], w_shape: tuple[int, ...],
@@ -121,11 +135,12 @@ def packable_if_worth(prim: PrimFunc, x_shape: tuple[int, ...], w_shape: tuple[i
     last = Phases(tuple(x_shape[2:]), tuple(strides), tuple(pad_begin), tuple(pad_end)) \
         .grid(tuple(o - 1 for o in out_size)) + 1
     nr = conv_tile(w_shape[0] // groups, dtype, bits, None, last)[1]
-    if not channels_worth(x_shape, w_shape, groups, dtype, pad_begin, pad_end, out_size,
-                          -(-last // nr) * nr, target):
+    if not channels_worth(x_shape, w_shape, groups, dtype, strides, pad_begin, pad_end,
+                          out_size, -(-last // nr) * nr, target):
         return prim
     return prim.with_attr(PACKABLE, (CONV_CHANNELS, 1, tuple(x_shape), tuple(w_shape),
-                                     tuple(strides), tuple(out_size), dtype, bits))
+                                     tuple(strides), tuple(pad_begin), tuple(pad_end),
+                                     tuple(dilation), tuple(out_size), dtype, bits))
 
 
 def _blocks(o_: int, c_: int, rv: int, lanes: int) -> tuple[int, int, int, int]:
@@ -137,12 +152,13 @@ def _blocks(o_: int, c_: int, rv: int, lanes: int) -> tuple[int, int, int, int]:
 
 
 def pack_channels(value: np.ndarray, key: tuple[Any, ...]) -> np.ndarray:
-    """``W (O, C, 1, 1)`` in the order the tile reads it (the module docstring)."""
-    x_shape, w_shape, _, out_size, dtype, bits = key
+    """``W (O, C, KH, KW)`` in the order the tile reads it (the module docstring), as
+    ``(O, K)`` with ``K = (c, kh, kw)`` row-major."""
+    x_shape, w_shape, *_, out_size, dtype, bits = key
     if tuple(value.shape) != tuple(w_shape):
         raise ValueError(f"pack_channels: the weight has shape {value.shape}, the conv "
                          f"reads {tuple(w_shape)}")
-    o_, c_ = w_shape[0], w_shape[1]
+    o_, c_ = w_shape[0], math.prod(w_shape[1:])
     lanes = _lanes(dtype, bits)
     rv, _ = channels_tile(o_, math.prod(out_size), dtype, bits)
     nb, full, nt, length = _blocks(o_, c_, rv, lanes)
@@ -156,19 +172,18 @@ def pack_channels(value: np.ndarray, key: tuple[Any, ...]) -> np.ndarray:
 
 
 def _variant(key: tuple[Any, ...]) -> PrimFunc:
-    x_shape, w_shape, strides, out_size, dtype, bits = key
-    return conv_channels(tuple(x_shape), tuple(w_shape), tuple(strides), tuple(out_size),
-                         dtype, bits)
+    return conv_channels(*(tuple(k) for k in key[:-2]), *key[-2:])
 
 
 @lru_cache(maxsize=256)
 def conv_channels(  # noqa: C901 (trace-time specialization)
         x_shape: tuple[int, ...], w_shape: tuple[int, ...], strides: tuple[int, ...],
+        pad_begin: tuple[int, ...], pad_end: tuple[int, ...], dilation: tuple[int, ...],
         out_size: tuple[int, ...], dtype: str, bits: int) -> PrimFunc:
     """The PrimFunc ``(x0: x_shape, x1: packed weight (1-d), out: (N, O, *out_size))`` of a
-    2-D 1x1 conv of one group without padding, vectorized over output channels (see the
-    module docstring; ``x1`` in :func:`pack_channels`'s order)."""
-    n_, c_ = x_shape[0], x_shape[1]
+    2-D conv of one group, vectorized over output channels (see the module docstring;
+    ``x1`` in :func:`pack_channels`'s order)."""
+    n_, c_ = x_shape[0], math.prod(w_shape[1:])  # c_: the reduction K = C * taps
     o_ = w_shape[0]
     oh_, ow_ = out_size
     pixels = oh_ * ow_
@@ -178,7 +193,11 @@ def conv_channels(  # noqa: C901 (trace-time specialization)
     whole, ptail = divmod(pixels, pt)
     tiles = whole + (1 if ptail else 0)
     cblocks = full + (1 if nt else 0)
-    direct = all(s == 1 for s in strides)  # x[n, c] is the (C, P) matrix itself
+    direct = _direct(w_shape, strides, pad_begin, pad_end)  # x[n] is the (K, P) matrix
+    ph = Phases(tuple(x_shape[2:]), strides, pad_begin, pad_end)
+    kernel, taps = tuple(w_shape[2:]), math.prod(w_shape[2:])
+    offsets = ph.taps(kernel, dilation)
+    used = ph.phases(kernel, dilation)
 
     def work_if(work):
         return T.parallel if work >= PARALLEL_MIN_WORK else T.serial
@@ -189,12 +208,15 @@ def conv_channels(  # noqa: C901 (trace-time specialization)
         if not direct:
             xs = T.alloc_buffer((c_ * pixels,), dtype)
         for n in T.serial(n_):
-            if not direct:
-                for c in work_if(c_ * pixels)(c_):
-                    for oh in T.serial(oh_):
-                        for ow in T.serial(ow_):
-                            xs[c * pixels + oh * ow_ + ow] = \
-                                x0[n, c, oh * strides[0], ow * strides[1]]
+            if not direct:  # (K, P): each channel's taps from its padded phase planes
+                for ch in work_if(c_ * pixels)(x_shape[1]):
+                    xpad = T.alloc_buffer((ph.plane,), dtype)
+                    ph.copy(xpad, x0, n, ch, 0, used)
+                    for t, off in enumerate(offsets):
+                        for oh in T.serial(oh_, name=f"h{t}"):
+                            for ow in T.serial(ow_, name=f"w{t}"):
+                                xs[(ch * taps + t) * pixels + oh * ow_ + ow] = \
+                                    xpad[off + ph.grid((oh, ow))]
 
             def pixel_at(c, p):
                 if direct:
@@ -263,5 +285,5 @@ def conv_channels(  # noqa: C901 (trace-time specialization)
 
 register_packer(CONV_CHANNELS, Packer(pack_channels, _variant))
 
-__all__ = ["CONV_CHANNELS", "MAX_TILE_PIXELS", "SMALL_MAP_PIXELS", "channels_tile",
+__all__ = ["CONV_CHANNELS", "COPY_CYCLES", "MAX_TILE_PIXELS", "SMALL_MAP_PIXELS", "channels_tile",
            "SCATTER_CYCLES", "channels_worth", "conv_channels", "pack_channels", "packable_if_worth"]
