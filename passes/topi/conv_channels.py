@@ -1,27 +1,30 @@
-"""1x1 convs on small maps as a GEMM with the pixels as rows, vectorized over output channels.
+"""Convs on small maps as a GEMM with the pixels as rows, vectorized over output channels.
 
 Why: the implicit GEMM (``conv.py``) vectorizes along output pixels. A 7x7 map has 49
-pixels: its 32-lane tiles compute 64 columns (15 of every 64 lanes wasted), and a 14x14
-map (196) pays a tail tile too. These maps have 64-1,280 channels, almost always whole
-multiples of the vector, so the channels are the dimension to vectorize. The conv is
-``out[o, p] = sum_c W[o, c] * x[c, p]``: a register tile of ``PT`` pixels x ``RV``
-channel vectors broadcasts ``x[c, p]`` (``PT`` scalars) against ``RV`` vectors of the
-weight's column ``c`` and accumulates with exact fma in ``c`` order.
+pixels: its 32-lane tiles compute 64 columns (15 of every 64 lanes wasted), a 14x14
+map (196) pays a tail tile too, and padding widens its grid. These maps have 64-1,280
+channels, almost always whole multiples of the vector, so the channels are the dimension
+to vectorize. The conv is ``out[o, p] = sum_k W[o, k] * col[k, p]`` with ``k = (c, kh,
+kw)``, the weight's own order (``K = C * taps``): a register tile of ``PT`` pixels x
+``RV`` channel vectors broadcasts ``col[k, p]`` (``PT`` scalars) against ``RV`` vectors
+of the weight's column ``k`` and accumulates with exact fma in ``k`` order.
 
 **The weight is packed at build time** (``passes/topi/packing.py``, the matmul's protocol):
-the graph's ``W[o, c]`` has the channels ``C`` floats apart, the tile wants a block of
-``RV * L`` output channels contiguous per ``c``. :func:`pack_channels` stores ``W`` as
-``O // NB`` blocks of ``C x NB`` (``NB = RV * L``), then the ``O % NB`` tail channels as
-``C x NT`` zero-padded to whole vectors, all in one 1-d constant. So this schedule exists
+the graph's ``W[o, k]`` has the output channels ``K`` floats apart, the tile wants a block
+of ``RV * L`` output channels contiguous per ``k``. :func:`pack_channels` stores ``W`` as
+``O // NB`` blocks of ``K x NB`` (``NB = RV * L``), then the ``O % NB`` tail channels as
+``K x NT`` zero-padded to whole vectors, all in one 1-d constant. So this schedule exists
 only as the packed variant of the implicit GEMM: ``nn.conv`` marks the implicit GEMM's
 PrimFunc ``packable`` when :func:`channels_worth` says so, and ``PackConstantWeights``
 swaps this form in when the weight is a constant (a weight computed at run time keeps the
-implicit GEMM). Both accumulate each output from zero with exact fmas in channel order, so
-the two are bitwise the same.
+implicit GEMM). Both accumulate each output from zero with exact fmas in ``k`` order
+(padding taps as zeros), so the two are bitwise the same.
 
-Per image: a strided conv first gathers the subsampled image into scratch ``(C, P)``
-(O(input)); a stride-1 conv reads ``x`` itself. Tasks over (channel block, pixel tile)
-run in parallel, consecutive tasks sharing a channel block (its ``C x NB`` panel stays in
+Per image: ``col`` (``K x P``) is gathered per channel, in parallel, from the channel's
+zero-padded phase planes (``conv_layout.Phases``, as the implicit GEMM copies them: no
+select), taps unrolled (O(input x taps)); a 1x1 stride-1 conv without padding reads ``x``
+itself. Tasks over (channel block, pixel tile)
+run in parallel, consecutive tasks sharing a channel block (its ``K x NB`` panel stays in
 L2 across the pixel tiles). Each accumulator, a vector of ``L`` channels of one pixel, is
 stored across ``L`` output planes (a scatter, one lane at a time: ``P`` floats apart in
 NCHW). That store is the only store to ``out``, so FuseTIR folds the epilogue (bias, relu6,
