@@ -77,16 +77,18 @@ def channels_tile(o_: int, pixels: int, dtype: str, bits: int) -> tuple[int, int
     """(RV, PT): channel vectors x pixels per register tile. The most accumulators
     ``RV * PT`` for which the accumulators, ``RV`` weight vectors and one broadcast fit the
     register file, ``RV`` at most the output's vectors and 4, ``PT`` at most
-    ``MAX_TILE_PIXELS`` and the map's pixels; ties to the wider ``RV`` (fewer broadcasts
-    per fma). AVX-512 (32 registers): 4 x 6; AVX2 (16): 3 x 4."""
+    ``MAX_TILE_PIXELS`` and the map's pixels; ties to more pixels (each weight vector,
+    read from L2 when the ``K x NB`` panel outgrows L1, serves more fmas). AVX-512 (32
+    registers): 3 x 8; AVX2 (16): 2 x 6, which ran 0.84-0.95x the time of 3 x 4 on
+    mobilenet_v2's layers (on AVX-512, 3 x 8 and 4 x 6 ran alike)."""
     lanes = _lanes(dtype, bits)
     regs = registers(bits)
     best = (0, 0, 0)
     for rv in range(1, min(4, -(-o_ // lanes)) + 1):
         pt = min(MAX_TILE_PIXELS, pixels, (regs - rv - 1) // rv)
         if pt >= 1:
-            best = max(best, (rv * pt, rv, pt))
-    return best[1], best[2]
+            best = max(best, (rv * pt, pt, rv))
+    return best[2], best[1]
 
 
 def channels_worth(x_shape: tuple[int, ...], w_shape: tuple[int, ...], groups: int,

@@ -98,7 +98,7 @@ def test_the_kernel_equals_the_interpreter(case) -> None:
 #: fewer channels than mobilenet_v2's where the cost rule still picks this form, a tail
 #: block, a stride, a padded strided 3x3 conv (stride 1 would go to Winograd).
 PICKED = [((1, 160, 7, 7), 96, (1, 1), 1, 0), ((1, 256, 14, 14), 48, (1, 1), 1, 0),
-          ((2, 200, 7, 7), 70, (1, 1), 1, 0), ((1, 120, 13, 13), 64, (2, 2), 1, 0),
+          ((2, 200, 7, 7), 70, (1, 1), 1, 0), ((1, 256, 13, 13), 128, (2, 2), 1, 0),
           ((1, 96, 13, 13), 64, (2, 2), 3, 1)]
 
 
@@ -140,7 +140,7 @@ def test_an_avx2_build_picks_it_and_equals_the_interpreter() -> None:
     with transform.PassContext(config={"target": "x86-64-v3", **GENERIC_OFF}):
         ex = runtime.build(mod, cache=False)
     assert "'schedule': 'conv_channels'" in ex.get_source("tir")
-    assert "'tile': '4x24'" in ex.get_source("tir")  # 3 vectors of 8 lanes x 4 pixels
+    assert "'tile': '6x16'" in ex.get_source("tir")  # 6 pixels x 2 vectors of 8 lanes
     assert_close_to_interpreter(mod, [x], ex["main"](x), "avx2")
 
 
@@ -180,24 +180,25 @@ def _key(xs, ws, out):
 
 
 def test_tiles_and_packing() -> None:
-    assert channels_tile(960, 49, "float32", 512) == (4, 6)
-    assert channels_tile(960, 49, "float32", 256) == (3, 4)
+    assert channels_tile(960, 49, "float32", 512) == (3, 8)
+    assert channels_tile(960, 49, "float32", 256) == (2, 6)
     assert channels_tile(20, 49, "float32", 512) == (2, 8)  # two vectors cover 20
     assert channels_tile(960, 3, "float64", 512) == (4, 3)
-    o, c = 37, 5  # 512 bits float32: one block of 4 x 16, nothing full; tail of 48
+    o, c = 37, 5  # 512 bits float32: blocks of 3 x 16, nothing full; a tail of 48
     w = np.arange(o * c, dtype=np.float32).reshape(o, c, 1, 1)
     packed = pack_channels(w, _key((1, c, 4, 4), (o, c, 1, 1), (4, 4)))
     assert packed.shape == (c * 48,)
     tail = packed.reshape(c, 48)
     np.testing.assert_array_equal(tail[:, :o], w[:, :, 0, 0].T)
     assert not tail[:, o:].any()
-    o = 130  # two full blocks of 64, then a tail of 2 padded to 16
+    o = 100  # two full blocks of 48, then a tail of 4 padded to 16
     w = np.arange(o * c, dtype=np.float32).reshape(o, c, 1, 1)
     packed = pack_channels(w, _key((1, c, 7, 7), (o, c, 1, 1), (7, 7)))
-    assert packed.shape == (c * (128 + 16),)
-    np.testing.assert_array_equal(packed[:c * 64].reshape(c, 64), w[:64, :, 0, 0].T)
-    np.testing.assert_array_equal(packed[c * 64:c * 128].reshape(c, 64), w[64:128, :, 0, 0].T)
-    np.testing.assert_array_equal(packed[c * 128:].reshape(c, 16)[:, :2], w[128:, :, 0, 0].T)
+    assert packed.shape == (c * (96 + 16),)
+    np.testing.assert_array_equal(packed[:c * 48].reshape(c, 48), w[:48, :, 0, 0].T)
+    np.testing.assert_array_equal(packed[c * 48:c * 96].reshape(c, 48), w[48:96, :, 0, 0].T)
+    np.testing.assert_array_equal(packed[c * 96:].reshape(c, 16)[:, :4], w[96:, :, 0, 0].T)
+    assert not packed[c * 96:].reshape(c, 16)[:, 4:].any()
     with pytest.raises(ValueError, match="the weight has shape"):
         pack_channels(w[:5], _key((1, c, 7, 7), (o, c, 1, 1), (7, 7)))
 
