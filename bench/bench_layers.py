@@ -13,7 +13,7 @@ resnet18's padded one; YOLO's spatial pyramid max pools (5x5, 9x9, 13x13, stride
 average pools (Inception's 3x3 stride-1 branch pools, DenseNet's 2x2 stride-2
 transitions); efficientnet_b0's 1x1 convs with and without SiLU (same conv, so their
 ratio is the epilogue's cost); and mobilenet_v2's small-K 1x1 expand convs (16, 24 and 32
-input channels, relu6). Per layer and thread count, ours
+input channels, relu6) and its 1x1 convs on 14x14 and 7x7 maps. Per layer and thread count, ours
 (``runtime.build(from_onnx(m))``) against onnxruntime (CPU provider, ``intra_op_num_threads``
 = ours, one inter-op thread) through ``irkernel.testing.timing.compare``: each side in
 blocks of its own after warm-ups, medians. Printed: ms of both sides, ``ratio`` = ours /
@@ -59,6 +59,18 @@ LAYERS: dict[str, tuple[str, tuple[int, ...], tuple]] = {
     "conv1x1_16_96_112_relu6": ("conv", (1, 16, 112, 112), (96, 1, 1, 0, "relu6")),
     "conv1x1_24_144_56_relu6": ("conv", (1, 24, 56, 56), (144, 1, 1, 0, "relu6")),
     "conv1x1_32_192_28_relu6": ("conv", (1, 32, 28, 28), (192, 1, 1, 0, "relu6")),
+    # mobilenet_v2's 1x1 convs on 14x14 and 7x7 maps (conv_channels: vectorized over
+    # output channels)
+    "conv1x1_64_384_14_relu6": ("conv", (1, 64, 14, 14), (384, 1, 1, 0, "relu6")),
+    "conv1x1_384_64_14": ("conv", (1, 384, 14, 14), (64, 1, 1, 0, "none")),
+    "conv1x1_384_96_14": ("conv", (1, 384, 14, 14), (96, 1, 1, 0, "none")),
+    "conv1x1_96_576_14_relu6": ("conv", (1, 96, 14, 14), (576, 1, 1, 0, "relu6")),
+    "conv1x1_576_96_14": ("conv", (1, 576, 14, 14), (96, 1, 1, 0, "none")),
+    "conv1x1_576_160_7": ("conv", (1, 576, 7, 7), (160, 1, 1, 0, "none")),
+    "conv1x1_160_960_7_relu6": ("conv", (1, 160, 7, 7), (960, 1, 1, 0, "relu6")),
+    "conv1x1_960_160_7": ("conv", (1, 960, 7, 7), (160, 1, 1, 0, "none")),
+    "conv1x1_960_320_7": ("conv", (1, 960, 7, 7), (320, 1, 1, 0, "none")),
+    "conv1x1_320_1280_7_relu6": ("conv", (1, 320, 7, 7), (1280, 1, 1, 0, "relu6")),
 }
 
 

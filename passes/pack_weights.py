@@ -12,9 +12,10 @@ constants are ordinary constants, so a saved executable and the cache keep them:
 packs each weight once, a load from the cache not at all. It runs before FuseOps, so an
 epilogue (bias, GELU) fuses into the packed kernel's store as into the unpacked one's.
 
-Used by the matmul's B today (``passes/topi/matmul_packed.py``); a conv's filters
-(channel-blocked, or Winograd's transformed ``U``) fit the same protocol: a ``packable``
-attribute on the conv's PrimFunc and a registered packer.
+Used by the matmul's B (``passes/topi/matmul_packed.py``) and by 1x1 convs on small maps,
+whose filters are packed by output-channel vectors (``passes/topi/conv_channels.py``);
+other filter orders (channel-blocked, or Winograd's transformed ``U``) fit the same
+protocol: a ``packable`` attribute on the conv's PrimFunc and a registered packer.
 
 Scaling: NumPy over the ``call_tir`` rows; Python once per distinct callee and once per
 weight packed, never per node. Imports irkernel and passes.topi only.
@@ -31,6 +32,7 @@ from irkernel.ir.function import Function
 from irkernel.ir.ids import ENC_BINARY, ENC_UNARY
 from irkernel.ir.module import IRModule
 from irkernel.tir.function import Attrs, PrimFunc
+from passes.topi import conv_channels as _conv_channels  # noqa: F401  (registers its packer)
 from passes.topi import matmul_packed as _matmul_packed  # noqa: F401  (registers its packer)
 from passes.topi.packing import PACKABLE, packer
 

@@ -49,6 +49,7 @@ from passes.topi.conv import (
     scheduled_depthwise2d,
     scheduled_gemv,
 )
+from passes.topi.conv_channels import packable_if_worth
 from passes.topi.conv_stem import scheduled_stem, stem_ok
 from passes.topi.conv_transpose import conv_transpose_ok, scheduled_conv_transpose
 from passes.topi.pool import avg_pool_rows, max_pool_rows, pool_ok
@@ -159,7 +160,7 @@ def conv(types: Sequence[TensorType], attrs: Mapping[str, Any], result: TensorTy
     elif stem is not None:
         fast = scheduled_stem(*stem)
     elif gemm is not None:
-        fast = scheduled_conv(*gemm)
+        fast = packable_if_worth(scheduled_conv(*gemm), *gemm)
     elif gemv_ok(sx, sw, g, dtype, win.out, win.strides, win.pad_begin, win.pad_end):
         fast = scheduled_gemv(sx, sw, g, win.strides, win.pad_begin, win.dilation, win.out)
     elif depthwise_ok(sx, sw, g, dtype):
