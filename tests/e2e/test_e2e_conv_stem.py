@@ -27,7 +27,8 @@ def stem_cases(draw):
     s = [draw(st.integers(1, 3)), draw(st.integers(1, 3))]
     d = [draw(st.integers(1, 2)), draw(st.integers(1, 2))]
     pads = [draw(st.integers(0, 3)) for _ in range(4)]
-    h = draw(st.integers(max(1, d[0] * (k[0] - 1) + 1 - pads[0] - pads[2]), 12))
+    low = max(1, d[0] * (k[0] - 1) + 1 - pads[0] - pads[2])  # 13 for a 7-tap dilation 2
+    h = draw(st.integers(low, max(low, 12)))
     # at least 32 output columns (four 8-lane vectors at 256 bits), up to a few tiles
     ow = draw(st.integers(32, 70))
     w = max(1, (ow - 1) * s[1] + d[1] * (k[1] - 1) + 1 - pads[1] - pads[3])
