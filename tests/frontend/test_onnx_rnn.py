@@ -194,13 +194,17 @@ def test_compiled_recurrence_matches_the_interpreter(case):
         # activations such as tanh for the gates, or relu anywhere, make the recurrence
         # expansive, so float32 rounding grows over the steps (to overflow, with relu): where
         # the values are finite, the kernel must be about as close to the float64 values as
-        # the float32 reference is (four times its distance, or 1e-4 of the largest value: its
-        # tanh and exp differ from NumPy's by an ulp or two), not equal to its bits
+        # the float32 reference is (eight times its distance, or 1e-4 of the largest value:
+        # its tanh and exp differ from NumPy's by an ulp or two), not equal to its bits. Two
+        # float32 summation orders land at distances from float64 whose ratio varies with
+        # the case: a relu LSTM with clip 3 (values near 2,000 after 5 steps) put the
+        # kernel 5.3 times as far as the reference, the same on this and the previous
+        # round's code (a wrong gate is off by the values' own scale)
         wide = bb_wide(op, shapes, attrs)
         (exact,) = ik.interpret(wide, *[a.astype(np.float64) for a in args])
         finite = np.isfinite(want) & np.isfinite(exact) & (np.abs(exact) < 1e30)
         scale = max(1.0, float(np.abs(exact)[finite].max(initial=0.0)))
-        bound = max(1e-4 * scale, 4 * float(np.abs(want - exact)[finite].max(initial=0.0)))
+        bound = max(1e-4 * scale, 8 * float(np.abs(want - exact)[finite].max(initial=0.0)))
         err = float(np.abs(got - exact)[finite].max(initial=0.0))
         assert err <= bound, (err, bound)
     else:
