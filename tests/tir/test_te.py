@@ -178,6 +178,11 @@ def test_extract_inverts_create(case) -> None:
         assert sum(1 for _, s in types if s[0]) > 1
         return
     assert f.attrs["op_pattern"] == op.pattern
+    if "schedule" in f.attrs:
+        # a scheduled kernel (a 1-pixel conv's dot product, conv_dot) is not compute form
+        # by design; the e2e tests check it against the interpreter
+        assert name in ("conv", "conv_transpose", "matmul", "max_pool", "avg_pool"), name
+        return
     desc = te.extract_compute(f)
     assert desc is not None, f.script(name)
     assert desc.output == f.params[-1]
